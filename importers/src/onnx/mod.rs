@@ -1,0 +1,72 @@
+//! ONNX: protobuf bytes → [`Model`].
+//!
+//! [`load_model`] memory-maps the file and decodes it with prost into types
+//! whose `bytes` fields are slices of that map, then converts the messages to
+//! the IR ([`to_ir`]). Structural rules the rest of diamond relies on (a
+//! graph exists, opsets are declared, external data stays inside the model's
+//! directory and within its file) are checked here, so that later stages may
+//! assume them.
+
+mod external;
+mod to_ir;
+
+use crate::error::ImportError;
+use bytes::Bytes;
+use diamond_ir::Model;
+use diamond_onnx_proto::ModelProto;
+use prost::Message;
+use std::path::{Path, PathBuf};
+
+/// Reads the ONNX model at `path`. External data is resolved against the
+/// file's directory and checked, but not read.
+pub fn load_model(path: &Path) -> Result<Model, ImportError> {
+    let bytes = read_file(path)?;
+    let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    decode_model(bytes, path, &base_dir)
+}
+
+/// Decodes ONNX bytes read from `path` (used in messages), resolving external
+/// data against `base_dir`.
+pub fn decode_model(bytes: Bytes, path: &Path, base_dir: &Path) -> Result<Model, ImportError> {
+    if bytes.is_empty() {
+        return Err(ImportError::Empty { path: path.to_path_buf() });
+    }
+    let proto = ModelProto::decode(bytes)
+        .map_err(|e| ImportError::Decode { path: path.to_path_buf(), detail: e.to_string() })?;
+    check_model_header(&proto, path)?;
+    to_ir::convert_model(proto, path, base_dir)
+}
+
+/// Maps a file into memory (copying nothing), after checking it is a file.
+pub fn read_file(path: &Path) -> Result<Bytes, ImportError> {
+    let io_error = |source| ImportError::Io { path: path.to_path_buf(), source };
+    let metadata = std::fs::metadata(path).map_err(io_error)?;
+    if metadata.is_dir() {
+        return Err(ImportError::IsDirectory { path: path.to_path_buf() });
+    }
+    let file = std::fs::File::open(path).map_err(io_error)?;
+    if metadata.len() == 0 {
+        return Ok(Bytes::new());
+    }
+    // SAFETY: read-only map; we rely on no other process truncating the file
+    // while diamond runs, as every tool that maps model files does.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io_error)?;
+    Ok(Bytes::from_owner(map))
+}
+
+fn check_model_header(proto: &ModelProto, path: &Path) -> Result<(), ImportError> {
+    let invalid = |problem: &str| ImportError::Invalid { path: PathBuf::from(path), problem: problem.to_string() };
+    let ir_version = proto.ir_version.ok_or_else(|| invalid("the model states no ir_version (field 1)"))?;
+    if ir_version < 1 {
+        return Err(invalid(&format!("ir_version {ir_version} is not a valid IR version")));
+    }
+    if proto.graph.is_none() {
+        return Err(invalid("the model has no graph (field 7)"));
+    }
+    if ir_version >= 3 && proto.opset_import.is_empty() {
+        return Err(invalid(&format!(
+            "the model imports no operator set (opset_import, field 8), which IR version {ir_version} requires"
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,308 @@
+//! Converting decoded ONNX messages into the IR, field for field.
+//!
+//! Every optional field keeps its presence and every repeated field its order,
+//! so that `diamond-exporters` can write back a message equal to the one read.
+//! Subgraphs are pushed into the model's graph arena as they are met.
+
+use super::external;
+use crate::error::ImportError;
+use diamond_ir as ir;
+use diamond_ir::entity::EntityId;
+use diamond_ir::{ElemType, GraphId, GraphOwner, Model};
+use diamond_onnx_proto as pb;
+use std::path::Path;
+
+/// The state of one model's conversion.
+struct Converter<'a> {
+    model: Model,
+    path: &'a Path,
+    base_dir: &'a Path,
+}
+
+/// Converts a decoded model; `path` names it in errors, `base_dir` resolves
+/// external data.
+pub(super) fn convert_model(proto: pb::ModelProto, path: &Path, base_dir: &Path) -> Result<Model, ImportError> {
+    let mut cx = Converter { model: Model::default(), path, base_dir };
+    let graph = proto.graph.map(|g| cx.graph(g, GraphOwner::Main)).transpose()?;
+    let training_info = proto.training_info.into_iter().map(|t| cx.training_info(t)).collect::<Result<_, _>>()?;
+    let functions = proto.functions.into_iter().map(|f| cx.function(f)).collect::<Result<_, _>>()?;
+    cx.model = Model {
+        ir_version: proto.ir_version,
+        opset_imports: proto.opset_import.into_iter().map(opset).collect(),
+        producer_name: proto.producer_name,
+        producer_version: proto.producer_version,
+        domain: proto.domain,
+        model_version: proto.model_version,
+        doc_string: proto.doc_string,
+        graph,
+        metadata_props: entries(proto.metadata_props),
+        training_info,
+        functions,
+        configurations: proto.configuration.into_iter().map(device_configuration).collect(),
+        graphs: std::mem::take(&mut cx.model.graphs),
+    };
+    Ok(cx.model)
+}
+
+impl Converter<'_> {
+    fn graph(&mut self, proto: pb::GraphProto, owner: GraphOwner) -> Result<GraphId, ImportError> {
+        // Reserve the id first so that subgraphs get later ids than their parent.
+        let id = self.model.graphs.push(ir::Graph::new(owner));
+        let mut graph = ir::Graph::new(owner);
+        graph.name = proto.name;
+        graph.doc_string = proto.doc_string;
+        for info in proto.input {
+            let info = value_info(&mut graph, info);
+            graph.inputs.push(info);
+        }
+        for info in proto.output {
+            let info = value_info(&mut graph, info);
+            graph.outputs.push(info);
+        }
+        for info in proto.value_info {
+            let info = value_info(&mut graph, info);
+            graph.value_info.push(info);
+        }
+        for tensor in proto.initializer {
+            let tensor = self.tensor(tensor)?;
+            if let Some(name) = &tensor.name {
+                graph.intern(name);
+            }
+            graph.initializers.push(tensor);
+        }
+        for sparse in proto.sparse_initializer {
+            let sparse = self.sparse_tensor(sparse)?;
+            if let Some(name) = sparse.values.as_ref().and_then(|v| v.name.as_ref()) {
+                graph.intern(name);
+            }
+            graph.sparse_initializers.push(sparse);
+        }
+        for node in proto.node {
+            let node = self.node(&mut graph, node, id)?;
+            graph.nodes.push(node);
+        }
+        graph.quantization_annotations = proto.quantization_annotation.into_iter().map(annotation).collect();
+        graph.metadata_props = entries(proto.metadata_props);
+        self.model.graphs[id] = graph;
+        Ok(id)
+    }
+
+    fn node(&mut self, graph: &mut ir::Graph, proto: pb::NodeProto, graph_id: GraphId) -> Result<ir::Node, ImportError> {
+        let node_id = ir::NodeId::new(graph.nodes.len());
+        let owner = GraphOwner::Attribute { graph: graph_id, node: node_id };
+        let attributes = proto.attribute.into_iter().map(|a| self.attribute(a, owner)).collect::<Result<_, _>>()?;
+        Ok(ir::Node {
+            name: proto.name,
+            op_type: proto.op_type,
+            domain: proto.domain,
+            overload: proto.overload,
+            inputs: proto.input.iter().map(|n| graph.intern(n)).collect(),
+            outputs: proto.output.iter().map(|n| graph.intern(n)).collect(),
+            attributes,
+            doc_string: proto.doc_string,
+            metadata_props: entries(proto.metadata_props),
+            device_configurations: proto.device_configurations.into_iter().map(node_device_configuration).collect(),
+        })
+    }
+
+    fn attribute(&mut self, proto: pb::AttributeProto, owner: GraphOwner) -> Result<ir::Attribute, ImportError> {
+        Ok(ir::Attribute {
+            name: proto.name,
+            ref_attr_name: proto.ref_attr_name,
+            doc_string: proto.doc_string,
+            attr_type: proto.r#type.map(ir::AttrType::from_code),
+            f: proto.f,
+            i: proto.i,
+            s: proto.s,
+            t: proto.t.map(|t| self.tensor(t)).transpose()?,
+            g: proto.g.map(|g| self.graph(g, owner)).transpose()?,
+            sparse_tensor: proto.sparse_tensor.map(|s| self.sparse_tensor(s)).transpose()?,
+            tp: proto.tp.map(type_info),
+            floats: proto.floats,
+            ints: proto.ints,
+            strings: proto.strings,
+            tensors: proto.tensors.into_iter().map(|t| self.tensor(t)).collect::<Result<_, _>>()?,
+            graphs: proto.graphs.into_iter().map(|g| self.graph(g, owner)).collect::<Result<_, _>>()?,
+            sparse_tensors: proto.sparse_tensors.into_iter().map(|s| self.sparse_tensor(s)).collect::<Result<_, _>>()?,
+            type_protos: proto.type_protos.into_iter().map(type_info).collect(),
+        })
+    }
+
+    fn tensor(&mut self, proto: pb::TensorProto) -> Result<ir::Tensor, ImportError> {
+        let external_data = entries(proto.external_data);
+        let is_external = proto.data_location == Some(pb::tensor_proto::DataLocation::External as i32);
+        let external = if is_external {
+            let name = proto.name.as_deref().unwrap_or("");
+            Some(external::resolve(&external_data, name, self.path, self.base_dir)?)
+        } else {
+            None
+        };
+        Ok(ir::Tensor {
+            name: proto.name,
+            dims: proto.dims,
+            data_type: proto.data_type.map(ElemType::from_code),
+            segment: proto.segment.map(|s| ir::Segment { begin: s.begin, end: s.end }),
+            doc_string: proto.doc_string,
+            metadata_props: entries(proto.metadata_props),
+            data: ir::TensorData {
+                raw: proto.raw_data,
+                floats: proto.float_data,
+                int32s: proto.int32_data,
+                strings: proto.string_data,
+                int64s: proto.int64_data,
+                doubles: proto.double_data,
+                uint64s: proto.uint64_data,
+            },
+            data_location: proto.data_location,
+            external_data,
+            external,
+        })
+    }
+
+    fn sparse_tensor(&mut self, proto: pb::SparseTensorProto) -> Result<ir::SparseTensor, ImportError> {
+        Ok(ir::SparseTensor {
+            values: proto.values.map(|t| self.tensor(t)).transpose()?,
+            indices: proto.indices.map(|t| self.tensor(t)).transpose()?,
+            dims: proto.dims,
+        })
+    }
+
+    fn function(&mut self, proto: pb::FunctionProto) -> Result<ir::Function, ImportError> {
+        let body_id = self.model.graphs.push(ir::Graph::new(GraphOwner::FunctionBody));
+        let mut body = ir::Graph::new(GraphOwner::FunctionBody);
+        let inputs = proto.input.iter().map(|n| body.intern(n)).collect();
+        let outputs = proto.output.iter().map(|n| body.intern(n)).collect();
+        for info in proto.value_info {
+            let info = value_info(&mut body, info);
+            body.value_info.push(info);
+        }
+        for node in proto.node {
+            let node = self.node(&mut body, node, body_id)?;
+            body.nodes.push(node);
+        }
+        self.model.graphs[body_id] = body;
+        let detached = GraphOwner::Detached;
+        Ok(ir::Function {
+            name: proto.name,
+            domain: proto.domain,
+            overload: proto.overload,
+            body: body_id,
+            inputs,
+            outputs,
+            attribute_names: proto.attribute,
+            attribute_protos: proto.attribute_proto.into_iter().map(|a| self.attribute(a, detached)).collect::<Result<_, _>>()?,
+            doc_string: proto.doc_string,
+            opset_imports: proto.opset_import.into_iter().map(opset).collect(),
+            metadata_props: entries(proto.metadata_props),
+        })
+    }
+
+    fn training_info(&mut self, proto: pb::TrainingInfoProto) -> Result<ir::TrainingInfo, ImportError> {
+        Ok(ir::TrainingInfo {
+            initialization: proto.initialization.map(|g| self.graph(g, GraphOwner::Detached)).transpose()?,
+            algorithm: proto.algorithm.map(|g| self.graph(g, GraphOwner::Detached)).transpose()?,
+            initialization_binding: entries(proto.initialization_binding),
+            update_binding: entries(proto.update_binding),
+        })
+    }
+}
+
+fn value_info(graph: &mut ir::Graph, proto: pb::ValueInfoProto) -> ir::ValueInfo {
+    ir::ValueInfo {
+        value: proto.name.as_deref().map(|n| graph.intern(n)),
+        ty: proto.r#type.map(type_info),
+        doc_string: proto.doc_string,
+        metadata_props: entries(proto.metadata_props),
+    }
+}
+
+fn type_info(proto: pb::TypeProto) -> ir::TypeInfo {
+    use pb::type_proto::Value as V;
+    let boxed = |t: Option<Box<pb::TypeProto>>| t.map(|t| Box::new(type_info(*t)));
+    let value = proto.value.map(|value| match value {
+        V::TensorType(t) => ir::TypeValue::Tensor {
+            elem: t.elem_type.map(ElemType::from_code),
+            shape: t.shape.map(shape),
+        },
+        V::SequenceType(s) => ir::TypeValue::Sequence(boxed(s.elem_type)),
+        V::MapType(m) => ir::TypeValue::Map {
+            key: m.key_type.map(ElemType::from_code),
+            value: boxed(m.value_type),
+        },
+        V::OptionalType(o) => ir::TypeValue::Optional(boxed(o.elem_type)),
+        V::SparseTensorType(t) => ir::TypeValue::SparseTensor {
+            elem: t.elem_type.map(ElemType::from_code),
+            shape: t.shape.map(shape),
+        },
+        V::OpaqueType(o) => ir::TypeValue::Opaque { domain: o.domain, name: o.name },
+    });
+    ir::TypeInfo { value, denotation: proto.denotation }
+}
+
+fn shape(proto: pb::TensorShapeProto) -> ir::TensorShape {
+    use pb::tensor_shape_proto::dimension::Value as V;
+    let dims = proto
+        .dim
+        .into_iter()
+        .map(|d| ir::DimDecl {
+            value: d.value.map(|v| match v {
+                V::DimValue(n) => ir::DimValue::Known(n),
+                V::DimParam(p) => ir::DimValue::Param(p),
+            }),
+            denotation: d.denotation,
+        })
+        .collect();
+    ir::TensorShape { dims }
+}
+
+fn entries(proto: Vec<pb::StringStringEntryProto>) -> Vec<ir::StringEntry> {
+    proto.into_iter().map(|e| ir::StringEntry { key: e.key, value: e.value }).collect()
+}
+
+fn opset(proto: pb::OperatorSetIdProto) -> ir::OpsetImport {
+    ir::OpsetImport { domain: proto.domain, version: proto.version }
+}
+
+fn annotation(proto: pb::TensorAnnotation) -> ir::TensorAnnotation {
+    ir::TensorAnnotation {
+        tensor_name: proto.tensor_name,
+        quant_parameter_tensor_names: entries(proto.quant_parameter_tensor_names),
+    }
+}
+
+fn device_configuration(proto: pb::DeviceConfigurationProto) -> ir::DeviceConfiguration {
+    ir::DeviceConfiguration { name: proto.name, num_devices: proto.num_devices, devices: proto.device }
+}
+
+fn node_device_configuration(proto: pb::NodeDeviceConfigurationProto) -> ir::NodeDeviceConfiguration {
+    ir::NodeDeviceConfiguration {
+        configuration_id: proto.configuration_id,
+        sharding_specs: proto.sharding_spec.into_iter().map(sharding_spec).collect(),
+        pipeline_stage: proto.pipeline_stage,
+    }
+}
+
+fn sharding_spec(proto: pb::ShardingSpecProto) -> ir::ShardingSpec {
+    use pb::simple_sharded_dim_proto::Dim as D;
+    let simple = |s: pb::SimpleShardedDimProto| ir::SimpleShardedDim {
+        dim: s.dim.map(|d| match d {
+            D::DimValue(n) => ir::DimValue::Known(n),
+            D::DimParam(p) => ir::DimValue::Param(p),
+        }),
+        num_shards: s.num_shards,
+    };
+    ir::ShardingSpec {
+        tensor_name: proto.tensor_name,
+        devices: proto.device,
+        index_to_device_group_map: proto
+            .index_to_device_group_map
+            .into_iter()
+            .map(|e| ir::IntListEntry { key: e.key, values: e.value })
+            .collect(),
+        sharded_dims: proto
+            .sharded_dim
+            .into_iter()
+            .map(|d| ir::ShardedDim { axis: d.axis, simple_sharding: d.simple_sharding.into_iter().map(simple).collect() })
+            .collect(),
+    }
+}

@@ -1,0 +1,212 @@
+//! Graphs, nodes and values.
+//!
+//! A [`Graph`] owns its nodes and its values in arenas. Values are interned by
+//! name: every name a node, input, output, `value_info` or initializer of this
+//! graph mentions has exactly one [`ValueId`], the empty name included (ONNX
+//! writes `""` for an omitted optional input or output). A name a subgraph uses
+//! but does not define refers to an enclosing graph; resolving that is the
+//! inference crate's job. Declared inputs, outputs and `value_info` keep their
+//! order and their optional fields, for lossless re-export.
+
+use crate::attribute::Attribute;
+use crate::entity::{Arena, GraphId, NodeId, ValueId};
+use crate::model::{NodeDeviceConfiguration, StringEntry};
+use crate::tensor::{SparseTensor, Tensor, TensorAnnotation};
+use crate::types::TypeInfo;
+use std::collections::HashMap;
+
+/// Where a graph sits in its model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GraphOwner {
+    /// The model's main graph.
+    Main,
+    /// A graph-valued attribute of a node in another graph.
+    Attribute {
+        /// The graph holding the node.
+        graph: GraphId,
+        /// The node.
+        node: NodeId,
+    },
+    /// A graph-valued attribute of a function's attribute defaults, or of a
+    /// tensor-free context such as a training graph.
+    Detached,
+    /// The body of a model-local function.
+    FunctionBody,
+}
+
+/// A computation graph.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Graph {
+    /// What contains this graph.
+    pub owner: GraphOwner,
+    /// The graph's name.
+    pub name: Option<String>,
+    /// Documentation.
+    pub doc_string: Option<String>,
+    /// Nodes, in file order (ONNX requires topological order).
+    pub nodes: Arena<NodeId, Node>,
+    /// Every named value the graph mentions.
+    pub values: Arena<ValueId, Value>,
+    by_name: HashMap<String, ValueId>,
+    /// Declared graph inputs.
+    pub inputs: Vec<ValueInfo>,
+    /// Declared graph outputs.
+    pub outputs: Vec<ValueInfo>,
+    /// Declared types of intermediate values.
+    pub value_info: Vec<ValueInfo>,
+    /// Weights and constants.
+    pub initializers: Vec<Tensor>,
+    /// Sparse weights.
+    pub sparse_initializers: Vec<SparseTensor>,
+    /// Quantization annotations.
+    pub quantization_annotations: Vec<TensorAnnotation>,
+    /// Free-form metadata.
+    pub metadata_props: Vec<StringEntry>,
+}
+
+/// A named value: a graph input, an initializer, a node output, or a name
+/// from an enclosing scope.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Value {
+    /// The name, unique within the graph; `""` marks an omitted optional operand.
+    pub name: String,
+}
+
+/// A declared value (`ValueInfoProto`).
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct ValueInfo {
+    /// The value; `None` when the file gives no name.
+    pub value: Option<ValueId>,
+    /// The declared type.
+    pub ty: Option<TypeInfo>,
+    /// Documentation.
+    pub doc_string: Option<String>,
+    /// Free-form metadata.
+    pub metadata_props: Vec<StringEntry>,
+}
+
+/// One operator application.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Node {
+    /// The node's name.
+    pub name: Option<String>,
+    /// The operator.
+    pub op_type: Option<String>,
+    /// The operator's domain; unset or `""` is the default ONNX domain.
+    pub domain: Option<String>,
+    /// The overload of a model-local function.
+    pub overload: Option<String>,
+    /// Operands, in order (the empty-name value marks an omitted one).
+    pub inputs: Vec<ValueId>,
+    /// Results, in order.
+    pub outputs: Vec<ValueId>,
+    /// Attributes, in file order.
+    pub attributes: Vec<Attribute>,
+    /// Documentation.
+    pub doc_string: Option<String>,
+    /// Free-form metadata.
+    pub metadata_props: Vec<StringEntry>,
+    /// Device placement and sharding.
+    pub device_configurations: Vec<NodeDeviceConfiguration>,
+}
+
+impl Graph {
+    /// An empty graph with the given owner.
+    pub fn new(owner: GraphOwner) -> Graph {
+        Graph {
+            owner,
+            name: None,
+            doc_string: None,
+            nodes: Arena::new(),
+            values: Arena::new(),
+            by_name: HashMap::new(),
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            value_info: Vec::new(),
+            initializers: Vec::new(),
+            sparse_initializers: Vec::new(),
+            quantization_annotations: Vec::new(),
+            metadata_props: Vec::new(),
+        }
+    }
+
+    /// The value named `name`, created on first mention.
+    pub fn intern(&mut self, name: &str) -> ValueId {
+        if let Some(&id) = self.by_name.get(name) {
+            return id;
+        }
+        let id = self.values.push(Value { name: name.to_string() });
+        self.by_name.insert(name.to_string(), id);
+        id
+    }
+
+    /// The value named `name`, if the graph mentions it.
+    pub fn value_named(&self, name: &str) -> Option<ValueId> {
+        self.by_name.get(name).copied()
+    }
+
+    /// The name of value `id`.
+    pub fn value_name(&self, id: ValueId) -> &str {
+        &self.values[id].name
+    }
+
+    /// The graph's name, `""` when unset.
+    pub fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or("")
+    }
+}
+
+impl Node {
+    /// The operator name, `""` when unset.
+    pub fn op_type(&self) -> &str {
+        self.op_type.as_deref().unwrap_or("")
+    }
+
+    /// The domain, with the ONNX default domain spelled `""`.
+    pub fn domain(&self) -> &str {
+        match self.domain.as_deref() {
+            None | Some("ai.onnx") => "",
+            Some(domain) => domain,
+        }
+    }
+
+    /// The node's name, `""` when unset.
+    pub fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or("")
+    }
+
+    /// The attribute named `name`.
+    pub fn attribute(&self, name: &str) -> Option<&Attribute> {
+        self.attributes.iter().find(|a| a.name() == name)
+    }
+
+    /// Every subgraph held by this node's attributes.
+    pub fn subgraphs(&self) -> impl Iterator<Item = GraphId> + '_ {
+        self.attributes.iter().flat_map(Attribute::subgraphs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_intern_once_including_the_empty_name() {
+        let mut g = Graph::new(GraphOwner::Main);
+        let x = g.intern("x");
+        let none = g.intern("");
+        assert_eq!(g.intern("x"), x);
+        assert_eq!(g.intern(""), none);
+        assert_ne!(x, none);
+        assert_eq!(g.value_name(x), "x");
+        assert_eq!(g.value_named("y"), None);
+    }
+
+    #[test]
+    fn the_default_domain_has_two_spellings() {
+        let node = |domain: Option<&str>| Node { domain: domain.map(str::to_string), ..Node::default() };
+        assert_eq!(node(None).domain(), "");
+        assert_eq!(node(Some("ai.onnx")).domain(), "");
+        assert_eq!(node(Some("com.microsoft")).domain(), "com.microsoft");
+    }
+}

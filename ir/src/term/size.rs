@@ -1,0 +1,242 @@
+//! Sizes and symbolic size expressions in normal form.
+//!
+//! A [`SizeExpr`] is an integer polynomial over rigid symbols: a map from
+//! monomials (sorted multisets of atoms) to non-zero coefficients. Because the
+//! map is ordered, two expressions that are equal as polynomials are equal as
+//! values (`2*b*s` = `s*b*2`) and print identically. Floor/ceil division by a
+//! positive constant, `min` and `max` enter as atoms over normalized operands.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// A size: a known positive number, or an expression over rigid symbols.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Size {
+    /// A number.
+    Known(u64),
+    /// An expression with at least one symbol.
+    Symbolic(SizeExpr),
+}
+
+/// An atom of a monomial.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Atom {
+    Symbol(String),
+    FloorDiv(Box<SizeExpr>, u64),
+    CeilDiv(Box<SizeExpr>, u64),
+    Min(Vec<SizeExpr>),
+    Max(Vec<SizeExpr>),
+}
+
+/// A polynomial over rigid symbols with integer coefficients, in normal form.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct SizeExpr {
+    /// Monomial (sorted atoms, empty for the constant) to non-zero coefficient.
+    terms: BTreeMap<Vec<Atom>, i64>,
+}
+
+impl SizeExpr {
+    /// The constant `n`.
+    pub fn constant(n: i64) -> SizeExpr {
+        SizeExpr::from_monomial(Vec::new(), n)
+    }
+
+    /// The rigid symbol `name`.
+    pub fn symbol(name: &str) -> SizeExpr {
+        SizeExpr::from_monomial(vec![Atom::Symbol(name.to_string())], 1)
+    }
+
+    fn from_monomial(atoms: Vec<Atom>, coefficient: i64) -> SizeExpr {
+        let mut terms = BTreeMap::new();
+        if coefficient != 0 {
+            terms.insert(atoms, coefficient);
+        }
+        SizeExpr { terms }
+    }
+
+    /// The value when the expression has no symbols.
+    pub fn as_constant(&self) -> Option<i64> {
+        match self.terms.len() {
+            0 => Some(0),
+            1 => self.terms.get(&Vec::new()).copied(),
+            _ => None,
+        }
+    }
+
+    /// `self + other`; `None` on overflow.
+    pub fn add(&self, other: &SizeExpr) -> Option<SizeExpr> {
+        let mut terms = self.terms.clone();
+        for (monomial, &c) in &other.terms {
+            let sum = terms.get(monomial).copied().unwrap_or(0).checked_add(c)?;
+            if sum == 0 {
+                terms.remove(monomial);
+            } else {
+                terms.insert(monomial.clone(), sum);
+            }
+        }
+        Some(SizeExpr { terms })
+    }
+
+    /// `self * other`; `None` on overflow.
+    pub fn mul(&self, other: &SizeExpr) -> Option<SizeExpr> {
+        let mut product = SizeExpr::default();
+        for (m1, &c1) in &self.terms {
+            for (m2, &c2) in &other.terms {
+                let mut atoms: Vec<Atom> = m1.iter().chain(m2).cloned().collect();
+                atoms.sort();
+                product = product.add(&SizeExpr::from_monomial(atoms, c1.checked_mul(c2)?))?;
+            }
+        }
+        Some(product)
+    }
+
+    /// `⌊self / divisor⌋` for a positive divisor, folded when constant.
+    pub fn floor_div(&self, divisor: u64) -> Option<SizeExpr> {
+        self.divide(divisor, false)
+    }
+
+    /// `⌈self / divisor⌉` for a positive divisor, folded when constant.
+    pub fn ceil_div(&self, divisor: u64) -> Option<SizeExpr> {
+        self.divide(divisor, true)
+    }
+
+    fn divide(&self, divisor: u64, ceil: bool) -> Option<SizeExpr> {
+        let d = i64::try_from(divisor).ok().filter(|&d| d > 0)?;
+        if d == 1 {
+            return Some(self.clone());
+        }
+        if let Some(n) = self.as_constant() {
+            let q = if ceil { n.div_euclid(d) + i64::from(n.rem_euclid(d) != 0) } else { n.div_euclid(d) };
+            return Some(SizeExpr::constant(q));
+        }
+        let atom = if ceil {
+            Atom::CeilDiv(Box::new(self.clone()), divisor)
+        } else {
+            Atom::FloorDiv(Box::new(self.clone()), divisor)
+        };
+        Some(SizeExpr::from_monomial(vec![atom], 1))
+    }
+
+    /// `min(a, b)`, folded when both are constant or equal.
+    pub fn min(a: &SizeExpr, b: &SizeExpr) -> SizeExpr {
+        SizeExpr::extremum(a, b, true)
+    }
+
+    /// `max(a, b)`, folded when both are constant or equal.
+    pub fn max(a: &SizeExpr, b: &SizeExpr) -> SizeExpr {
+        SizeExpr::extremum(a, b, false)
+    }
+
+    fn extremum(a: &SizeExpr, b: &SizeExpr, is_min: bool) -> SizeExpr {
+        if a == b {
+            return a.clone();
+        }
+        if let (Some(x), Some(y)) = (a.as_constant(), b.as_constant()) {
+            return SizeExpr::constant(if is_min { x.min(y) } else { x.max(y) });
+        }
+        let mut operands = vec![a.clone(), b.clone()];
+        operands.sort();
+        let atom = if is_min { Atom::Min(operands) } else { Atom::Max(operands) };
+        SizeExpr::from_monomial(vec![atom], 1)
+    }
+}
+
+impl fmt::Display for SizeExpr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.terms.is_empty() {
+            return f.write_str("0");
+        }
+        // Highest-degree monomials first, the constant last: `2*b*s+b+3`.
+        let mut terms: Vec<_> = self.terms.iter().collect();
+        terms.sort_by(|(m1, _), (m2, _)| m2.len().cmp(&m1.len()).then(m1.cmp(m2)));
+        for (i, (monomial, &c)) in terms.into_iter().enumerate() {
+            let sign = if c < 0 { "-" } else if i > 0 { "+" } else { "" };
+            f.write_str(sign)?;
+            let magnitude = c.unsigned_abs();
+            if monomial.is_empty() {
+                write!(f, "{magnitude}")?;
+                continue;
+            }
+            if magnitude != 1 {
+                write!(f, "{magnitude}*")?;
+            }
+            for (j, atom) in monomial.iter().enumerate() {
+                if j > 0 {
+                    f.write_str("*")?;
+                }
+                write!(f, "{atom}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Atom {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Atom::Symbol(name) => f.write_str(name),
+            Atom::FloorDiv(e, d) => write!(f, "floor({}/{d})", Grouped(e)),
+            Atom::CeilDiv(e, d) => write!(f, "ceil({}/{d})", Grouped(e)),
+            Atom::Min(args) => write!(f, "min({}, {})", args[0], args[1]),
+            Atom::Max(args) => write!(f, "max({}, {})", args[0], args[1]),
+        }
+    }
+}
+
+/// An expression in parentheses when it has more than one term.
+struct Grouped<'a>(&'a SizeExpr);
+
+impl fmt::Display for Grouped<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.terms.len() > 1 {
+            write!(f, "({})", self.0)
+        } else {
+            write!(f, "{}", self.0)
+        }
+    }
+}
+
+impl fmt::Display for Size {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Size::Known(n) => write!(f, "{n}"),
+            Size::Symbolic(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(name: &str) -> SizeExpr {
+        SizeExpr::symbol(name)
+    }
+    fn c(n: i64) -> SizeExpr {
+        SizeExpr::constant(n)
+    }
+
+    #[test]
+    fn equal_polynomials_are_equal_values() {
+        let left = c(2).mul(&s("b")).unwrap().mul(&s("s")).unwrap();
+        let right = s("s").mul(&s("b")).unwrap().mul(&c(2)).unwrap();
+        assert_eq!(left, right);
+        assert_eq!(left.to_string(), "2*b*s");
+        let expanded = s("b").add(&c(1)).unwrap().mul(&s("b").add(&c(-1)).unwrap()).unwrap();
+        assert_eq!(expanded, s("b").mul(&s("b")).unwrap().add(&c(-1)).unwrap());
+        assert_eq!(expanded.to_string(), "b*b-1");
+    }
+
+    #[test]
+    fn cancellation_and_constant_folding() {
+        let zero = s("seq").add(&s("seq").mul(&c(-1)).unwrap()).unwrap();
+        assert_eq!(zero.as_constant(), Some(0));
+        assert_eq!(c(7).floor_div(2).unwrap(), c(3));
+        assert_eq!(c(7).ceil_div(2).unwrap(), c(4));
+        assert_eq!(s("h").floor_div(1).unwrap(), s("h"));
+        assert_eq!(s("h").add(&c(-1)).unwrap().floor_div(2).unwrap().to_string(), "floor((h-1)/2)");
+        assert_eq!(SizeExpr::max(&s("a"), &s("b")), SizeExpr::max(&s("b"), &s("a")));
+        assert_eq!(SizeExpr::min(&c(3), &c(5)), c(3));
+        assert!(c(i64::MAX).add(&c(1)).is_none());
+    }
+}

@@ -1,0 +1,71 @@
+//! The `diamond` command line.
+//!
+//! Subcommands: `inspect` (what a model declares) and `convert` (import and
+//! re-export). Exit codes are the project's contract: 0 clean (warnings
+//! allowed), 1 errors found in the model, 2 the input could not be read or the
+//! command line is wrong. Every failure prints one `error:` line naming the
+//! file and the problem.
+
+mod commands;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Shape and type inference, auditing, optimization and re-export for ONNX graphs.
+#[derive(Parser)]
+#[command(name = "diamond", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Summarize a model: versions, opsets, operators, inputs/outputs, weights.
+    Inspect {
+        /// The ONNX model file.
+        model: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Import a model and write it back out as ONNX (with its external data).
+    Convert {
+        /// The ONNX model file.
+        model: PathBuf,
+        /// Where to write the converted model.
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+}
+
+/// A failure and the exit code it maps to.
+pub struct Failure {
+    /// 1: errors found in the model; 2: input unreadable or usage.
+    pub code: u8,
+    /// The message, naming the file and the problem.
+    pub message: String,
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let result = match cli.command {
+        Command::Inspect { model, json } => commands::inspect(&model, json),
+        Command::Convert { model, output } => commands::convert(&model, &output),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("error: {}", failure.message);
+            ExitCode::from(failure.code)
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! The CLI end to end: `inspect` and `convert` on good models, and bad input
+//! of every kind giving exit code 2, one clear message naming the file and the
+//! problem, no panic, and no output file.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn diamond(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_diamond")).args(args).output().expect("runs diamond")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn light(name: &str) -> PathBuf {
+    common::root().join("fixtures/light").join(name)
+}
+
+/// Runs `convert` on `input` and checks the failure contract; returns stderr.
+fn convert_fails(input: &Path) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("out.onnx");
+    let out = diamond(&["convert", input.to_str().unwrap(), "-o", out_path.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "exit code for {}; stderr: {err}", input.display());
+    assert!(!err.contains("panicked"), "panic: {err}");
+    assert_eq!(err.lines().filter(|l| l.starts_with("error:")).count(), 1, "one error line: {err}");
+    assert!(err.contains(&input.display().to_string()), "message names the file: {err}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no output or temporary file left");
+    let inspect = diamond(&["inspect", input.to_str().unwrap()]);
+    assert_eq!(inspect.status.code(), Some(2), "inspect exit code; stderr: {}", stderr(&inspect));
+    err
+}
+
+fn write_temp(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+#[test]
+fn inspect_reports_what_the_model_declares() {
+    let out = diamond(&["inspect", light("light_resnet50.onnx").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("ir_version"), "{text}");
+    assert!(text.contains("Conv"), "{text}");
+    assert!(text.contains("float[1,3,224,224]"), "{text}");
+}
+
+#[test]
+fn inspect_json_counts_nodes_per_operator_and_weights() {
+    let path = light("light_resnet50.onnx");
+    let out = diamond(&["inspect", path.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let model = diamond_importers::onnx::load_model(&path).unwrap();
+    let graph = model.main_graph().unwrap();
+    let conv_nodes = graph.nodes.values().filter(|n| n.op_type() == "Conv").count();
+    let ops = report["op_types"].as_array().unwrap();
+    let conv = ops.iter().find(|o| o["op_type"] == "Conv").unwrap();
+    assert_eq!(conv["count"].as_u64(), Some(conv_nodes as u64));
+    assert_eq!(report["main_graph_nodes"].as_u64(), Some(graph.nodes.len() as u64));
+    assert_eq!(report["initializers"]["count"].as_u64(), Some(graph.initializers.len() as u64));
+    let bytes: u64 = graph.initializers.iter().map(|t| t.data_bytes()).sum();
+    assert_eq!(report["initializers"]["bytes"].as_u64(), Some(bytes));
+    assert_eq!(report["inputs"][0]["shape"], serde_json::json!(["1", "3", "224", "224"]));
+}
+
+#[test]
+fn convert_round_trips_a_light_model_byte_for_byte_in_meaning() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("resnet.onnx");
+    let input = light("light_resnet50.onnx");
+    let out = diamond(&["convert", input.to_str().unwrap(), "-o", out_path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    use prost::Message;
+    let decode = |p: &Path| diamond_onnx_proto::ModelProto::decode(&std::fs::read(p).unwrap()[..]).unwrap();
+    assert_eq!(decode(&input).encode_to_vec(), decode(&out_path).encode_to_vec());
+}
+
+#[test]
+fn an_empty_file_is_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = convert_fails(&write_temp(dir.path(), "empty.onnx", b""));
+    assert!(err.contains("empty"), "{err}");
+}
+
+#[test]
+fn truncated_files_are_rejected_at_every_cut() {
+    let bytes = std::fs::read(light("light_squeezenet.onnx")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for cut in [1, 7, 100, bytes.len() / 3, bytes.len() / 2, bytes.len() - 1] {
+        let path = write_temp(dir.path(), &format!("cut{cut}.onnx"), &bytes[..cut]);
+        let err = convert_fails(&path);
+        assert!(err.contains("not a valid ONNX model"), "cut at {cut}: {err}");
+    }
+}
+
+#[test]
+fn a_bit_flip_in_a_length_prefix_is_rejected() {
+    let mut bytes = std::fs::read(light("light_squeezenet.onnx")).unwrap();
+    // The graph field (number 7, length-delimited) starts with tag byte 0x3a;
+    // setting the top bit of its first length byte breaks the framing.
+    let graph_tag = bytes.iter().position(|&b| b == 0x3a).unwrap();
+    bytes[graph_tag + 1] ^= 0x80;
+    let dir = tempfile::tempdir().unwrap();
+    let err = convert_fails(&write_temp(dir.path(), "flipped.onnx", &bytes));
+    assert!(err.contains("protobuf decoding failed"), "{err}");
+}
+
+#[test]
+fn a_text_file_is_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = convert_fails(&write_temp(dir.path(), "notes.onnx", b"this is not a model, it is a note\n"));
+    assert!(err.contains("not a valid ONNX model"), "{err}");
+}
+
+#[test]
+fn random_bytes_are_rejected() {
+    // A fixed xorshift stream: deterministic garbage.
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let bytes: Vec<u8> = (0..4096)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    convert_fails(&write_temp(dir.path(), "noise.onnx", &bytes));
+}
+
+#[test]
+fn a_directory_is_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let model_dir = dir.path().join("model.onnx");
+    std::fs::create_dir(&model_dir).unwrap();
+    let err = convert_fails(&model_dir);
+    assert!(err.contains("is a directory"), "{err}");
+}
+
+#[test]
+fn a_missing_file_is_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = convert_fails(&dir.path().join("absent.onnx"));
+    assert!(err.contains("cannot read"), "{err}");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let out = diamond(&["convert", "model.onnx"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = diamond(&["frobnicate"]);
+    assert_eq!(out.status.code(), Some(2));
+}
