@@ -34,10 +34,8 @@ fn first_difference(a: &str, b: &str) -> String {
 #[test]
 fn every_fixture_model_round_trips_field_for_field() {
     let models = common::all_models();
-    let failures: Vec<String> = models
-        .iter()
-        .filter_map(|m| round_trip(m).err().map(|e| format!("{}: {e}", m.display())))
-        .collect();
+    let failures: Vec<String> =
+        models.iter().filter_map(|m| round_trip(m).err().map(|e| format!("{}: {e}", m.display()))).collect();
     assert!(failures.is_empty(), "{} of {} models changed:\n{}", failures.len(), models.len(), failures.join("\n"));
 }
 

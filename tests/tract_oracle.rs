@@ -53,28 +53,36 @@ impl Outcome {
             Outcome::Panicked => "panicked",
         }
     }
+
+    /// The first line of the reason, shortened: the snapshot's second column.
+    fn reason(&self) -> String {
+        let text = match self {
+            Outcome::DataUnsupported(r) | Outcome::LoadFailed(r) | Outcome::RunFailed(r) | Outcome::Mismatch(r) => r,
+            _ => return String::new(),
+        };
+        let line = text.lines().next().unwrap_or("");
+        let short: String = line.chars().take(120).collect();
+        format!(" {short}")
+    }
 }
 
 fn load_pb(path: &Path) -> Result<Tensor, String> {
     let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
-    let proto: TensorProto = tract_onnx::prelude::Message::decode(&bytes[..]).map_err(|e| e.to_string())?;
+    let proto: TensorProto = prost::Message::decode(&bytes[..]).map_err(|e| e.to_string())?;
     let resolver = tract_onnx::data_resolver::MmapDataResolver;
     tract_onnx::tensor::load_tensor(&resolver, &proto, None).map_err(|e| format!("{e:#}"))
 }
 
 fn run(model_bytes: &[u8], inputs: &[Tensor]) -> Result<Vec<Tensor>, Outcome> {
-    let mut model = tract_onnx::onnx()
-        .model_for_read(&mut &model_bytes[..])
-        .map_err(|e| Outcome::LoadFailed(format!("{e:#}")))?;
+    let mut model =
+        tract_onnx::onnx().model_for_read(&mut &model_bytes[..]).map_err(|e| Outcome::LoadFailed(format!("{e:#}")))?;
     for (i, t) in inputs.iter().enumerate() {
         model
             .set_input_fact(i, InferenceFact::dt_shape(t.datum_type(), t.shape()))
             .map_err(|e| Outcome::LoadFailed(format!("{e:#}")))?;
     }
-    let plan = model
-        .into_optimized()
-        .and_then(|m| m.into_runnable())
-        .map_err(|e| Outcome::LoadFailed(format!("{e:#}")))?;
+    let plan =
+        model.into_optimized().and_then(|m| m.into_runnable()).map_err(|e| Outcome::LoadFailed(format!("{e:#}")))?;
     let values: TVec<TValue> = inputs.iter().map(|t| t.clone().into_tvalue()).collect();
     let outputs = plan.run(values).map_err(|e| Outcome::RunFailed(format!("{e:#}")))?;
     Ok(outputs.into_iter().map(|v| v.into_tensor()).collect())
@@ -91,8 +99,8 @@ fn close(got: &Tensor, want: &Tensor) -> Result<(), String> {
         return if got == want { Ok(()) } else { Err("values differ".to_string()) };
     }
     let (g, w) = (got.cast_to::<f64>().map_err(|e| e.to_string())?, want.cast_to::<f64>().map_err(|e| e.to_string())?);
-    let (g, w) = (g.as_slice::<f64>().unwrap(), w.as_slice::<f64>().unwrap());
-    for (i, (&a, &b)) in g.iter().zip(w).enumerate() {
+    let (g, w) = (g.to_plain_array_view::<f64>().unwrap(), w.to_plain_array_view::<f64>().unwrap());
+    for (i, (&a, &b)) in g.iter().zip(w.iter()).enumerate() {
         let ok = (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= ATOL + RTOL * b.abs();
         if !ok {
             return Err(format!("element {i}: {a}, stored {b}"));
@@ -138,9 +146,7 @@ fn uses_non_tensor_values(model: &diamond_ir::Model) -> bool {
 fn bit_identical(a: &[Tensor], b: &[Tensor]) -> bool {
     a.len() == b.len()
         && a.iter().zip(b).all(|(x, y)| {
-            x.shape() == y.shape()
-                && x.datum_type() == y.datum_type()
-                && (x == y || unsafe { x.as_bytes() == y.as_bytes() })
+            x.shape() == y.shape() && x.datum_type() == y.datum_type() && (x == y || x.as_bytes() == y.as_bytes())
         })
 }
 
@@ -168,7 +174,7 @@ fn reexported_node_cases_give_tract_the_same_results() {
             divergent.push(format!("{name}: original {:?} / re-exported {:?}", before.class(), after.class()));
         }
         *counts.entry(before.class()).or_default() += 1;
-        let _ = writeln!(snapshot, "{name} {}", before.class());
+        let _ = writeln!(snapshot, "{name} {}{}", before.class(), before.reason());
     }
     let _ = std::panic::take_hook();
     let summary: Vec<String> = counts.iter().map(|(k, v)| format!("{k}: {v}")).collect();

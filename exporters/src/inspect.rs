@@ -117,18 +117,19 @@ impl InspectReport {
             op_counts.into_iter().map(|((domain, op_type), count)| OpCount { domain, op_type, count }).collect();
         op_types.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.op_type.cmp(&b.op_type)));
 
-        let initializer_names: HashSet<&str> = main
-            .map(|g| g.initializers.iter().filter_map(|t| t.name.as_deref()).collect())
-            .unwrap_or_default();
+        let initializer_names: HashSet<&str> =
+            main.map(|g| g.initializers.iter().filter_map(|t| t.name.as_deref()).collect()).unwrap_or_default();
         let declared = |infos: &[ValueInfo]| -> Vec<Declared> {
             let graph = main.expect("declared values come from the main graph");
             infos.iter().map(|info| describe(graph, info)).collect()
         };
         let (inputs, initializer_inputs, outputs) = match main {
             Some(g) => {
-                let (weights, data): (Vec<ValueInfo>, Vec<ValueInfo>) = g.inputs.iter().cloned().partition(|i| {
-                    i.value.is_some_and(|v| initializer_names.contains(g.value_name(v)))
-                });
+                let (weights, data): (Vec<ValueInfo>, Vec<ValueInfo>) = g
+                    .inputs
+                    .iter()
+                    .cloned()
+                    .partition(|i| i.value.is_some_and(|v| initializer_names.contains(g.value_name(v))));
                 (declared(&data), weights.len(), declared(&g.outputs))
             }
             None => (Vec::new(), 0, Vec::new()),
@@ -245,10 +246,9 @@ fn describe(graph: &diamond_ir::Graph, info: &ValueInfo) -> Declared {
     let name = info.value.map(|v| graph.value_name(v).to_string()).unwrap_or_default();
     let ty = info.ty.as_ref().map_or_else(|| "?".to_string(), TypeInfo::summary);
     let (elem_type, shape) = match info.ty.as_ref().and_then(|t| t.value.as_ref()) {
-        Some(TypeValue::Tensor { elem, shape }) => (
-            elem.map(|e| e.to_string()),
-            shape.as_ref().map(|s| s.dims.iter().map(dim_text).collect()),
-        ),
+        Some(TypeValue::Tensor { elem, shape }) => {
+            (elem.map(|e| e.to_string()), shape.as_ref().map(|s| s.dims.iter().map(dim_text).collect()))
+        }
         _ => (None, None),
     };
     Declared { name, ty, elem_type, shape }

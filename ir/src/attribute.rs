@@ -177,7 +177,8 @@ mod tests {
             ..Attribute::default()
         };
         assert_eq!(attr.value(), Some(AttrValue::Int(-1)));
-        let reference = Attribute { attr_type: Some(AttrType::Float), ref_attr_name: Some("alpha".into()), ..Attribute::default() };
+        let reference =
+            Attribute { attr_type: Some(AttrType::Float), ref_attr_name: Some("alpha".into()), ..Attribute::default() };
         assert_eq!(reference.value(), None);
         for code in 0..16 {
             assert_eq!(AttrType::from_code(code).code(), code);

@@ -27,8 +27,8 @@ pub use elem_type::ElemType;
 pub use entity::{Arena, GraphId, NodeId, ValueId};
 pub use graph::{Graph, GraphOwner, Node, Value, ValueInfo};
 pub use model::{
-    DeviceConfiguration, Function, IntListEntry, Model, NodeDeviceConfiguration, OpsetImport,
-    ShardedDim, ShardingSpec, SimpleShardedDim, StringEntry, TrainingInfo,
+    DeviceConfiguration, Function, IntListEntry, Model, NodeDeviceConfiguration, OpsetImport, ShardedDim, ShardingSpec,
+    SimpleShardedDim, StringEntry, TrainingInfo,
 };
 pub use tensor::{ExternalData, Segment, SparseTensor, Tensor, TensorAnnotation, TensorData};
 pub use types::{DimDecl, DimValue, TensorShape, TypeInfo, TypeValue};

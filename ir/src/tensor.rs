@@ -176,12 +176,7 @@ mod tests {
     fn external_data_loads_its_range_and_rejects_one_past_the_end() {
         let mut file = tempfile_in_target();
         file.1.write_all(b"0123456789").unwrap();
-        let ext = |offset, length| ExternalData {
-            location: "w.bin".into(),
-            path: file.0.clone(),
-            offset,
-            length,
-        };
+        let ext = |offset, length| ExternalData { location: "w.bin".into(), path: file.0.clone(), offset, length };
         assert_eq!(&ext(2, 3).load().unwrap()[..], b"234");
         assert!(ext(8, 3).load().is_err());
         assert!(ext(u64::MAX, 3).load().is_err());

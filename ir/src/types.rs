@@ -99,11 +99,9 @@ impl TypeInfo {
             Some(TypeValue::Map { key, value }) => {
                 format!("map({}, {})", elem_summary(*key), boxed_summary(value))
             }
-            Some(TypeValue::Opaque { domain, name }) => format!(
-                "opaque({}.{})",
-                domain.as_deref().unwrap_or(""),
-                name.as_deref().unwrap_or("")
-            ),
+            Some(TypeValue::Opaque { domain, name }) => {
+                format!("opaque({}.{})", domain.as_deref().unwrap_or(""), name.as_deref().unwrap_or(""))
+            }
         }
     }
 }
@@ -159,10 +157,8 @@ mod tests {
         assert_eq!(tensor.summary(), "float[batch,3,?]");
         let seq = TypeInfo { value: Some(TypeValue::Sequence(Some(Box::new(tensor)))), denotation: None };
         assert_eq!(seq.summary(), "seq(float[batch,3,?])");
-        let unranked = TypeInfo {
-            value: Some(TypeValue::Tensor { elem: Some(ElemType::Int64), shape: None }),
-            denotation: None,
-        };
+        let unranked =
+            TypeInfo { value: Some(TypeValue::Tensor { elem: Some(ElemType::Int64), shape: None }), denotation: None };
         assert_eq!(unranked.summary(), "int64[..]");
     }
 }

@@ -39,10 +39,7 @@ mod tests {
         for line in schema.lines() {
             if let Some(name) = line.trim().strip_prefix("message ") {
                 let name = name.trim_end_matches(" {").trim();
-                assert!(
-                    generated.contains(&format!("pub struct {name} {{")),
-                    "message {name} has no generated struct"
-                );
+                assert!(generated.contains(&format!("pub struct {name} {{")), "message {name} has no generated struct");
             }
         }
     }

@@ -234,7 +234,10 @@ fn sharding_spec(s: &ir::ShardingSpec) -> pb::ShardingSpecProto {
         sharded_dim: s
             .sharded_dims
             .iter()
-            .map(|d| pb::ShardedDimProto { axis: d.axis, simple_sharding: d.simple_sharding.iter().map(simple).collect() })
+            .map(|d| pb::ShardedDimProto {
+                axis: d.axis,
+                simple_sharding: d.simple_sharding.iter().map(simple).collect(),
+            })
             .collect(),
     }
 }

@@ -38,7 +38,9 @@ pub enum ExportError {
         source: std::io::Error,
     },
     /// The serialized model would exceed the protobuf size limit.
-    #[error("the model serializes to {size} bytes, over protobuf's 2 GiB limit; store its large tensors as external data")]
+    #[error(
+        "the model serializes to {size} bytes, over protobuf's 2 GiB limit; store its large tensors as external data"
+    )]
     TooLarge {
         /// The would-be size.
         size: u64,

@@ -23,9 +23,7 @@ pub(super) fn resolve(
         tensor: tensor.to_string(),
         problem,
     };
-    let entry = |key: &str| {
-        entries.iter().find(|e| e.key.as_deref() == Some(key)).and_then(|e| e.value.as_deref())
-    };
+    let entry = |key: &str| entries.iter().find(|e| e.key.as_deref() == Some(key)).and_then(|e| e.value.as_deref());
     let number = |key: &str| -> Result<Option<u64>, ImportError> {
         entry(key)
             .map(|text| text.trim().parse::<u64>().map_err(|_| fail(format!("{key} '{text}' is not a byte count"))))
@@ -34,18 +32,15 @@ pub(super) fn resolve(
     let location = entry("location").ok_or_else(|| fail("no 'location' entry".to_string()))?;
     check_relative(location).map_err(fail)?;
     let path = base_dir.join(location);
-    let metadata = std::fs::metadata(&path)
-        .map_err(|e| fail(format!("cannot read data file {}: {e}", path.display())))?;
+    let metadata =
+        std::fs::metadata(&path).map_err(|e| fail(format!("cannot read data file {}: {e}", path.display())))?;
     if !metadata.is_file() {
         return Err(fail(format!("data file {} is not a regular file", path.display())));
     }
     let file_len = metadata.len();
     let offset = number("offset")?.unwrap_or(0);
     if offset > file_len {
-        return Err(fail(format!(
-            "offset {offset} lies past the end of {} ({file_len} bytes)",
-            path.display()
-        )));
+        return Err(fail(format!("offset {offset} lies past the end of {} ({file_len} bytes)", path.display())));
     }
     let length = number("length")?.unwrap_or(file_len - offset);
     if offset.checked_add(length).is_none_or(|end| end > file_len) {

@@ -87,7 +87,12 @@ impl Converter<'_> {
         Ok(id)
     }
 
-    fn node(&mut self, graph: &mut ir::Graph, proto: pb::NodeProto, graph_id: GraphId) -> Result<ir::Node, ImportError> {
+    fn node(
+        &mut self,
+        graph: &mut ir::Graph,
+        proto: pb::NodeProto,
+        graph_id: GraphId,
+    ) -> Result<ir::Node, ImportError> {
         let node_id = ir::NodeId::new(graph.nodes.len());
         let owner = GraphOwner::Attribute { graph: graph_id, node: node_id };
         let attributes = proto.attribute.into_iter().map(|a| self.attribute(a, owner)).collect::<Result<_, _>>()?;
@@ -123,7 +128,11 @@ impl Converter<'_> {
             strings: proto.strings,
             tensors: proto.tensors.into_iter().map(|t| self.tensor(t)).collect::<Result<_, _>>()?,
             graphs: proto.graphs.into_iter().map(|g| self.graph(g, owner)).collect::<Result<_, _>>()?,
-            sparse_tensors: proto.sparse_tensors.into_iter().map(|s| self.sparse_tensor(s)).collect::<Result<_, _>>()?,
+            sparse_tensors: proto
+                .sparse_tensors
+                .into_iter()
+                .map(|s| self.sparse_tensor(s))
+                .collect::<Result<_, _>>()?,
             type_protos: proto.type_protos.into_iter().map(type_info).collect(),
         })
     }
@@ -190,7 +199,11 @@ impl Converter<'_> {
             inputs,
             outputs,
             attribute_names: proto.attribute,
-            attribute_protos: proto.attribute_proto.into_iter().map(|a| self.attribute(a, detached)).collect::<Result<_, _>>()?,
+            attribute_protos: proto
+                .attribute_proto
+                .into_iter()
+                .map(|a| self.attribute(a, detached))
+                .collect::<Result<_, _>>()?,
             doc_string: proto.doc_string,
             opset_imports: proto.opset_import.into_iter().map(opset).collect(),
             metadata_props: entries(proto.metadata_props),
@@ -220,20 +233,15 @@ fn type_info(proto: pb::TypeProto) -> ir::TypeInfo {
     use pb::type_proto::Value as V;
     let boxed = |t: Option<Box<pb::TypeProto>>| t.map(|t| Box::new(type_info(*t)));
     let value = proto.value.map(|value| match value {
-        V::TensorType(t) => ir::TypeValue::Tensor {
-            elem: t.elem_type.map(ElemType::from_code),
-            shape: t.shape.map(shape),
-        },
+        V::TensorType(t) => {
+            ir::TypeValue::Tensor { elem: t.elem_type.map(ElemType::from_code), shape: t.shape.map(shape) }
+        }
         V::SequenceType(s) => ir::TypeValue::Sequence(boxed(s.elem_type)),
-        V::MapType(m) => ir::TypeValue::Map {
-            key: m.key_type.map(ElemType::from_code),
-            value: boxed(m.value_type),
-        },
+        V::MapType(m) => ir::TypeValue::Map { key: m.key_type.map(ElemType::from_code), value: boxed(m.value_type) },
         V::OptionalType(o) => ir::TypeValue::Optional(boxed(o.elem_type)),
-        V::SparseTensorType(t) => ir::TypeValue::SparseTensor {
-            elem: t.elem_type.map(ElemType::from_code),
-            shape: t.shape.map(shape),
-        },
+        V::SparseTensorType(t) => {
+            ir::TypeValue::SparseTensor { elem: t.elem_type.map(ElemType::from_code), shape: t.shape.map(shape) }
+        }
         V::OpaqueType(o) => ir::TypeValue::Opaque { domain: o.domain, name: o.name },
     });
     ir::TypeInfo { value, denotation: proto.denotation }
@@ -302,7 +310,10 @@ fn sharding_spec(proto: pb::ShardingSpecProto) -> ir::ShardingSpec {
         sharded_dims: proto
             .sharded_dim
             .into_iter()
-            .map(|d| ir::ShardedDim { axis: d.axis, simple_sharding: d.simple_sharding.into_iter().map(simple).collect() })
+            .map(|d| ir::ShardedDim {
+                axis: d.axis,
+                simple_sharding: d.simple_sharding.into_iter().map(simple).collect(),
+            })
             .collect(),
     }
 }

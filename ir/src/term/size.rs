@@ -150,7 +150,13 @@ impl fmt::Display for SizeExpr {
         let mut terms: Vec<_> = self.terms.iter().collect();
         terms.sort_by(|(m1, _), (m2, _)| m2.len().cmp(&m1.len()).then(m1.cmp(m2)));
         for (i, (monomial, &c)) in terms.into_iter().enumerate() {
-            let sign = if c < 0 { "-" } else if i > 0 { "+" } else { "" };
+            let sign = if c < 0 {
+                "-"
+            } else if i > 0 {
+                "+"
+            } else {
+                ""
+            };
             f.write_str(sign)?;
             let magnitude = c.unsigned_abs();
             if monomial.is_empty() {
