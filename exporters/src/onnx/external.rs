@@ -50,15 +50,13 @@ fn write_data_file(target: &Path, refs: &[&ExternalData]) -> Result<u64, ExportE
         std::fs::create_dir_all(dir).map_err(io_error)?;
     }
     let mut copied = 0;
-    let mut source_error = None;
+    let mut unreadable_source = None;
     let result = crate::atomic::write_with(target, |out| {
         let mut end = 0;
         for ext in refs {
-            let source = File::open(&ext.path).map_err(|e| {
-                source_error = Some(ext.path.clone());
-                e
-            })?;
-            copy_range(&source, out, ext.offset, ext.length).inspect_err(|_| source_error = Some(ext.path.clone()))?;
+            let source = File::open(&ext.path).inspect_err(|_| unreadable_source = Some(ext.path.clone()))?;
+            copy_range(&source, out, ext.offset, ext.length)
+                .map_err(|e| std::io::Error::new(e.kind(), format!("copying from {}: {e}", ext.path.display())))?;
             copied += ext.length;
             end = end.max(ext.offset + ext.length);
         }
@@ -68,7 +66,7 @@ fn write_data_file(target: &Path, refs: &[&ExternalData]) -> Result<u64, ExportE
         }
         Ok(())
     });
-    match (result, source_error) {
+    match (result, unreadable_source) {
         (Ok(()), _) => Ok(copied),
         (Err(source), Some(source_path)) => {
             Err(ExportError::ExternalSource { path: target.to_path_buf(), source_path, source })
