@@ -37,3 +37,33 @@ pub fn convert(path: &Path, output: &Path) -> Result<(), Failure> {
     eprintln!("{line}");
     Ok(())
 }
+
+/// `diamond solve FILE [--json]`.
+pub fn solve(path: &Path, json: bool) -> Result<(), Failure> {
+    let source =
+        std::fs::read_to_string(path).map_err(|e| unreadable(format!("cannot read {}: {e}", path.display())))?;
+    let file = diamond_infer::rows::parse::parse_rows(&source)
+        .map_err(|e| unreadable(format!("{}: syntax error at {e}", path.display())))?;
+    let solution = diamond_infer::rows::lower::solve_rows(&file);
+    if json {
+        let tensors: serde_json::Map<String, serde_json::Value> = solution
+            .tensors
+            .iter()
+            .map(|(name, principal, closed)| {
+                (name.clone(), serde_json::json!({ "principal": principal, "closed": closed }))
+            })
+            .collect();
+        let report = serde_json::json!({ "tensors": tensors, "diagnostics": solution.diagnostics });
+        println!("{}", serde_json::to_string_pretty(&report).map_err(unreadable)?);
+    } else {
+        print!("{}", diamond_infer::rows::render::render_text(&solution, &source));
+    }
+    let (errors, _) = diamond_infer::rows::render::count(&solution.diagnostics);
+    if errors > 0 {
+        return Err(Failure {
+            code: 1,
+            message: format!("{}: {errors} error(s) in the constraint system", path.display()),
+        });
+    }
+    Ok(())
+}

@@ -1,7 +1,7 @@
 //! The `diamond` command line.
 //!
-//! Subcommands: `inspect` (what a model declares) and `convert` (import and
-//! re-export). Exit codes are the project's contract: 0 clean (warnings
+//! Subcommands: `inspect` (what a model declares), `convert` (import and
+//! re-export) and `solve` (a `.rows` constraint system). Exit codes are the project's contract: 0 clean (warnings
 //! allowed), 1 errors found in the model, 2 the input could not be read or the
 //! command line is wrong. Every failure prints one `error:` line naming the
 //! file and the problem.
@@ -26,6 +26,14 @@ enum Command {
     Inspect {
         /// The ONNX model file.
         model: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Solve a `.rows` constraint system: principal and closed shapes, diagnostics.
+    Solve {
+        /// The `.rows` file.
+        file: PathBuf,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -60,6 +68,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Inspect { model, json } => commands::inspect(&model, json),
         Command::Convert { model, output } => commands::convert(&model, &output),
+        Command::Solve { file, json } => commands::solve(&file, json),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

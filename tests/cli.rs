@@ -158,3 +158,34 @@ fn usage_errors_exit_2() {
     let out = diamond(&["frobnicate"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn convert_can_overwrite_its_own_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("model.onnx");
+    std::fs::copy(light("light_squeezenet.onnx"), &path).unwrap();
+    let before = std::fs::read(&path).unwrap();
+    let out = diamond(&["convert", path.to_str().unwrap(), "-o", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary file left behind");
+}
+
+#[test]
+fn inspect_counts_subgraphs_functions_and_sparse_weights() {
+    let path = common::root().join("fixtures/synthetic/every_field.onnx");
+    let out = diamond(&["inspect", "--json", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let model = diamond_importers::onnx::load_model(&path).unwrap();
+    let subgraphs =
+        model.graphs.values().filter(|g| matches!(g.owner, diamond_ir::GraphOwner::Attribute { .. })).count();
+    assert!(subgraphs > 0);
+    assert_eq!(report["subgraphs"].as_u64(), Some(subgraphs as u64));
+    assert_eq!(report["functions"].as_u64(), Some(1));
+    assert_eq!(report["training_infos"].as_u64(), Some(1));
+    assert_eq!(report["initializers"]["sparse_count"].as_u64(), Some(1));
+    assert_eq!(report["opsets"].as_array().unwrap().len(), model.opset_imports.len());
+    let total: usize = model.graphs.values().map(|g| g.nodes.len()).sum();
+    assert_eq!(report["total_nodes"].as_u64(), Some(total as u64));
+}

@@ -51,3 +51,17 @@ fn the_proto_schema_keeps_fields_it_does_not_interpret() {
     assert_eq!(model.configurations.len(), 1);
     assert_eq!(model.functions.len(), 1);
 }
+
+#[test]
+fn initializer_bytes_are_slices_of_the_file_buffer_not_copies() {
+    let path = common::root().join("fixtures/light/light_resnet50.onnx");
+    let buffer = diamond_importers::onnx::read_file(&path).unwrap();
+    let range = buffer.as_ptr() as usize..buffer.as_ptr() as usize + buffer.len();
+    let model = diamond_importers::onnx::decode_model(buffer.clone(), &path, path.parent().unwrap()).unwrap();
+    let graph = model.main_graph().unwrap();
+    let raw: Vec<_> = graph.initializers.iter().filter_map(|t| t.data.raw.as_ref()).collect();
+    assert!(!raw.is_empty());
+    for bytes in raw {
+        assert!(range.contains(&(bytes.as_ptr() as usize)), "raw_data was copied out of the mapped file");
+    }
+}

@@ -75,9 +75,9 @@ impl Dim {
 impl fmt::Display for Dim {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.basis {
-            Basis::ClaimFree => f.write_str("1!"),
+            Basis::ClaimFree => f.write_str("_"),
             Basis::Default => write!(f, "{}", self.size),
-            Basis::Named(tag) => write!(f, "{tag}:{}", self.size),
+            Basis::Named(tag) => write!(f, "{}@{tag}", self.size),
         }
     }
 }
@@ -122,6 +122,6 @@ mod tests {
     fn distinct_atoms_meet_at_the_bottom() {
         assert_eq!(Dim::known(3).meet(&Dim::known(5)), Dim::unit());
         assert_eq!(Dim::known(3).meet(&Dim::known(3)), Dim::known(3));
-        assert_eq!(format!("{} {} {}", Dim::unit(), Dim::known(4), named("rgb", 3)), "1! 4 rgb:3");
+        assert_eq!(format!("{} {} {}", Dim::unit(), Dim::known(4), named("rgb", 3)), "_ 4 3@rgb");
     }
 }

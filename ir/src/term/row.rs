@@ -60,30 +60,38 @@ impl fmt::Display for RowVar {
     }
 }
 
-fn write_flank(f: &mut fmt::Formatter<'_>, dims: &[DimTerm]) -> fmt::Result {
-    f.write_str("[")?;
+fn write_dims(f: &mut fmt::Formatter<'_>, dims: &[DimTerm]) -> fmt::Result {
     for (i, d) in dims.iter().enumerate() {
         if i > 0 {
             f.write_str(", ")?;
         }
         write!(f, "{d}")?;
     }
-    f.write_str("]")
+    Ok(())
 }
 
 impl fmt::Display for RowTerm {
-    /// `[3, 4]` for a closed row with an empty leading flank; otherwise
-    /// `[l] <..ρ> [r]` or `[l] <> [r]`.
+    /// Row notation: `[3, 4]` (closed, marker at the leading edge),
+    /// `[2 <> 3, 4]` (closed, marker after the leading flank), `[2 <..r0> 3]`
+    /// (open), `[..r0]` (a bare row variable).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.var.is_none() && self.leading.is_empty() {
-            return write_flank(f, &self.trailing);
-        }
-        write_flank(f, &self.leading)?;
+        f.write_str("[")?;
         match self.var {
-            Some(v) => write!(f, " <..{v}> ")?,
-            None => f.write_str(" <> ")?,
+            None if self.leading.is_empty() => write_dims(f, &self.trailing)?,
+            Some(v) if self.leading.is_empty() && self.trailing.is_empty() => write!(f, "..{v}")?,
+            var => {
+                write_dims(f, &self.leading)?;
+                let marker = match var {
+                    Some(v) => format!("<..{v}>"),
+                    None => "<>".to_string(),
+                };
+                let before = if self.leading.is_empty() { "" } else { " " };
+                let after = if self.trailing.is_empty() { "" } else { " " };
+                write!(f, "{before}{marker}{after}")?;
+                write_dims(f, &self.trailing)?;
+            }
         }
-        write_flank(f, &self.trailing)
+        f.write_str("]")
     }
 }
 
@@ -101,10 +109,12 @@ mod tests {
         let host = RowTerm { leading: vec![d(1)], var: Some(RowVar(0)), trailing: vec![d(4)] };
         let value = RowTerm { leading: vec![d(2)], var: Some(RowVar(1)), trailing: vec![d(3)] };
         let spliced = host.splice(&value);
-        assert_eq!(spliced.to_string(), "[1, 2] <..r1> [3, 4]");
+        assert_eq!(spliced.to_string(), "[1, 2 <..r1> 3, 4]");
         let closed = spliced.splice(&RowTerm::closed(vec![d(5)]));
-        assert_eq!(closed.to_string(), "[1, 2] <> [5, 3, 4]");
+        assert_eq!(closed.to_string(), "[1, 2 <> 5, 3, 4]");
         assert_eq!(closed.flank_len(), 5);
         assert_eq!(RowTerm::closed(vec![d(3), d(4)]).to_string(), "[3, 4]");
+        assert_eq!(RowTerm::open(RowVar(2), vec![]).to_string(), "[..r2]");
+        assert_eq!(RowTerm::open(RowVar(2), vec![d(3)]).to_string(), "[<..r2> 3]");
     }
 }

@@ -90,6 +90,29 @@ impl SizeExpr {
         Some(product)
     }
 
+    /// `self / divisor` when the division is exact term by term: the divisor
+    /// is a non-zero constant dividing every coefficient, or a single monomial
+    /// dividing every term. `None` otherwise.
+    pub fn div_exact(&self, divisor: &SizeExpr) -> Option<SizeExpr> {
+        if divisor.terms.len() != 1 {
+            return None;
+        }
+        let (d_atoms, &d_coeff) = divisor.terms.iter().next()?;
+        let mut quotient = SizeExpr::default();
+        for (atoms, &c) in &self.terms {
+            if c % d_coeff != 0 {
+                return None;
+            }
+            let mut rest = atoms.clone();
+            for atom in d_atoms {
+                let at = rest.iter().position(|a| a == atom)?;
+                rest.remove(at);
+            }
+            quotient = quotient.add(&SizeExpr::from_monomial(rest, c / d_coeff))?;
+        }
+        Some(quotient)
+    }
+
     /// `⌊self / divisor⌋` for a positive divisor, folded when constant.
     pub fn floor_div(&self, divisor: u64) -> Option<SizeExpr> {
         self.divide(divisor, false)
@@ -231,6 +254,16 @@ mod tests {
         let expanded = s("b").add(&c(1)).unwrap().mul(&s("b").add(&c(-1)).unwrap()).unwrap();
         assert_eq!(expanded, s("b").mul(&s("b")).unwrap().add(&c(-1)).unwrap());
         assert_eq!(expanded.to_string(), "b*b-1");
+    }
+
+    #[test]
+    fn exact_division_by_constants_and_monomials() {
+        let two_b_s = c(2).mul(&s("b")).unwrap().mul(&s("s")).unwrap();
+        assert_eq!(two_b_s.div_exact(&c(2)).unwrap(), s("b").mul(&s("s")).unwrap());
+        assert_eq!(two_b_s.div_exact(&s("s")).unwrap(), c(2).mul(&s("b")).unwrap());
+        assert_eq!(two_b_s.div_exact(&c(4)), None);
+        assert_eq!(two_b_s.div_exact(&s("h")), None);
+        assert_eq!(c(12).div_exact(&c(4)), Some(c(3)));
     }
 
     #[test]

@@ -1,0 +1,87 @@
+//! Diagnostics: stable codes, a message naming the facts that clash, and the
+//! provenance chain of each fact.
+
+use serde::Serialize;
+use std::fmt;
+
+/// How bad a diagnostic is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// The constraints cannot all hold.
+    Error,
+    /// They hold only under an assumption worth knowing.
+    Warning,
+}
+
+/// The stable diagnostic codes of the solver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Code {
+    /// Two dimensions cannot broadcast to each other.
+    BroadcastConflict,
+    /// A row has too few (or too many) axes for what is required of it.
+    RankConflict,
+    /// Two dimensions that must be equal (an exact-match pair) differ.
+    DimMismatch,
+    /// Two shapes that must hold the same number of elements do not.
+    ElementCountMismatch,
+    /// A dynamic axis (rigid symbol) is forced to a constant or another symbol.
+    DynamicAxisSpecialized,
+    /// Nothing determines an axis of a parameter.
+    UndeterminedParameter,
+}
+
+impl Code {
+    /// The code as printed (`broadcast-conflict`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::BroadcastConflict => "broadcast-conflict",
+            Code::RankConflict => "rank-conflict",
+            Code::DimMismatch => "dim-mismatch",
+            Code::ElementCountMismatch => "element-count-mismatch",
+            Code::DynamicAxisSpecialized => "dynamic-axis-specialized",
+            Code::UndeterminedParameter => "undetermined-parameter",
+        }
+    }
+
+    /// The severity this code always has.
+    pub fn severity(self) -> Severity {
+        match self {
+            Code::DynamicAxisSpecialized => Severity::Warning,
+            _ => Severity::Error,
+        }
+    }
+}
+
+/// One finding.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    /// Error or warning.
+    pub severity: Severity,
+    /// The stable code.
+    pub code: Code,
+    /// What clashes, naming the facts.
+    pub message: String,
+    /// The `.rows` line of the constraint that failed, if any.
+    pub line: Option<u32>,
+    /// For each clashing fact, where it came from, outermost cause last.
+    pub notes: Vec<String>,
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let severity = match self.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        writeln!(f, "{severity}[{}]: {}", self.code.as_str(), self.message)?;
+        if let Some(line) = self.line {
+            writeln!(f, "  --> line {line}")?;
+        }
+        for note in &self.notes {
+            writeln!(f, "  = note: {note}")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,216 @@
+//! Arithmetic constraints: total elements (Reshape, Flatten), affine sizes
+//! (Conv, Pool), and sums (Concat, Split, Pad).
+//!
+//! Each waits until enough of its terms are known to compute the rest: all
+//! inputs for a forward computation, or everything but one unknown for a
+//! backward one. Sizes are [`SizeExpr`]s, so rigid symbols flow through
+//! (`numel [batch, 4, 'a] = numel [batch, 8]` gives `'a := 2`).
+
+use crate::cause::CauseId;
+use crate::constraint::Constraint;
+use crate::diagnostic::Code;
+use crate::solver::{Solver, Step, Watch};
+use diamond_ir::term::{Basis, Dim, DimTerm, DimVar, RowTerm, Size, SizeExpr};
+
+/// A dimension's size as an expression.
+fn size_expr(d: &Dim) -> SizeExpr {
+    match &d.size {
+        Size::Known(n) => SizeExpr::constant(*n as i64),
+        Size::Symbolic(e) => e.clone(),
+    }
+}
+
+/// A size expression as a dimension with the default basis; `None` unless
+/// it is a positive constant or has a symbol.
+fn expr_dim(e: SizeExpr) -> Option<Dim> {
+    let size = match e.as_constant() {
+        Some(n) if n >= 1 => Size::Known(n as u64),
+        Some(_) => return None,
+        None => Size::Symbolic(e),
+    };
+    Some(Dim { size, basis: Basis::Default })
+}
+
+/// The product of the known dims of a closed row, and its unknown variables.
+fn split_row(r: &RowTerm) -> Option<(SizeExpr, Vec<DimVar>)> {
+    let mut product = SizeExpr::constant(1);
+    let mut unknown = Vec::new();
+    for d in r.leading.iter().chain(&r.trailing) {
+        match d {
+            DimTerm::Dim(dim) => product = product.mul(&size_expr(dim))?,
+            DimTerm::Var(v) => unknown.push(*v),
+        }
+    }
+    Some((product, unknown))
+}
+
+impl Solver {
+    pub(crate) fn numel(&mut self, a: &RowTerm, b: &RowTerm, cause: CauseId) -> Step {
+        let (ra, rb) = (self.store.row(a), self.store.row(b));
+        let open: Vec<Watch> = [ra.var, rb.var].into_iter().flatten().map(Watch::Row).collect();
+        if !open.is_empty() {
+            return Step::Wait(open);
+        }
+        let (Some((pa, ua)), Some((pb, ub))) = (split_row(&ra), split_row(&rb)) else {
+            self.report(Code::ElementCountMismatch, "element count overflows".to_string(), cause, Vec::new());
+            return Step::Done;
+        };
+        match (ua.as_slice(), ub.as_slice()) {
+            ([], []) => {
+                if pa != pb {
+                    self.count_clash(&ra, &rb, &pa, &pb, cause);
+                }
+            }
+            ([v], []) => self.solve_factor(*v, &pb, &pa, cause),
+            ([], [v]) => self.solve_factor(*v, &pa, &pb, cause),
+            _ => return Step::Wait(ua.into_iter().chain(ub).map(Watch::Dim).collect()),
+        }
+        Step::Done
+    }
+
+    /// Binds `v` so that `v * known = total`.
+    fn solve_factor(&mut self, v: DimVar, total: &SizeExpr, known: &SizeExpr, cause: CauseId) {
+        match total.div_exact(known).and_then(expr_dim) {
+            Some(dim) => {
+                let rule = format!("{} = {total} / {known}", self.dim_name(v));
+                let c = self.causes.derived(cause, rule);
+                self.bind_dim(v, dim, c);
+            }
+            None => {
+                let message =
+                    format!("element count mismatch: {total} elements cannot be split into {known} times a whole size");
+                self.report(Code::ElementCountMismatch, message, cause, Vec::new());
+            }
+        }
+    }
+
+    fn count_clash(&mut self, a: &RowTerm, b: &RowTerm, pa: &SizeExpr, pb: &SizeExpr, cause: CauseId) {
+        if self.store.row_mentions_poison(a) || self.store.row_mentions_poison(b) {
+            return;
+        }
+        let (sa, sb) = (self.show_row(a), self.show_row(b));
+        if pa.as_constant().is_none() || pb.as_constant().is_none() {
+            let message = format!("dynamic axis assumed specialized: {sa} and {sb} hold the same number of elements only when {pa} = {pb}");
+            self.report(Code::DynamicAxisSpecialized, message, cause, Vec::new());
+            return;
+        }
+        let message = format!("element count mismatch: {sa} holds {pa} elements but {sb} holds {pb}");
+        self.report(Code::ElementCountMismatch, message, cause, Vec::new());
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn affine(
+        &mut self,
+        out: &DimTerm,
+        input: &DimTerm,
+        kernel: &DimTerm,
+        pads: i64,
+        stride: u64,
+        dilation: u64,
+        ceil: bool,
+        cause: CauseId,
+    ) -> Step {
+        let (o, i, k) = (self.store.dim(out), self.store.dim(input), self.store.dim(kernel));
+        let dil = SizeExpr::constant(dilation as i64);
+        match (&i, &k) {
+            (DimTerm::Dim(i), DimTerm::Dim(k)) => {
+                // (in + pads − dil·(k − 1) − 1) / stride + 1
+                let span = dil.mul(&size_expr(k).add(&SizeExpr::constant(-1)).unwrap_or_default());
+                let numerator = span.and_then(|s| {
+                    size_expr(i).add(&SizeExpr::constant(pads - 1))?.add(&s.mul(&SizeExpr::constant(-1))?)
+                });
+                let quotient = numerator.and_then(|n| if ceil { n.ceil_div(stride) } else { n.floor_div(stride) });
+                match quotient.and_then(|q| q.add(&SizeExpr::constant(1))).and_then(expr_dim) {
+                    Some(dim) => {
+                        let c = self.causes.derived(cause, format!("the window gives an output size of {dim}"));
+                        self.enqueue(Constraint::DimEq(out.clone(), DimTerm::Dim(dim), c));
+                    }
+                    None => {
+                        let message = format!("the window (kernel {k}, dilation {dilation}, pads {pads}) does not fit in an input of size {i}");
+                        self.report(Code::DimMismatch, message, cause, Vec::new());
+                    }
+                }
+                Step::Done
+            }
+            (DimTerm::Var(v), DimTerm::Dim(k)) if stride == 1 => {
+                let DimTerm::Dim(o) = &o else { return Step::Wait(vec![Watch::Dim(*v), self.watch_of(&o)]) };
+                // Stride 1: in = out − pads + dil·(k − 1), the same in ceil mode.
+                let value = size_expr(k)
+                    .add(&SizeExpr::constant(-1))
+                    .and_then(|km1| dil.mul(&km1))
+                    .and_then(|s| size_expr(o).add(&SizeExpr::constant(-pads))?.add(&s));
+                match value.and_then(expr_dim) {
+                    Some(dim) => self.bind_dim(*v, dim, cause),
+                    None => self.report(
+                        Code::DimMismatch,
+                        format!("no input size gives output size {o}"),
+                        cause,
+                        Vec::new(),
+                    ),
+                }
+                Step::Done
+            }
+            _ => Step::Wait([&i, &k].into_iter().filter_map(|t| self.var_watch(t)).collect()),
+        }
+    }
+
+    pub(crate) fn sum(&mut self, total: &DimTerm, parts: &[DimTerm], cause: CauseId) -> Step {
+        let resolved: Vec<DimTerm> = parts.iter().map(|p| self.store.dim(p)).collect();
+        let unknown: Vec<usize> = (0..resolved.len()).filter(|&i| matches!(resolved[i], DimTerm::Var(_))).collect();
+        let known_sum = resolved.iter().try_fold(SizeExpr::constant(0), |acc, p| match p {
+            DimTerm::Dim(d) => acc.add(&size_expr(d)),
+            DimTerm::Var(_) => Some(acc),
+        });
+        let Some(known_sum) = known_sum else {
+            self.report(Code::DimMismatch, "sum of sizes overflows".to_string(), cause, Vec::new());
+            return Step::Done;
+        };
+        let t = self.store.dim(total);
+        match (unknown.as_slice(), &t) {
+            ([], _) => match expr_dim(known_sum) {
+                Some(dim) => {
+                    let c = self.causes.derived(cause, format!("the parts add up to {dim}"));
+                    self.enqueue(Constraint::DimEq(total.clone(), DimTerm::Dim(dim), c));
+                }
+                None => self.report(
+                    Code::DimMismatch,
+                    "the parts add up to no positive size".to_string(),
+                    cause,
+                    Vec::new(),
+                ),
+            },
+            ([one], DimTerm::Dim(whole)) => {
+                let rest = known_sum.mul(&SizeExpr::constant(-1)).and_then(|neg| size_expr(whole).add(&neg));
+                let DimTerm::Var(v) = resolved[*one] else { return Step::Done };
+                match rest.and_then(expr_dim) {
+                    Some(dim) => {
+                        let c = self.causes.derived(cause, format!("the whole {whole} minus the other parts"));
+                        self.bind_dim(v, dim, c);
+                    }
+                    None => {
+                        let message =
+                            format!("the other parts already add up to {known_sum}, leaving nothing of {whole}");
+                        self.report(Code::DimMismatch, message, cause, Vec::new());
+                    }
+                }
+            }
+            _ => {
+                let mut watches: Vec<Watch> = unknown.iter().filter_map(|&i| self.var_watch(&resolved[i])).collect();
+                watches.extend(self.var_watch(&t));
+                return Step::Wait(watches);
+            }
+        }
+        Step::Done
+    }
+
+    fn var_watch(&self, t: &DimTerm) -> Option<Watch> {
+        match t {
+            DimTerm::Var(v) => Some(Watch::Dim(*v)),
+            DimTerm::Dim(_) => None,
+        }
+    }
+
+    fn watch_of(&self, t: &DimTerm) -> Watch {
+        self.var_watch(t).expect("a variable")
+    }
+}

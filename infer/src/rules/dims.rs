@@ -1,0 +1,93 @@
+//! Dimension equality and inequality.
+//!
+//! Equality unifies. For `a ⊑ b`: a lower bound at an atom solves
+//! (`d ⊑ β` binds `β := d`), an upper bound is recorded (`α ⊑ d`), and two
+//! variables wait for one of them to be known. A rigid symbol is never bound:
+//! where a constraint would force it, the assumption is reported as
+//! `dynamic-axis-specialized` and solving goes on.
+
+use crate::cause::CauseId;
+use crate::diagnostic::Code;
+use crate::solver::{is_rigid, Solver, Step, Watch};
+use diamond_ir::term::{Dim, DimTerm};
+
+impl Solver {
+    pub(crate) fn dim_eq(&mut self, a: &DimTerm, b: &DimTerm, cause: CauseId) -> Step {
+        let (ra, rb) = (self.store.dim(a), self.store.dim(b));
+        match (&ra, &rb) {
+            (DimTerm::Var(x), DimTerm::Var(y)) if x == y => {}
+            (DimTerm::Var(x), DimTerm::Var(y)) => self.union_dim(*x, *y, cause),
+            (DimTerm::Var(v), DimTerm::Dim(d)) | (DimTerm::Dim(d), DimTerm::Var(v)) => {
+                self.bind_dim(*v, d.clone(), cause)
+            }
+            (DimTerm::Dim(x), DimTerm::Dim(y)) if x == y => {}
+            (DimTerm::Dim(x), DimTerm::Dim(y)) => {
+                let (x, y) = (x.clone(), y.clone());
+                self.dim_clash(a, b, &x, &y, Code::DimMismatch, "=", cause);
+            }
+        }
+        Step::Done
+    }
+
+    pub(crate) fn dim_le(&mut self, a: &DimTerm, b: &DimTerm, cause: CauseId) -> Step {
+        let (ra, rb) = (self.store.dim(a), self.store.dim(b));
+        match (&ra, &rb) {
+            (DimTerm::Var(x), DimTerm::Var(y)) if x == y => Step::Done,
+            (DimTerm::Var(x), DimTerm::Var(y)) => Step::Wait(vec![Watch::Dim(*x), Watch::Dim(*y)]),
+            (DimTerm::Dim(d), DimTerm::Var(v)) => {
+                if !d.is_unit() {
+                    self.bind_dim(*v, d.clone(), cause);
+                }
+                Step::Done
+            }
+            (DimTerm::Var(v), DimTerm::Dim(d)) => {
+                self.bound_dim(*v, d.clone(), cause);
+                Step::Done
+            }
+            (DimTerm::Dim(x), DimTerm::Dim(y)) => {
+                if !x.broadcasts_to(y) {
+                    let (x, y) = (x.clone(), y.clone());
+                    self.dim_clash(a, b, &x, &y, Code::BroadcastConflict, "⊑", cause);
+                }
+                Step::Done
+            }
+        }
+    }
+
+    /// Reports two ground dimensions that violate `x relation y` (`=` or
+    /// `⊑`); a rigid symbol on either side makes it an assumption instead of
+    /// an error.
+    #[allow(clippy::too_many_arguments)]
+    fn dim_clash(&mut self, a: &DimTerm, b: &DimTerm, x: &Dim, y: &Dim, code: Code, relation: &str, cause: CauseId) {
+        if self.poisoned_dims(a, b) {
+            return;
+        }
+        let facts: Vec<String> = [a, b].into_iter().filter_map(|t| self.explain_dim(t)).collect();
+        if is_rigid(x) || is_rigid(y) {
+            let (symbol, other) = if is_rigid(x) { (x, y) } else { (y, x) };
+            let message =
+                format!("dynamic axis {symbol} assumed to be {other}: `{x} {relation} {y}` holds only when {x} = {y}");
+            self.report(Code::DynamicAxisSpecialized, message, cause, facts);
+            return;
+        }
+        let message = match code {
+            Code::BroadcastConflict if x.is_unit() || y.is_unit() => format!("{x} cannot broadcast to {y}"),
+            Code::BroadcastConflict => format!("{x} cannot broadcast to {y}: only the claim-free unit `_` broadcasts"),
+            _ => format!("dimensions differ: {x} must equal {y}"),
+        };
+        self.report(code, message, cause, facts);
+        self.poison_dims(a, b);
+    }
+
+    fn poisoned_dims(&mut self, a: &DimTerm, b: &DimTerm) -> bool {
+        [a, b].into_iter().any(|t| matches!(t, DimTerm::Var(v) if self.store.dim_poisoned(*v)))
+    }
+
+    fn poison_dims(&mut self, a: &DimTerm, b: &DimTerm) {
+        for t in [a, b] {
+            if let DimTerm::Var(v) = t {
+                self.store.poison_dim(*v);
+            }
+        }
+    }
+}
