@@ -76,6 +76,8 @@ pub struct Solver {
 pub struct Solution {
     /// Each tensor: name, principal shape, closed shape (in row notation).
     pub tensors: Vec<(String, String, String)>,
+    /// Each tensor's closed shape as a term, in registration order.
+    pub closed: Vec<RowTerm>,
     /// Conflicts and warnings, in the order found.
     pub diagnostics: Vec<Diagnostic>,
 }
@@ -145,15 +147,18 @@ impl Solver {
         self.close();
         // Report in source order; within a line, in the order found.
         self.diagnostics.sort_by_key(|d| d.line.unwrap_or(u32::MAX));
+        let mut closed_rows = Vec::with_capacity(self.tensors.len());
         let tensors = (0..self.tensors.len())
             .map(|i| {
                 let entry = self.tensors[i].clone();
                 let closed = self.store.row(&entry.row);
-                let principal = entry.principal.expect("recorded above");
-                (entry.name, self.show_row(&principal), self.show_row(&closed))
+                let principal = entry.principal.unwrap_or_else(|| entry.row.clone());
+                let shown = (entry.name, self.show_row(&principal), self.show_row(&closed));
+                closed_rows.push(closed);
+                shown
             })
             .collect();
-        Solution { tensors, diagnostics: self.diagnostics }
+        Solution { tensors, closed: closed_rows, diagnostics: self.diagnostics }
     }
 
     fn apply(&mut self, c: &Constraint) -> Step {

@@ -47,9 +47,12 @@ fn two_different_upper_bounds_collapse_to_the_claim_free_unit() {
 
 #[test]
 fn the_empty_row_is_below_every_row() {
-    check("[<>] <= [2, 3]\n[] <= [4 <> 5]\ntensor y : [..r]\n[] <= y\n", expect![[r#"
+    check(
+        "[<>] <= [2, 3]\n[] <= [4 <> 5]\ntensor y : [..r]\n[] <= y\n",
+        expect![[r#"
         y  principal [..r]  closed []
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
@@ -86,9 +89,18 @@ fn an_interior_tensor_closes_down() {
 #[test]
 fn the_bipartite_cut_gives_the_interior_to_the_row_variable() {
     check(
-        "tensor m : leaf [3 <..r> 4]\nm <= [3, 5, 6, 4]\n",
+        "tensor m : leaf [3 <..r> 4]\nm <= [3 <> 5, 6, 4]\n[3 <..s> 4] <= [3, 5, 4]\n",
         expect![[r#"
             m  principal [3 <..r> 4]  closed [3 <> 5, 6, 4]
+
+            error[rank-conflict]: rank conflict: the flanks of [3 <..s> 4] (1 leading, 1 trailing axes) do not fit in those of [3, 5, 4] (0, 3)
+             --> line 3
+              |
+            3 | [3 <..s> 4] <= [3, 5, 4]
+              |
+              = note: required by line 3 `[3 <..s> 4] <= [3, 5, 4]`
+
+            1 error(s), 0 warning(s)
         "#]],
     );
 }

@@ -173,24 +173,34 @@ impl Solver {
         Step::Done
     }
 
+    /// `sub ⊑ sup` for a closed `sup`: the flanks must fit
+    /// (`|l| ≤ |L|`, `|r| ≤ |R|`), aligned pairs broadcast, and the interior
+    /// `L[|l|..] ◇ R[..|R|-|r|]` bounds `sub`'s row variable.
     fn le_closed_sup(&mut self, sub: &RowTerm, sup: &RowTerm, cause: CauseId) {
-        let (dims, marker) = flatten(sup);
-        let (l, r, n) = (sub.leading.len(), sub.trailing.len(), dims.len());
-        if l + r > n {
-            let message = format!(
-                "rank conflict: {} has {} axes but {} has only {}",
-                self.show_row(sub),
-                l + r,
-                self.show_row(sup),
-                n
-            );
+        let (l, r) = (sub.leading.len(), sub.trailing.len());
+        let (big_l, big_r) = (sup.leading.len(), sup.trailing.len());
+        if l > big_l || r > big_r {
+            let message = if sup.leading.is_empty() && sub.leading.is_empty() {
+                format!(
+                    "rank conflict: {} has {r} axes but {} has only {big_r}",
+                    self.show_row(sub),
+                    self.show_row(sup)
+                )
+            } else {
+                format!(
+                    "rank conflict: the flanks of {} ({l} leading, {r} trailing axes) do not fit in those of {} ({big_l}, {big_r})",
+                    self.show_row(sub),
+                    self.show_row(sup)
+                )
+            };
             self.row_clash(sub, sup, message, cause);
             return;
         }
-        self.pair(&sub.leading, &dims[..l], 0, cause, false);
-        self.pair(&sub.trailing, &dims[n - r..], n - r, cause, false);
+        self.pair(&sub.leading, &sup.leading[..l], 0, cause, false);
+        self.pair(&sub.trailing, &sup.trailing[big_r - r..], big_l + big_r - r, cause, false);
         if let Some(rho) = sub.var {
-            let residue = closed_slice(&dims, l, n - r, marker);
+            let residue =
+                RowTerm { leading: sup.leading[l..].to_vec(), var: None, trailing: sup.trailing[..big_r - r].to_vec() };
             let c = self.causes.derived(cause, "the interior of the larger row bounds the row variable");
             self.bound_row(rho, residue, c);
         }

@@ -54,6 +54,40 @@ impl RowTerm {
     }
 }
 
+impl RowTerm {
+    /// The broadcast order on variable-free rows: `self ⊑ other` iff the
+    /// flanks fit (`|l1| ≤ |l2|`, `|r1| ≤ |r2|`) and `self`, widened by
+    /// claim-free units at its marker, broadcasts pointwise to `other`.
+    /// `None` when either row has a variable.
+    pub fn broadcasts_to(&self, other: &RowTerm) -> Option<bool> {
+        if self.var.is_some() || other.var.is_some() {
+            return None;
+        }
+        let ground = |t: &DimTerm| match t {
+            DimTerm::Dim(d) => Some(d.clone()),
+            DimTerm::Var(_) => None,
+        };
+        let (l1, r1) = (self.leading.len(), self.trailing.len());
+        let (l2, r2) = (other.leading.len(), other.trailing.len());
+        if l1 > l2 || r1 > r2 {
+            return Some(false);
+        }
+        let lead = self.leading.iter().zip(&other.leading);
+        let trail = self.trailing.iter().zip(&other.trailing[r2 - r1..]);
+        for (a, b) in lead.chain(trail) {
+            if !ground(a)?.broadcasts_to(&ground(b)?) {
+                return Some(false);
+            }
+        }
+        Some(true)
+    }
+
+    /// Whether the row has no variable at all.
+    pub fn is_ground(&self) -> bool {
+        self.var.is_none() && self.leading.iter().chain(&self.trailing).all(|d| matches!(d, DimTerm::Dim(_)))
+    }
+}
+
 impl fmt::Display for RowVar {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "r{}", self.0)
@@ -102,6 +136,16 @@ mod tests {
 
     fn d(n: u64) -> DimTerm {
         DimTerm::Dim(Dim::known(n))
+    }
+
+    #[test]
+    fn the_seed_worked_example_holds() {
+        let sub = RowTerm { leading: vec![d(3)], var: None, trailing: vec![d(4)] };
+        let sup = RowTerm { leading: vec![d(3)], var: None, trailing: vec![d(5), d(4)] };
+        assert_eq!(sub.broadcasts_to(&sup), Some(true));
+        assert_eq!(sup.broadcasts_to(&sub), Some(false));
+        let empty = RowTerm::closed(vec![]);
+        assert_eq!(empty.broadcasts_to(&sup), Some(true));
     }
 
     #[test]
