@@ -49,8 +49,9 @@ pub fn solve(path: &Path, json: bool) -> Result<(), Failure> {
         let tensors: serde_json::Map<String, serde_json::Value> = solution
             .tensors
             .iter()
-            .map(|(name, principal, closed)| {
-                (name.clone(), serde_json::json!({ "principal": principal, "closed": closed }))
+            .map(|t| {
+                let (principal, closed) = (solution.names.row(&t.principal), solution.names.row(&t.closed));
+                (t.name.clone(), serde_json::json!({ "principal": principal, "closed": closed }))
             })
             .collect();
         let report = serde_json::json!({ "tensors": tensors, "diagnostics": solution.diagnostics });

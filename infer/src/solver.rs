@@ -12,6 +12,7 @@
 use crate::cause::{CauseId, Causes, Origin};
 use crate::constraint::Constraint;
 use crate::diagnostic::{Code, Diagnostic};
+use crate::names::Names;
 use crate::store::{DimState, RowState, Store};
 use diamond_ir::term::{Dim, DimTerm, DimVar, RowTerm, RowVar, Size};
 use std::collections::{HashMap, VecDeque};
@@ -36,7 +37,6 @@ pub(crate) struct TensorEntry {
     pub(crate) name: String,
     pub(crate) kind: TensorKind,
     pub(crate) row: RowTerm,
-    pub(crate) principal: Option<RowTerm>,
     pub(crate) declared: Option<CauseId>,
 }
 
@@ -45,6 +45,35 @@ pub(crate) struct TensorEntry {
 pub(crate) enum Watch {
     Dim(DimVar),
     Row(RowVar),
+}
+
+/// Parked-constraint slots per variable representative, indexed by id.
+#[derive(Debug, Default)]
+struct Watchers(Vec<Vec<usize>>);
+
+impl Watchers {
+    fn add(&mut self, var: u32, slot: usize) {
+        let i = var as usize;
+        if self.0.len() <= i {
+            self.0.resize_with(i + 1, Vec::new);
+        }
+        self.0[i].push(slot);
+    }
+
+    fn take(&mut self, var: u32) -> Vec<usize> {
+        self.0.get_mut(var as usize).map(std::mem::take).unwrap_or_default()
+    }
+
+    fn extend(&mut self, var: u32, slots: Vec<usize>) {
+        if slots.is_empty() {
+            return;
+        }
+        let i = var as usize;
+        if self.0.len() <= i {
+            self.0.resize_with(i + 1, Vec::new);
+        }
+        self.0[i].extend(slots);
+    }
 }
 
 /// What a rule did with its constraint.
@@ -62,24 +91,34 @@ pub struct Solver {
     pub(crate) causes: Causes,
     queue: VecDeque<Constraint>,
     pending: Vec<Option<Constraint>>,
-    dim_watch: HashMap<u32, Vec<usize>>,
-    row_watch: HashMap<u32, Vec<usize>>,
+    dim_watch: Watchers,
+    row_watch: Watchers,
     pub(crate) templates: HashMap<(u32, usize, usize), RowTerm>,
     pub(crate) diagnostics: Vec<Diagnostic>,
     pub(crate) tensors: Vec<TensorEntry>,
-    dim_names: HashMap<u32, String>,
-    row_names: HashMap<u32, String>,
+    pub(crate) names: Names,
+}
+
+/// One tensor's shapes in a solution.
+#[derive(Clone, Debug)]
+pub struct SolvedTensor {
+    /// The tensor's name.
+    pub name: String,
+    /// The principal shape: what solving forced, before closing.
+    pub principal: RowTerm,
+    /// The closed shape: every variable committed.
+    pub closed: RowTerm,
 }
 
 /// The outcome of solving and closing.
 #[derive(Clone, Debug)]
 pub struct Solution {
-    /// Each tensor: name, principal shape, closed shape (in row notation).
-    pub tensors: Vec<(String, String, String)>,
-    /// Each tensor's closed shape as a term, in registration order.
-    pub closed: Vec<RowTerm>,
-    /// Conflicts and warnings, in the order found.
+    /// Each tensor, in registration order.
+    pub tensors: Vec<SolvedTensor>,
+    /// Conflicts and warnings, by line, then in the order found.
     pub diagnostics: Vec<Diagnostic>,
+    /// How to print the variables of the principal shapes.
+    pub names: Names,
 }
 
 impl Solver {
@@ -92,7 +131,7 @@ impl Solver {
     pub fn fresh_dim(&mut self, name: Option<&str>) -> DimVar {
         let v = self.store.fresh_dim();
         if let Some(name) = name {
-            self.dim_names.insert(v.0, name.to_string());
+            self.names.dims.insert(v.0, name.to_string());
         }
         v
     }
@@ -101,7 +140,7 @@ impl Solver {
     pub fn fresh_row(&mut self, name: Option<&str>) -> RowVar {
         let v = self.store.fresh_row();
         if let Some(name) = name {
-            self.row_names.insert(v.0, name.to_string());
+            self.names.rows.insert(v.0, name.to_string());
         }
         v
     }
@@ -113,7 +152,7 @@ impl Solver {
 
     /// Registers a named tensor whose shape is `row`, declared by `declared`.
     pub fn add_tensor(&mut self, name: &str, kind: TensorKind, row: RowTerm, declared: Option<CauseId>) -> TensorId {
-        self.tensors.push(TensorEntry { name: name.to_string(), kind, row, principal: None, declared });
+        self.tensors.push(TensorEntry { name: name.to_string(), kind, row, declared });
         TensorId(self.tensors.len() as u32 - 1)
     }
 
@@ -140,25 +179,22 @@ impl Solver {
     /// Solves, records principal shapes, closes, and returns the result.
     pub fn finish(mut self) -> Solution {
         self.solve();
-        for i in 0..self.tensors.len() {
-            let row = self.tensors[i].row.clone();
-            self.tensors[i].principal = Some(self.store.row(&row));
-        }
+        let principal: Vec<RowTerm> = (0..self.tensors.len())
+            .map(|i| {
+                let row = self.tensors[i].row.clone();
+                self.store.row(&row)
+            })
+            .collect();
         self.close();
         // Report in source order; within a line, in the order found.
         self.diagnostics.sort_by_key(|d| d.line.unwrap_or(u32::MAX));
-        let mut closed_rows = Vec::with_capacity(self.tensors.len());
-        let tensors = (0..self.tensors.len())
-            .map(|i| {
-                let entry = self.tensors[i].clone();
-                let closed = self.store.row(&entry.row);
-                let principal = entry.principal.unwrap_or_else(|| entry.row.clone());
-                let shown = (entry.name, self.show_row(&principal), self.show_row(&closed));
-                closed_rows.push(closed);
-                shown
-            })
+        let entries = std::mem::take(&mut self.tensors);
+        let tensors = entries
+            .into_iter()
+            .zip(principal)
+            .map(|(entry, principal)| SolvedTensor { closed: self.store.row(&entry.row), name: entry.name, principal })
             .collect();
-        Solution { tensors, closed: closed_rows, diagnostics: self.diagnostics }
+        Solution { tensors, diagnostics: self.diagnostics, names: self.names }
     }
 
     fn apply(&mut self, c: &Constraint) -> Step {
@@ -182,11 +218,11 @@ impl Solver {
             match w {
                 Watch::Dim(v) => {
                     let root = self.store.find_dim(v);
-                    self.dim_watch.entry(root.0).or_default().push(slot);
+                    self.dim_watch.add(root.0, slot);
                 }
                 Watch::Row(v) => {
                     let root = self.store.find_row(v);
-                    self.row_watch.entry(root.0).or_default().push(slot);
+                    self.row_watch.add(root.0, slot);
                 }
             }
         }
@@ -221,7 +257,7 @@ impl Solver {
             let c = self.causes.derived(bound_cause, "the variable was bounded above here");
             self.enqueue(Constraint::DimLe(DimTerm::Dim(value), DimTerm::Dim(bound), c));
         }
-        let woken = self.dim_watch.remove(&root.0).unwrap_or_default();
+        let woken = self.dim_watch.take(root.0);
         self.wake(woken);
     }
 
@@ -251,11 +287,9 @@ impl Solver {
     /// woken: merging adds no ground fact, and whatever binds the class later
     /// wakes them all.
     fn merge_dim_watchers(&mut self, a: DimVar, b: DimVar, root: DimVar) {
-        let mut slots = self.dim_watch.remove(&a.0).unwrap_or_default();
-        slots.extend(self.dim_watch.remove(&b.0).unwrap_or_default());
-        if !slots.is_empty() {
-            self.dim_watch.entry(root.0).or_default().extend(slots);
-        }
+        let mut slots = self.dim_watch.take(a.0);
+        slots.extend(self.dim_watch.take(b.0));
+        self.dim_watch.extend(root.0, slots);
     }
 
     fn dim_upper(&mut self, v: DimVar) -> Option<(Dim, CauseId)> {
@@ -293,7 +327,7 @@ impl Solver {
             let c = self.causes.derived(bound_cause, "the row variable was bounded above here");
             self.enqueue(Constraint::RowLe(value, bound, c));
         }
-        let woken = self.row_watch.remove(&root.0).unwrap_or_default();
+        let woken = self.row_watch.take(root.0);
         self.wake(woken);
     }
 
@@ -310,11 +344,9 @@ impl Solver {
             (None, None) => None,
         };
         self.store.set_row(root, RowState::Free { upper: merged });
-        let mut slots = self.row_watch.remove(&ra.0).unwrap_or_default();
-        slots.extend(self.row_watch.remove(&rb.0).unwrap_or_default());
-        if !slots.is_empty() {
-            self.row_watch.entry(root.0).or_default().extend(slots);
-        }
+        let mut slots = self.row_watch.take(ra.0);
+        slots.extend(self.row_watch.take(rb.0));
+        self.row_watch.extend(root.0, slots);
     }
 
     pub(crate) fn row_upper(&mut self, v: RowVar) -> Option<(RowTerm, CauseId)> {
@@ -334,7 +366,7 @@ impl Solver {
     }
 
     fn inherit_name(&mut self, root: u32, child: u32, dim: bool) {
-        let names = if dim { &mut self.dim_names } else { &mut self.row_names };
+        let names = if dim { &mut self.names.dims } else { &mut self.names.rows };
         if !names.contains_key(&root) {
             if let Some(name) = names.get(&child).cloned() {
                 names.insert(root, name);
@@ -372,58 +404,26 @@ impl Solver {
     /// named after the row variable they grew from: `c.0`, `c.r`).
     pub(crate) fn name_derived(&mut self, base: RowVar, dim: Option<DimVar>, row: Option<RowVar>, suffix: &str) {
         let root = self.store.find_row(base);
-        let base = self.row_names.get(&root.0).or_else(|| self.row_names.get(&base.0)).cloned();
+        let base = self.names.rows.get(&root.0).or_else(|| self.names.rows.get(&base.0)).cloned();
         let base = base.unwrap_or_else(|| format!("_{}", root.0));
         if let Some(d) = dim {
-            self.dim_names.insert(d.0, format!("{base}.{suffix}"));
+            self.names.dims.insert(d.0, format!("{base}.{suffix}"));
         }
         if let Some(r) = row {
-            self.row_names.insert(r.0, format!("{base}.{suffix}"));
+            self.names.rows.insert(r.0, format!("{base}.{suffix}"));
         }
     }
 
     /// The printed name of a dimension variable.
     pub(crate) fn dim_name(&mut self, v: DimVar) -> String {
         let root = self.store.find_dim(v);
-        match self.dim_names.get(&root.0).or_else(|| self.dim_names.get(&v.0)) {
-            Some(name) => format!("'{name}"),
-            None => format!("'_{}", root.0),
-        }
-    }
-
-    /// The printed name of a row variable.
-    pub(crate) fn row_name(&mut self, v: RowVar) -> String {
-        let root = self.store.find_row(v);
-        match self.row_names.get(&root.0).or_else(|| self.row_names.get(&v.0)) {
-            Some(name) => format!("..{name}"),
-            None => format!(".._{}", root.0),
-        }
-    }
-
-    /// A dimension term in row notation, with variable names.
-    pub(crate) fn show_dim(&mut self, t: &DimTerm) -> String {
-        match t {
-            DimTerm::Dim(d) => d.to_string(),
-            DimTerm::Var(v) => self.dim_name(*v),
-        }
+        self.names.dim(root)
     }
 
     /// A row term in row notation, with variable names.
     pub(crate) fn show_row(&mut self, r: &RowTerm) -> String {
-        let mut dims = |ds: &[DimTerm]| ds.iter().map(|d| self.show_dim(d)).collect::<Vec<_>>().join(", ");
-        let (leading, trailing) = (dims(&r.leading), dims(&r.trailing));
-        match r.var {
-            None if r.leading.is_empty() => format!("[{trailing}]"),
-            Some(v) if r.leading.is_empty() && r.trailing.is_empty() => format!("[{}]", self.row_name(v)),
-            var => {
-                let marker = match var {
-                    Some(v) => format!("<{}>", self.row_name(v)),
-                    None => "<>".to_string(),
-                };
-                let sep = |s: &str| if s.is_empty() { "" } else { " " };
-                format!("[{leading}{}{marker}{}{trailing}]", sep(&leading), sep(&trailing))
-            }
-        }
+        let resolved = self.store.row(r);
+        self.names.row(&resolved)
     }
 }
 

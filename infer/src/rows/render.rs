@@ -8,9 +8,10 @@ use std::fmt::Write;
 /// The text report of `solution` for the `.rows` file `source`.
 pub fn render_text(solution: &Solution, source: &str) -> String {
     let mut out = String::new();
-    let width = solution.tensors.iter().map(|(name, _, _)| name.len()).max().unwrap_or(0);
-    for (name, principal, closed) in &solution.tensors {
-        let _ = writeln!(out, "{name:width$}  principal {principal}  closed {closed}");
+    let width = solution.tensors.iter().map(|t| t.name.len()).max().unwrap_or(0);
+    for t in &solution.tensors {
+        let (principal, closed) = (solution.names.row(&t.principal), solution.names.row(&t.closed));
+        let _ = writeln!(out, "{:width$}  principal {principal}  closed {closed}", t.name);
     }
     for diagnostic in &solution.diagnostics {
         out.push('\n');

@@ -1,0 +1,60 @@
+//! Printing variables by the names the user gave them.
+//!
+//! Named variables come from `.rows` files (`'h`, `..r`); a template's fresh
+//! variables are named after the row variable they grew from (`c.0`, `c.r`);
+//! anything else prints as `'_7` / `.._3`. When two classes merge, the new
+//! representative inherits a name, so looking up a representative suffices.
+
+use diamond_ir::term::{DimTerm, DimVar, RowTerm, RowVar};
+use std::collections::HashMap;
+
+/// Variable names by variable id.
+#[derive(Clone, Debug, Default)]
+pub struct Names {
+    pub(crate) dims: HashMap<u32, String>,
+    pub(crate) rows: HashMap<u32, String>,
+}
+
+impl Names {
+    /// The printed form of dimension variable `v` (a representative).
+    pub fn dim(&self, v: DimVar) -> String {
+        match self.dims.get(&v.0) {
+            Some(name) => format!("'{name}"),
+            None => format!("'_{}", v.0),
+        }
+    }
+
+    /// The printed form of row variable `v` (a representative).
+    pub fn row_var(&self, v: RowVar) -> String {
+        match self.rows.get(&v.0) {
+            Some(name) => format!("..{name}"),
+            None => format!(".._{}", v.0),
+        }
+    }
+
+    /// A dimension term in row notation.
+    pub fn dim_term(&self, t: &DimTerm) -> String {
+        match t {
+            DimTerm::Dim(d) => d.to_string(),
+            DimTerm::Var(v) => self.dim(*v),
+        }
+    }
+
+    /// A row term in row notation: `[3, 4]`, `[2 <> 3]`, `[2 <..r> 3]`, `[..r]`.
+    pub fn row(&self, r: &RowTerm) -> String {
+        let dims = |ds: &[DimTerm]| ds.iter().map(|d| self.dim_term(d)).collect::<Vec<_>>().join(", ");
+        let (leading, trailing) = (dims(&r.leading), dims(&r.trailing));
+        match r.var {
+            None if r.leading.is_empty() => format!("[{trailing}]"),
+            Some(v) if r.leading.is_empty() && r.trailing.is_empty() => format!("[{}]", self.row_var(v)),
+            var => {
+                let marker = match var {
+                    Some(v) => format!("<{}>", self.row_var(v)),
+                    None => "<>".to_string(),
+                };
+                let sep = |s: &str| if s.is_empty() { "" } else { " " };
+                format!("[{leading}{}{marker}{}{trailing}]", sep(&leading), sep(&trailing))
+            }
+        }
+    }
+}
