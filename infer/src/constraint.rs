@@ -16,35 +16,44 @@ pub enum Constraint {
     RowLe(RowTerm, RowTerm, CauseId),
     /// The two rows hold the same number of elements (Reshape, Flatten).
     Numel(RowTerm, RowTerm, CauseId),
-    /// `out = ⌊(input + pads − dilation·(kernel − 1) − 1) / stride⌋ + 1`
-    /// (or `⌈…⌉` when `ceil`): Conv and Pool output sizes.
-    Affine {
-        /// The output size.
-        out: DimTerm,
-        /// The input size.
-        input: DimTerm,
-        /// The kernel size.
-        kernel: DimTerm,
-        /// Total padding on the axis (begin + end).
-        pads: i64,
-        /// Stride, at least 1.
-        stride: u64,
-        /// Dilation, at least 1.
-        dilation: u64,
-        /// Ceil mode.
-        ceil: bool,
-        /// Why.
-        cause: CauseId,
-    },
-    /// `total = Σ parts` (Concat, Split, Pad).
-    Sum {
-        /// The whole.
-        total: DimTerm,
-        /// The parts.
-        parts: Vec<DimTerm>,
-        /// Why.
-        cause: CauseId,
-    },
+    /// An output size of a sliding window (Conv, Pool). Boxed: it is rare
+    /// and large, and every queued constraint is as big as the largest variant.
+    Affine(Box<AffineSize>),
+    /// `total = Σ parts` (Concat, Split, Pad). Boxed like [`Constraint::Affine`].
+    Sum(Box<SizeSum>),
+}
+
+/// `out = ⌊(input + pads − dilation·(kernel − 1) − 1) / stride⌋ + 1`, or `⌈…⌉`
+/// when `ceil`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AffineSize {
+    /// The output size.
+    pub out: DimTerm,
+    /// The input size.
+    pub input: DimTerm,
+    /// The kernel size.
+    pub kernel: DimTerm,
+    /// Total padding on the axis (begin + end).
+    pub pads: i64,
+    /// Stride, at least 1.
+    pub stride: u64,
+    /// Dilation, at least 1.
+    pub dilation: u64,
+    /// Ceil mode.
+    pub ceil: bool,
+    /// Why.
+    pub cause: CauseId,
+}
+
+/// `total = Σ parts`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SizeSum {
+    /// The whole.
+    pub total: DimTerm,
+    /// The parts.
+    pub parts: Vec<DimTerm>,
+    /// Why.
+    pub cause: CauseId,
 }
 
 impl Constraint {
@@ -56,7 +65,8 @@ impl Constraint {
             | Constraint::RowEq(_, _, c)
             | Constraint::RowLe(_, _, c)
             | Constraint::Numel(_, _, c) => *c,
-            Constraint::Affine { cause, .. } | Constraint::Sum { cause, .. } => *cause,
+            Constraint::Affine(a) => a.cause,
+            Constraint::Sum(s) => s.cause,
         }
     }
 }

@@ -23,7 +23,7 @@ pub mod solver;
 mod store;
 
 pub use cause::{Cause, CauseId, Origin};
-pub use constraint::Constraint;
+pub use constraint::{AffineSize, Constraint, SizeSum};
 pub use diagnostic::{Code, Diagnostic, Severity};
 pub use names::Names;
-pub use solver::{SolvedTensor, Solution, Solver, TensorId, TensorKind};
+pub use solver::{Solution, SolvedTensor, Solver, TensorId, TensorKind};

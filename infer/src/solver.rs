@@ -204,10 +204,8 @@ impl Solver {
             Constraint::RowEq(a, b, cause) => self.row_eq(a, b, *cause),
             Constraint::RowLe(a, b, cause) => self.row_le(a, b, *cause),
             Constraint::Numel(a, b, cause) => self.numel(a, b, *cause),
-            Constraint::Affine { out, input, kernel, pads, stride, dilation, ceil, cause } => {
-                self.affine(out, input, kernel, *pads, *stride, *dilation, *ceil, *cause)
-            }
-            Constraint::Sum { total, parts, cause } => self.sum(total, parts, *cause),
+            Constraint::Affine(a) => self.affine(a),
+            Constraint::Sum(s) => self.sum(&s.total, &s.parts, s.cause),
         }
     }
 
@@ -404,8 +402,10 @@ impl Solver {
     /// named after the row variable they grew from: `c.0`, `c.r`).
     pub(crate) fn name_derived(&mut self, base: RowVar, dim: Option<DimVar>, row: Option<RowVar>, suffix: &str) {
         let root = self.store.find_row(base);
-        let base = self.names.rows.get(&root.0).or_else(|| self.names.rows.get(&base.0)).cloned();
-        let base = base.unwrap_or_else(|| format!("_{}", root.0));
+        // Unnamed variables print by id; only named ones pass their name on.
+        let Some(base) = self.names.rows.get(&root.0).or_else(|| self.names.rows.get(&base.0)).cloned() else {
+            return;
+        };
         if let Some(d) = dim {
             self.names.dims.insert(d.0, format!("{base}.{suffix}"));
         }

@@ -140,12 +140,15 @@ impl Store {
     /// `r` with every solved variable substituted (splicing at the marker)
     /// and every free one replaced by its representative.
     pub(crate) fn row(&mut self, r: &RowTerm) -> RowTerm {
-        let shallow = self.row_shallow(r);
-        RowTerm {
-            leading: shallow.leading.iter().map(|d| self.dim(d)).collect(),
-            var: shallow.var,
-            trailing: shallow.trailing.iter().map(|d| self.dim(d)).collect(),
+        let mut row = self.row_shallow(r);
+        for d in row.leading.iter_mut().chain(row.trailing.iter_mut()) {
+            if let DimTerm::Var(v) = d {
+                if let DimState::Solved { value, .. } = self.dim_state(*v) {
+                    *d = DimTerm::Dim(value.clone());
+                }
+            }
         }
+        row
     }
 
     /// `r` with solved row variables substituted but dimension variables

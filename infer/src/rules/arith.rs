@@ -7,7 +7,7 @@
 //! (`numel [batch, 4, 'a] = numel [batch, 8]` gives `'a := 2`).
 
 use crate::cause::CauseId;
-use crate::constraint::Constraint;
+use crate::constraint::{AffineSize, Constraint};
 use crate::diagnostic::Code;
 use crate::solver::{Solver, Step, Watch};
 use diamond_ir::term::{Basis, Dim, DimTerm, DimVar, RowTerm, Size, SizeExpr};
@@ -98,18 +98,9 @@ impl Solver {
         self.report(Code::ElementCountMismatch, message, cause, Vec::new());
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn affine(
-        &mut self,
-        out: &DimTerm,
-        input: &DimTerm,
-        kernel: &DimTerm,
-        pads: i64,
-        stride: u64,
-        dilation: u64,
-        ceil: bool,
-        cause: CauseId,
-    ) -> Step {
+    pub(crate) fn affine(&mut self, a: &AffineSize) -> Step {
+        let AffineSize { out, input, kernel, pads, stride, dilation, ceil, cause } = a;
+        let (pads, stride, dilation, ceil, cause) = (*pads, *stride, *dilation, *ceil, *cause);
         let (o, i, k) = (self.store.dim(out), self.store.dim(input), self.store.dim(kernel));
         let dil = SizeExpr::constant(dilation as i64);
         match (&i, &k) {
