@@ -45,7 +45,7 @@ pub enum Rule {
     /// Axis `n` of a row constraint.
     Axis(usize),
     /// A description made at the time.
-    Text(String),
+    Text(Box<str>),
 }
 
 impl From<&'static str> for Rule {
@@ -56,7 +56,7 @@ impl From<&'static str> for Rule {
 
 impl From<String> for Rule {
     fn from(s: String) -> Rule {
-        Rule::Text(s)
+        Rule::Text(s.into_boxed_str())
     }
 }
 
@@ -70,38 +70,52 @@ impl fmt::Display for Rule {
     }
 }
 
-/// One link of a provenance chain.
+/// One link of a provenance chain: a root (an index into the origins) or a
+/// rule applied to a parent. Kept small — solving a large graph records
+/// several per constraint — so origins live in their own table.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cause {
-    /// The root fact this link belongs to, for roots.
-    pub origin: Option<Origin>,
     /// What the rule did, e.g. `axis 2 of the row constraint`.
     pub rule: Rule,
-    /// The cause this one was derived from.
-    pub parent: Option<CauseId>,
+    /// The cause this one was derived from, or the origin of a root.
+    link: Link,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Link {
+    Origin(u32),
+    Parent(CauseId),
 }
 
 /// All causes of one solver run.
 #[derive(Clone, Debug, Default)]
 pub struct Causes {
     items: Vec<Cause>,
+    origins: Vec<Origin>,
 }
 
 impl Causes {
     /// Adds a root cause.
     pub fn root(&mut self, origin: Origin, rule: impl Into<Rule>) -> CauseId {
-        self.push(Cause { origin: Some(origin), rule: rule.into(), parent: None })
+        self.origins.push(origin);
+        let link = Link::Origin(self.origins.len() as u32 - 1);
+        self.push(Cause { rule: rule.into(), link })
     }
 
     /// Adds a cause derived from `parent`.
     pub fn derived(&mut self, parent: CauseId, rule: impl Into<Rule>) -> CauseId {
-        self.push(Cause { origin: None, rule: rule.into(), parent: Some(parent) })
+        self.push(Cause { rule: rule.into(), link: Link::Parent(parent) })
     }
 
     fn push(&mut self, cause: Cause) -> CauseId {
         let id = CauseId(self.items.len() as u32);
         self.items.push(cause);
         id
+    }
+
+    /// Number of causes.
+    pub fn len(&self) -> usize {
+        self.items.len()
     }
 
     /// The cause `id`.
@@ -113,11 +127,9 @@ impl Causes {
     pub fn origin(&self, id: CauseId) -> Option<&Origin> {
         let mut at = id;
         loop {
-            let cause = self.get(at);
-            match (&cause.origin, cause.parent) {
-                (Some(origin), _) => return Some(origin),
-                (None, Some(parent)) => at = parent,
-                (None, None) => return None,
+            match self.get(at).link {
+                Link::Origin(o) => return self.origins.get(o as usize),
+                Link::Parent(parent) => at = parent,
             }
         }
     }
@@ -130,12 +142,21 @@ impl Causes {
         let mut at = Some(id);
         while let Some(current) = at {
             let cause = self.get(current);
-            match &cause.origin {
-                Some(origin) if cause.rule == Rule::Static(STATED) => out.push(origin.to_string()),
-                Some(origin) => out.push(format!("{origin}: {}", cause.rule)),
-                None => out.push(cause.rule.to_string()),
+            at = None;
+            match cause.link {
+                Link::Origin(o) => {
+                    let origin = &self.origins[o as usize];
+                    if cause.rule == Rule::Static(STATED) {
+                        out.push(origin.to_string());
+                    } else {
+                        out.push(format!("{origin}: {}", cause.rule));
+                    }
+                }
+                Link::Parent(parent) => {
+                    out.push(cause.rule.to_string());
+                    at = Some(parent);
+                }
             }
-            at = cause.parent;
         }
         out
     }
