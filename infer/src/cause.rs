@@ -113,11 +113,6 @@ impl Causes {
         id
     }
 
-    /// Number of causes.
-    pub fn len(&self) -> usize {
-        self.items.len()
-    }
-
     /// The cause `id`.
     pub fn get(&self, id: CauseId) -> &Cause {
         &self.items[id.0 as usize]
