@@ -5,7 +5,7 @@
 //! anything else prints as `'_7` / `.._3`. When two classes merge, the new
 //! representative inherits a name, so looking up a representative suffices.
 
-use diamond_ir::term::{DimTerm, DimVar, RowTerm, RowVar};
+use diamond_ir::term::{write_row, DimTerm, DimVar, RowTerm, RowVar};
 use std::collections::HashMap;
 
 /// Variable names by variable id.
@@ -24,11 +24,11 @@ impl Names {
         }
     }
 
-    /// The printed form of row variable `v` (a representative).
-    pub fn row_var(&self, v: RowVar) -> String {
+    /// The name of row variable `v` (a representative), without the `..`.
+    fn row_name(&self, v: RowVar) -> String {
         match self.rows.get(&v.0) {
-            Some(name) => format!("..{name}"),
-            None => format!(".._{}", v.0),
+            Some(name) => name.clone(),
+            None => format!("_{}", v.0),
         }
     }
 
@@ -42,19 +42,9 @@ impl Names {
 
     /// A row term in row notation: `[3, 4]`, `[2 <> 3]`, `[2 <..r> 3]`, `[..r]`.
     pub fn row(&self, r: &RowTerm) -> String {
-        let dims = |ds: &[DimTerm]| ds.iter().map(|d| self.dim_term(d)).collect::<Vec<_>>().join(", ");
-        let (leading, trailing) = (dims(&r.leading), dims(&r.trailing));
-        match r.var {
-            None if r.leading.is_empty() => format!("[{trailing}]"),
-            Some(v) if r.leading.is_empty() && r.trailing.is_empty() => format!("[{}]", self.row_var(v)),
-            var => {
-                let marker = match var {
-                    Some(v) => format!("<{}>", self.row_var(v)),
-                    None => "<>".to_string(),
-                };
-                let sep = |s: &str| if s.is_empty() { "" } else { " " };
-                format!("[{leading}{}{marker}{}{trailing}]", sep(&leading), sep(&trailing))
-            }
-        }
+        let dims = |ds: &[DimTerm]| ds.iter().map(|d| self.dim_term(d)).collect::<Vec<_>>();
+        let mut out = String::new();
+        let _ = write_row(&mut out, &dims(&r.leading), r.var.map(|v| self.row_name(v)), &dims(&r.trailing));
+        out
     }
 }

@@ -141,40 +141,11 @@ impl fmt::Display for DimSyntax {
     }
 }
 
-fn write_dims(f: &mut fmt::Formatter<'_>, dims: &[DimSyntax]) -> fmt::Result {
-    for (i, d) in dims.iter().enumerate() {
-        if i > 0 {
-            f.write_str(", ")?;
-        }
-        write!(f, "{d}")?;
-    }
-    Ok(())
-}
-
 impl fmt::Display for RowSyntax {
-    /// Row notation, as `RowTerm` prints: `[3, 4]`, `[2 <> 3]`, `[2 <..r> 3]`,
-    /// `[..r]`, `[]`.
+    /// Row notation, by the same printer as `RowTerm`: `[3, 4]`, `[2 <> 3]`,
+    /// `[2 <..r> 3]`, `[..r]`, `[]`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("[")?;
-        match &self.var {
-            None if self.leading.is_empty() => write_dims(f, &self.trailing)?,
-            Some(v) if self.leading.is_empty() && self.trailing.is_empty() => write!(f, "..{v}")?,
-            var => {
-                write_dims(f, &self.leading)?;
-                if !self.leading.is_empty() {
-                    f.write_str(" ")?;
-                }
-                match var {
-                    Some(v) => write!(f, "<..{v}>")?,
-                    None => f.write_str("<>")?,
-                }
-                if !self.trailing.is_empty() {
-                    f.write_str(" ")?;
-                }
-                write_dims(f, &self.trailing)?;
-            }
-        }
-        f.write_str("]")
+        diamond_ir::term::write_row(f, &self.leading, self.var.as_deref(), &self.trailing)
     }
 }
 

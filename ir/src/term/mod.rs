@@ -14,5 +14,5 @@ mod row;
 mod size;
 
 pub use dim::{Basis, Dim, DimTerm, DimVar};
-pub use row::{RowTerm, RowVar};
+pub use row::{write_row, RowTerm, RowVar};
 pub use size::{Size, SizeExpr};

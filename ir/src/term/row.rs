@@ -94,38 +94,51 @@ impl fmt::Display for RowVar {
     }
 }
 
-fn write_dims(f: &mut fmt::Formatter<'_>, dims: &[DimTerm]) -> fmt::Result {
-    for (i, d) in dims.iter().enumerate() {
-        if i > 0 {
-            f.write_str(", ")?;
+/// Writes a row in row notation — `[3, 4]` (closed, marker at the leading
+/// edge), `[2 <> 3, 4]`, `[2 <..r> 3]` (open), `[..r]` (a bare row variable) —
+/// for any kind of dimension and any way of naming the row variable. The one
+/// printer behind every row display, so that all of them parse back alike.
+pub fn write_row<W, D, V>(out: &mut W, leading: &[D], var: Option<V>, trailing: &[D]) -> fmt::Result
+where
+    W: fmt::Write,
+    D: fmt::Display,
+    V: fmt::Display,
+{
+    fn dims<W: fmt::Write, D: fmt::Display>(out: &mut W, dims: &[D]) -> fmt::Result {
+        for (i, d) in dims.iter().enumerate() {
+            if i > 0 {
+                out.write_str(", ")?;
+            }
+            write!(out, "{d}")?;
         }
-        write!(f, "{d}")?;
+        Ok(())
     }
-    Ok(())
+    out.write_str("[")?;
+    match var {
+        None if leading.is_empty() => dims(out, trailing)?,
+        Some(v) if leading.is_empty() && trailing.is_empty() => write!(out, "..{v}")?,
+        var => {
+            dims(out, leading)?;
+            if !leading.is_empty() {
+                out.write_str(" ")?;
+            }
+            match var {
+                Some(v) => write!(out, "<..{v}>")?,
+                None => out.write_str("<>")?,
+            }
+            if !trailing.is_empty() {
+                out.write_str(" ")?;
+            }
+            dims(out, trailing)?;
+        }
+    }
+    out.write_str("]")
 }
 
 impl fmt::Display for RowTerm {
-    /// Row notation: `[3, 4]` (closed, marker at the leading edge),
-    /// `[2 <> 3, 4]` (closed, marker after the leading flank), `[2 <..r0> 3]`
-    /// (open), `[..r0]` (a bare row variable).
+    /// Row notation (see [`write_row`]), variables by id (`r0`, `'d3`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("[")?;
-        match self.var {
-            None if self.leading.is_empty() => write_dims(f, &self.trailing)?,
-            Some(v) if self.leading.is_empty() && self.trailing.is_empty() => write!(f, "..{v}")?,
-            var => {
-                write_dims(f, &self.leading)?;
-                let marker = match var {
-                    Some(v) => format!("<..{v}>"),
-                    None => "<>".to_string(),
-                };
-                let before = if self.leading.is_empty() { "" } else { " " };
-                let after = if self.trailing.is_empty() { "" } else { " " };
-                write!(f, "{before}{marker}{after}")?;
-                write_dims(f, &self.trailing)?;
-            }
-        }
-        f.write_str("]")
+        write_row(f, &self.leading, self.var, &self.trailing)
     }
 }
 
