@@ -91,6 +91,7 @@ pub struct Solver {
     pub(crate) causes: Causes,
     queue: VecDeque<Constraint>,
     pending: Vec<Option<Constraint>>,
+    free_slots: Vec<usize>,
     dim_watch: Watchers,
     row_watch: Watchers,
     pub(crate) templates: HashMap<(u32, usize, usize), RowTerm>,
@@ -209,9 +210,21 @@ impl Solver {
         }
     }
 
+    /// Parks `constraint` until one of `watches` is bound. Slots of woken
+    /// constraints are reused; a watcher left behind on the other variable of
+    /// a reused slot can only wake an unrelated constraint early, which then
+    /// finds it still lacks facts and parks again.
     fn park(&mut self, constraint: Constraint, watches: Vec<Watch>) {
-        let slot = self.pending.len();
-        self.pending.push(Some(constraint));
+        let slot = match self.free_slots.pop() {
+            Some(slot) => {
+                self.pending[slot] = Some(constraint);
+                slot
+            }
+            None => {
+                self.pending.push(Some(constraint));
+                self.pending.len() - 1
+            }
+        };
         for w in watches {
             match w {
                 Watch::Dim(v) => {
@@ -229,6 +242,7 @@ impl Solver {
     fn wake(&mut self, slots: Vec<usize>) {
         for slot in slots {
             if let Some(c) = self.pending.get_mut(slot).and_then(Option::take) {
+                self.free_slots.push(slot);
                 self.queue.push_back(c);
             }
         }
@@ -241,6 +255,15 @@ impl Solver {
 
     pub(crate) fn enqueue(&mut self, c: Constraint) {
         self.queue.push_back(c);
+    }
+
+    /// Applies a derived constraint at once instead of queueing it (parking
+    /// it if it lacks facts). Only for dimension constraints, whose rules
+    /// never apply further constraints themselves, so this never recurses.
+    pub(crate) fn apply_now(&mut self, c: Constraint) {
+        if let Step::Wait(watches) = self.apply(&c) {
+            self.park(c, watches);
+        }
     }
 
     /// Binds the free dimension variable `v` to `value`.

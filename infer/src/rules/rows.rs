@@ -64,7 +64,7 @@ impl Solver {
             } else {
                 Constraint::DimLe(x.clone(), y.clone(), c)
             };
-            self.enqueue(constraint);
+            self.apply_now(constraint);
         }
     }
 
