@@ -10,7 +10,7 @@ fn d(n: u64) -> DimTerm {
 }
 
 fn sym(e: SizeExpr) -> DimTerm {
-    DimTerm::Dim(Dim { size: Size::Symbolic(e), basis: diamond_ir::term::Basis::Default })
+    DimTerm::Dim(Dim { size: Size::Symbolic(Box::new(e)), basis: diamond_ir::term::Basis::Default })
 }
 
 /// Solves with one tensor `[out]` and the constraint `make(out)`; returns its

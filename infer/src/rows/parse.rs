@@ -368,7 +368,7 @@ fn continues_comparison(tok: Option<&Tok>) -> bool {
 }
 
 fn symbol_dim(name: &str) -> DimSyntax {
-    DimSyntax::Known { size: Size::Symbolic(SizeExpr::symbol(name)), basis: Basis::Default }
+    DimSyntax::Known { size: Size::Symbolic(Box::new(SizeExpr::symbol(name))), basis: Basis::Default }
 }
 
 /// The parser of one line.
@@ -744,7 +744,7 @@ impl Parser<'_> {
                 let found = if text == n.to_string() { text } else { format!("'{text}' = {n}") };
                 return Err(self.error(expr.start, format!("a dimension's size must be at least 1, found {found}")));
             }
-            None => Size::Symbolic(value),
+            None => Size::Symbolic(Box::new(value)),
         };
         let basis = if self.peek() == Some(&Tok::At) {
             self.bump();
@@ -752,7 +752,7 @@ impl Parser<'_> {
                 Some(Tok::Ident(tag)) => {
                     let tag = tag.clone();
                     self.bump();
-                    Basis::Named(tag)
+                    Basis::Named(tag.into())
                 }
                 _ => return Err(self.expected("a basis name after '@'")),
             }
@@ -1078,7 +1078,7 @@ mod tests {
     }
 
     fn symbolic(e: SizeExpr) -> DimSyntax {
-        DimSyntax::Known { size: Size::Symbolic(e), basis: Basis::Default }
+        DimSyntax::Known { size: Size::Symbolic(Box::new(e)), basis: Basis::Default }
     }
 
     fn s(name: &str) -> SizeExpr {
@@ -1224,7 +1224,7 @@ NumelEq: numel [2, 3] = numel z
         assert_eq!(dim("'a.b_1"), var("a.b_1"));
         assert_eq!(
             dim("batch@seq"),
-            DimSyntax::Known { size: Size::Symbolic(s("batch")), basis: Basis::Named("seq".into()) }
+            DimSyntax::Known { size: Size::Symbolic(Box::new(s("batch"))), basis: Basis::Named("seq".into()) }
         );
         assert_eq!(dim("_x"), symbolic(s("_x")));
         assert_eq!(dim("9223372036854775807@big"), named(i64::MAX.unsigned_abs(), "big"));
@@ -1627,7 +1627,7 @@ NumelEq: numel [2, 3] = numel z
             size_expr().prop_map(|e| match e.as_constant() {
                 Some(n) if n >= 1 => Size::Known(n.unsigned_abs()),
                 Some(_) => Size::Known(1),
-                None => Size::Symbolic(e),
+                None => Size::Symbolic(Box::new(e)),
             }),
         ];
         prop_oneof![

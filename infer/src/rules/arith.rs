@@ -16,7 +16,7 @@ use diamond_ir::term::{Basis, Dim, DimTerm, DimVar, RowTerm, Size, SizeExpr};
 fn size_expr(d: &Dim) -> SizeExpr {
     match &d.size {
         Size::Known(n) => SizeExpr::constant(*n as i64),
-        Size::Symbolic(e) => e.clone(),
+        Size::Symbolic(e) => (**e).clone(),
     }
 }
 
@@ -26,7 +26,7 @@ fn expr_dim(e: SizeExpr) -> Option<Dim> {
     let size = match e.as_constant() {
         Some(n) if n >= 1 => Size::Known(n as u64),
         Some(_) => return None,
-        None => Size::Symbolic(e),
+        None => Size::Symbolic(Box::new(e)),
     };
     Some(Dim { size, basis: Basis::Default })
 }

@@ -16,7 +16,7 @@ pub enum Basis {
     /// A size written without a name.
     Default,
     /// A named tag (`rgb`, `heads`, an ONNX denotation such as `DATA_CHANNEL`).
-    Named(String),
+    Named(Box<str>),
 }
 
 /// A dimension: a size with a basis.

@@ -14,8 +14,9 @@ use std::fmt;
 pub enum Size {
     /// A number.
     Known(u64),
-    /// An expression with at least one symbol.
-    Symbolic(SizeExpr),
+    /// An expression with at least one symbol (boxed: rare, and it keeps
+    /// every dimension term small).
+    Symbolic(Box<SizeExpr>),
 }
 
 /// An atom of a monomial.
