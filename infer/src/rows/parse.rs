@@ -157,6 +157,17 @@ fn describe_char(c: Option<char>) -> String {
     }
 }
 
+/// The row variable name starting at `start`, after `prefix` (`..` or `<..`),
+/// and where it ends.
+fn row_var_name(chars: &[char], start: usize, line: u32, prefix: &str) -> Result<(String, usize), ParseError> {
+    let end = ident_end(chars, start);
+    if end == start {
+        let found = describe_char(chars.get(start).copied());
+        return Err(error(line, start, format!("expected a row variable name after '{prefix}', found {found}")));
+    }
+    Ok((collect(chars, start, end), end))
+}
+
 fn collect(chars: &[char], start: usize, end: usize) -> String {
     chars.get(start..end).unwrap_or_default().iter().collect()
 }
@@ -205,17 +216,7 @@ fn lex(line: u32, chars: &[char]) -> Result<Vec<Token>, ParseError> {
                     Tok::Marker
                 }
                 Some('.') if chars.get(i + 2) == Some(&'.') => {
-                    let name_start = i + 3;
-                    let name_end = ident_end(chars, name_start);
-                    if name_end == name_start {
-                        let found = describe_char(chars.get(name_start).copied());
-                        return Err(error(
-                            line,
-                            name_start,
-                            format!("expected a row variable name after '<..', found {found}"),
-                        ));
-                    }
-                    let name = collect(chars, name_start, name_end);
+                    let (name, name_end) = row_var_name(chars, i + 3, line, "<..")?;
                     if chars.get(name_end) != Some(&'>') {
                         let found = describe_char(chars.get(name_end).copied());
                         return Err(error(
@@ -235,18 +236,9 @@ fn lex(line: u32, chars: &[char]) -> Result<Vec<Token>, ParseError> {
                 Tok::Ge
             }
             '.' if next == Some('.') => {
-                let name_start = i + 2;
-                let name_end = ident_end(chars, name_start);
-                if name_end == name_start {
-                    let found = describe_char(chars.get(name_start).copied());
-                    return Err(error(
-                        line,
-                        name_start,
-                        format!("expected a row variable name after '..', found {found}"),
-                    ));
-                }
+                let (name, name_end) = row_var_name(chars, i + 2, line, "..")?;
                 i = name_end;
-                Tok::RowVar(collect(chars, name_start, name_end))
+                Tok::RowVar(name)
             }
             '\'' => {
                 let name_end = ident_end(chars, i + 1);
