@@ -10,11 +10,13 @@
 //! variable still free — the interior ones — closes downward to `_` or the
 //! empty row, and a last round checks what was waiting.
 
+use crate::cause::CauseId;
 use crate::constraint::Constraint;
 use crate::diagnostic::Code;
 use crate::solver::{Solver, TensorKind};
 use crate::store::{DimState, RowState};
 use diamond_ir::term::{Dim, DimTerm, DimVar, RowTerm, RowVar};
+use std::collections::HashMap;
 
 impl Solver {
     /// Closes every free variable, leaves first.
@@ -43,55 +45,85 @@ impl Solver {
     }
 
     /// Pushes upper bounds down along waiting `α ⊑ β` and `ρ ⊑ l·⟨σ⟩·r`
-    /// constraints, until nothing changes.
+    /// constraints — from `β` to `α`, from `σ` (wrapped in `l`, `r`) to `ρ` —
+    /// with a worklist, so a bound crosses a chain of any length. Bounds only
+    /// shrink (they meet), so this ends; a cap guards against the unforeseen.
     fn propagate_bounds(&mut self) {
         let waiting: Vec<Constraint> = self.parked().cloned().collect();
-        for _round in 0..waiting.len().min(64) + 1 {
-            let mut changed = false;
-            for c in &waiting {
-                changed |= match c {
-                    Constraint::DimLe(a, b, cause) => self.push_dim_bound(a, b, *cause),
-                    Constraint::RowLe(a, b, cause) => self.push_row_bound(a, b, *cause),
-                    _ => false,
-                };
+        let mut dim_edges: HashMap<u32, Vec<(DimVar, CauseId)>> = HashMap::new();
+        let mut row_edges: HashMap<u32, Vec<(RowVar, RowTerm, CauseId)>> = HashMap::new();
+        for c in &waiting {
+            match c {
+                Constraint::DimLe(a, b, cause) => {
+                    if let (DimTerm::Var(a), DimTerm::Var(b)) = (self.store.dim(a), self.store.dim(b)) {
+                        dim_edges.entry(b.0).or_default().push((a, *cause));
+                    }
+                }
+                Constraint::RowLe(a, b, cause) => {
+                    let (a, b) = (self.store.row(a), self.store.row(b));
+                    let bare = a.leading.is_empty() && a.trailing.is_empty();
+                    if let (Some(rho), true, Some(sigma)) = (a.var, bare, b.var) {
+                        row_edges.entry(sigma.0).or_default().push((rho, b, *cause));
+                    }
+                }
+                _ => {}
             }
-            if !changed {
+        }
+        let mut work: Vec<(bool, u32)> =
+            dim_edges.keys().map(|&v| (true, v)).chain(row_edges.keys().map(|&v| (false, v))).collect();
+        let mut budget = 64 * (work.len() + 1);
+        while let Some((is_dim, v)) = work.pop() {
+            if budget == 0 {
                 break;
+            }
+            budget -= 1;
+            if is_dim {
+                for (to, cause) in dim_edges.get(&v).cloned().unwrap_or_default() {
+                    if self.push_dim_bound(DimVar(v), to, cause) {
+                        work.push((true, self.store.find_dim(to).0));
+                    }
+                }
+            } else {
+                for (to, sup, cause) in row_edges.get(&v).cloned().unwrap_or_default() {
+                    if self.push_row_bound(RowVar(v), to, &sup, cause) {
+                        work.push((false, self.store.find_row(to).0));
+                    }
+                }
             }
         }
     }
 
-    fn push_dim_bound(&mut self, a: &DimTerm, b: &DimTerm, cause: crate::cause::CauseId) -> bool {
-        let (DimTerm::Var(a), DimTerm::Var(b)) = (self.store.dim(a), self.store.dim(b)) else { return false };
-        let upper_b = match self.store.dim_state(b) {
+    /// Gives `to` the upper bound of `from`; whether `to` changed.
+    fn push_dim_bound(&mut self, from: DimVar, to: DimVar, cause: CauseId) -> bool {
+        let bound = match self.store.dim_state(from) {
             DimState::Free { upper: Some((bound, _)) } => bound.clone(),
             _ => return false,
         };
-        match self.store.dim_state(a) {
-            DimState::Free { upper: Some((bound, _)) } if *bound == upper_b => false,
+        match self.store.dim_state(to) {
+            DimState::Free { upper: Some((old, _)) } if *old == bound => false,
             DimState::Free { .. } => {
-                self.bound_dim(a, upper_b, cause);
+                self.bound_dim(to, bound, cause);
                 true
             }
             DimState::Solved { .. } => false,
         }
     }
 
-    fn push_row_bound(&mut self, a: &RowTerm, b: &RowTerm, cause: crate::cause::CauseId) -> bool {
-        let (a, b) = (self.store.row(a), self.store.row(b));
-        let (Some(rho), true) = (a.var, a.leading.is_empty() && a.trailing.is_empty()) else { return false };
-        let Some(sigma) = b.var else { return false };
-        let Some((upper, _)) = self.row_upper(sigma) else { return false };
-        let bound = RowTerm {
-            leading: b.leading.iter().chain(&upper.leading).cloned().collect(),
+    /// Gives `to` the bound `l·U·r` where `U` is the upper bound of `from`
+    /// and `sup = l·⟨from⟩·r`; whether `to`'s bound changed.
+    fn push_row_bound(&mut self, from: RowVar, to: RowVar, sup: &RowTerm, cause: CauseId) -> bool {
+        let Some((upper, _)) = self.row_upper(from) else { return false };
+        let candidate = RowTerm {
+            leading: sup.leading.iter().chain(&upper.leading).cloned().collect(),
             var: None,
-            trailing: upper.trailing.iter().chain(&b.trailing).cloned().collect(),
+            trailing: upper.trailing.iter().chain(&sup.trailing).cloned().collect(),
         };
-        if self.row_upper(rho).is_some_and(|(old, _)| old == bound) {
+        if !matches!(self.store.row_state(to), RowState::Free { .. }) {
             return false;
         }
-        self.bound_row(rho, bound, cause);
-        true
+        let before = self.row_upper(to).map(|(b, _)| b);
+        self.bound_row(to, candidate, cause);
+        self.row_upper(to).map(|(b, _)| b) != before
     }
 
     fn close_leaf(&mut self, index: usize) {

@@ -237,3 +237,22 @@ fn bases_keep_different_meanings_apart() {
         "#]],
     );
 }
+
+#[test]
+fn a_leaf_closes_up_through_a_long_chain_of_interiors() {
+    // Bounds travel along waiting inequalities however long the chain is.
+    let mut input = String::from("tensor x : leaf [..a]\nx <= y0\n");
+    let mut declarations = String::new();
+    for i in 0..200 {
+        declarations.push_str(&format!("tensor y{i} : [..b{i}]\n"));
+        if i > 0 {
+            input.push_str(&format!("y{} <= y{i}\n", i - 1));
+        }
+    }
+    input = format!("{declarations}{input}y199 <= [3, 'k]\n'k = 4\n");
+    let solution = solve_rows(&parse_rows(&input).expect("parses"));
+    assert!(solution.diagnostics.is_empty(), "{:?}", solution.diagnostics);
+    for t in &solution.tensors {
+        assert_eq!(solution.names.row(&t.closed), "[3, 4]", "{}", t.name);
+    }
+}
