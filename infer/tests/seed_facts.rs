@@ -256,3 +256,26 @@ fn a_leaf_closes_up_through_a_long_chain_of_interiors() {
         assert_eq!(solution.names.row(&t.closed), "[3, 4]", "{}", t.name);
     }
 }
+
+#[test]
+fn windows_and_sums_compute_sizes() {
+    check(
+        "tensor y : [1, 64, 'h, 'w]\nwindow 'h = 224, kernel=7, stride=2, pads=6\nwindow 'w = h, kernel=3, stride=2, pads=2\n\
+         tensor p : ['p]\nwindow 'p = 112, kernel=3, stride=2, ceil\ntensor c : ['k]\nsum 'k = 3, seq, 'h\n\
+         window 'q = 2, kernel=5\n",
+        expect![[r#"
+            y  principal [1, 64, 112, floor((h-1)/2)+1]  closed [1, 64, 112, floor((h-1)/2)+1]
+            p  principal [56]  closed [56]
+            c  principal [seq+115]  closed [seq+115]
+
+            error[dim-mismatch]: the window (kernel 5, dilation 1, pads 0) does not fit in an input of size 2
+             --> line 8
+              |
+            8 | window 'q = 2, kernel=5
+              |
+              = note: required by line 8 `window 'q = 2, kernel=5`
+
+            1 error(s), 0 warning(s)
+        "#]],
+    );
+}

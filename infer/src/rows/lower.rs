@@ -6,7 +6,7 @@
 
 use super::syntax::{DimSyntax, Operand, RowSyntax, RowsFile, StatementKind, TensorKind as SyntaxKind};
 use crate::cause::{CauseId, Origin};
-use crate::constraint::Constraint;
+use crate::constraint::{AffineSize, Constraint, SizeSum};
 use crate::solver::{Solution, Solver, TensorKind};
 use diamond_ir::term::{Dim, DimTerm, DimVar, RowTerm, RowVar};
 use std::collections::HashMap;
@@ -49,6 +49,20 @@ impl Lowering {
             StatementKind::DimLe(a, b) => Constraint::DimLe(self.dim(a), self.dim(b), cause),
             StatementKind::DimEq(a, b) => Constraint::DimEq(self.dim(a), self.dim(b), cause),
             StatementKind::NumelEq(a, b) => Constraint::Numel(self.operand(a), self.operand(b), cause),
+            StatementKind::Sum { total, parts } => {
+                let parts = parts.iter().map(|p| self.dim(p)).collect();
+                Constraint::Sum(Box::new(SizeSum { total: self.dim(total), parts, cause }))
+            }
+            StatementKind::Window(w) => Constraint::Affine(Box::new(AffineSize {
+                out: self.dim(&w.out),
+                input: self.dim(&w.input),
+                kernel: self.dim(&w.kernel),
+                pads: w.pads as i64,
+                stride: w.stride,
+                dilation: w.dilation,
+                ceil: w.ceil,
+                cause,
+            })),
         };
         self.solver.add(constraint);
     }

@@ -17,7 +17,9 @@
 //! expanded polynomial are bounded, so that no input makes the parser panic,
 //! overflow its stack or run for long.
 
-use super::syntax::{DimSyntax, Operand, RowSyntax, RowsFile, Span, Statement, StatementKind, TensorKind};
+use super::syntax::{
+    DimSyntax, Operand, RowSyntax, RowsFile, Span, Statement, StatementKind, TensorKind, WindowSyntax,
+};
 use diamond_ir::term::{Basis, Size, SizeExpr};
 use std::collections::HashMap;
 
@@ -468,6 +470,12 @@ impl Parser<'_> {
             (Some(Tok::Ident(word)), next @ Some(_)) if word == "numel" && !continues_comparison(next) => {
                 self.numel()?
             }
+            (Some(Tok::Ident(word)), next @ Some(_)) if word == "sum" && !continues_comparison(next) => {
+                self.sum_statement()?
+            }
+            (Some(Tok::Ident(word)), next @ Some(_)) if word == "window" && !continues_comparison(next) => {
+                self.window()?
+            }
             _ => self.comparison()?,
         };
         if self.peek().is_some() {
@@ -523,6 +531,84 @@ impl Parser<'_> {
         }
         let b = self.numel_operand()?;
         Ok(StatementKind::NumelEq(a, b))
+    }
+
+    /// `sum total = a, b, ...`
+    fn sum_statement(&mut self) -> PResult<StatementKind> {
+        self.bump();
+        let total = self.dim("a dimension after 'sum'")?;
+        self.expect_eq("the total of a sum")?;
+        let mut parts = vec![self.dim("a dimension after '='")?];
+        while self.peek() == Some(&Tok::Comma) {
+            self.bump();
+            parts.push(self.dim("a dimension after ','")?);
+        }
+        Ok(StatementKind::Sum { total, parts })
+    }
+
+    /// `window out = in, kernel=k, stride=s, pads=p, dilation=d, ceil`
+    fn window(&mut self) -> PResult<StatementKind> {
+        self.bump();
+        let out = self.dim("the output dimension after 'window'")?;
+        self.expect_eq("the output of a window")?;
+        let input = self.dim("the input dimension after '='")?;
+        let (mut kernel, mut stride, mut pads, mut dilation, mut ceil) = (None, 1, 0, 1, false);
+        while self.peek() == Some(&Tok::Comma) {
+            self.bump();
+            let (key, at) = match self.peek() {
+                Some(Tok::Ident(key)) => (key.clone(), self.here()),
+                _ => return Err(self.expected("kernel=, stride=, pads=, dilation= or ceil after ','")),
+            };
+            self.bump();
+            if key == "ceil" {
+                ceil = true;
+                continue;
+            }
+            self.expect_eq(&format!("'{key}'"))?;
+            match key.as_str() {
+                "kernel" => kernel = Some(self.dim("a dimension after 'kernel='")?),
+                "stride" => stride = self.positive("stride")?,
+                "dilation" => dilation = self.positive("dilation")?,
+                "pads" => pads = self.count("pads")?,
+                _ => {
+                    return Err(self.error(
+                        at,
+                        format!("unknown window parameter '{key}'; expected kernel, stride, pads, dilation or ceil"),
+                    ))
+                }
+            }
+        }
+        let Some(kernel) = kernel else { return Err(self.error_here("a window needs kernel=K")) };
+        Ok(StatementKind::Window(WindowSyntax { out, input, kernel, stride, pads, dilation, ceil }))
+    }
+
+    fn expect_eq(&mut self, after: &str) -> PResult<()> {
+        if self.peek() != Some(&Tok::Eq) {
+            return Err(self.expected(&format!("'=' after {after}")));
+        }
+        self.bump();
+        Ok(())
+    }
+
+    /// A non-negative integer literal.
+    fn count(&mut self, what: &str) -> PResult<u64> {
+        match self.peek() {
+            Some(Tok::Int(n)) if i64::try_from(*n).is_ok() => {
+                let n = *n;
+                self.bump();
+                Ok(n)
+            }
+            _ => Err(self.expected(&format!("a whole number for {what}"))),
+        }
+    }
+
+    /// A positive integer literal.
+    fn positive(&mut self, what: &str) -> PResult<u64> {
+        let at = self.here();
+        match self.count(what)? {
+            0 => Err(self.error(at, format!("{what} must be at least 1"))),
+            n => Ok(n),
+        }
     }
 
     fn numel_operand(&mut self) -> PResult<Operand> {
@@ -1021,6 +1107,8 @@ mod tests {
                         StatementKind::DimLe(..) => "DimLe",
                         StatementKind::DimEq(..) => "DimEq",
                         StatementKind::NumelEq(..) => "NumelEq",
+                        StatementKind::Sum { .. } => "Sum",
+                        StatementKind::Window(..) => "Window",
                     };
                     format!("{variant}: {}", s.kind)
                 })
@@ -1333,6 +1421,30 @@ NumelEq: numel [2, 3] = numel z
             &format!("{decls}numel [..a]=numel x"),
             "Tensor: tensor x : [3]\nTensor: tensor y : [..r]\nNumelEq: numel [..a] = numel x",
         );
+    }
+
+    #[test]
+    fn sum_and_window_statements() {
+        check("sum 'c = 'a, 3, seq", "Sum: sum 'c = 'a, 3, seq");
+        check(
+            "window 'o = 224, kernel=7, stride=2, pads=6",
+            "Window: window 'o = 224, kernel=7, stride=2, pads=6, dilation=1",
+        );
+        check(
+            "window 'o = h, kernel='k, dilation=2, ceil",
+            "Window: window 'o = h, kernel='k, stride=1, pads=0, dilation=2, ceil",
+        );
+        check("window 'o = 8", "error: line 1, column 14: a window needs kernel=K");
+        check("window 'o = 8, kernel=3, stride=0", "error: line 1, column 33: stride must be at least 1");
+        check(
+            "window 'o = 8, size=3",
+            "error: line 1, column 16: unknown window parameter 'size'; expected kernel, stride, pads, dilation or ceil",
+        );
+        check(
+            "sum 'c 'a",
+            "error: line 1, column 8: expected '=' after the total of a sum, found dimension variable 'a",
+        );
+        check("sum = 3", "DimEq: sum = 3");
     }
 
     #[test]

@@ -95,6 +95,35 @@ pub enum StatementKind {
     DimEq(DimSyntax, DimSyntax),
     /// `numel a = numel b`: equal element counts.
     NumelEq(Operand, Operand),
+    /// `sum total = a, b, ...`: a size is the sum of others (Concat, Split, Pad).
+    Sum {
+        /// The whole.
+        total: DimSyntax,
+        /// The parts.
+        parts: Vec<DimSyntax>,
+    },
+    /// `window out = in, kernel=k, stride=s, pads=p, dilation=d, ceil`: the
+    /// output size of a sliding window (Conv, Pool).
+    Window(WindowSyntax),
+}
+
+/// The operands of a `window` statement.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WindowSyntax {
+    /// The output size.
+    pub out: DimSyntax,
+    /// The input size.
+    pub input: DimSyntax,
+    /// The kernel size.
+    pub kernel: DimSyntax,
+    /// The stride (default 1).
+    pub stride: u64,
+    /// Total padding of the axis (default 0).
+    pub pads: u64,
+    /// The dilation (default 1).
+    pub dilation: u64,
+    /// Ceil mode (default floor).
+    pub ceil: bool,
 }
 
 /// One statement with where it came from.
@@ -180,6 +209,27 @@ impl fmt::Display for StatementKind {
             StatementKind::DimLe(a, b) => write!(f, "{a} <= {b}"),
             StatementKind::DimEq(a, b) => write!(f, "{a} = {b}"),
             StatementKind::NumelEq(a, b) => write!(f, "numel {a} = numel {b}"),
+            StatementKind::Sum { total, parts } => {
+                write!(f, "sum {total} = ")?;
+                for (i, part) in parts.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{part}")?;
+                }
+                Ok(())
+            }
+            StatementKind::Window(w) => {
+                write!(
+                    f,
+                    "window {} = {}, kernel={}, stride={}, pads={}, dilation={}",
+                    w.out, w.input, w.kernel, w.stride, w.pads, w.dilation
+                )?;
+                if w.ceil {
+                    f.write_str(", ceil")?;
+                }
+                Ok(())
+            }
         }
     }
 }
