@@ -41,6 +41,14 @@ pub enum ImportError {
         /// What is wrong, naming the offending item.
         problem: String,
     },
+    /// A tensor file (`.pb` TensorProto or `.npy`) is malformed or unsupported.
+    #[error("{} is not a valid tensor file: {problem}", path.display())]
+    InvalidTensor {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        problem: String,
+    },
     /// A tensor's external data cannot be used.
     #[error("{}: external data of tensor '{tensor}': {problem}", path.display())]
     ExternalData {

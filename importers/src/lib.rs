@@ -5,6 +5,8 @@
 //! problem, never a panic. Importers never depend on inference.
 
 pub mod error;
+pub mod npy;
 pub mod onnx;
+pub mod tensor_file;
 
 pub use error::ImportError;

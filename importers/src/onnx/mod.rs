@@ -37,6 +37,42 @@ pub fn decode_model(bytes: Bytes, path: &Path, base_dir: &Path) -> Result<Model,
     to_ir::convert_model(proto, path, base_dir)
 }
 
+/// Decodes a serialized `TensorProto` read from `path` and checks that its
+/// data matches its element type and dims.
+pub fn decode_tensor(bytes: Bytes, path: &Path, base_dir: &Path) -> Result<diamond_ir::Tensor, ImportError> {
+    let fail = |problem: String| ImportError::InvalidTensor { path: path.to_path_buf(), problem };
+    if bytes.is_empty() {
+        return Err(fail("the file is empty".into()));
+    }
+    let proto =
+        diamond_onnx_proto::TensorProto::decode(bytes).map_err(|e| fail(format!("protobuf decoding failed: {e}")))?;
+    let tensor = to_ir::convert_tensor(proto, path, base_dir)?;
+    check_tensor(&tensor).map_err(fail)?;
+    Ok(tensor)
+}
+
+/// A tensor's element type is known and its inline data fits its dims.
+fn check_tensor(tensor: &diamond_ir::Tensor) -> Result<(), String> {
+    use diamond_ir::ElemType;
+    let elem = tensor.elem_type();
+    if matches!(elem, ElemType::Undefined | ElemType::Unknown(_)) {
+        return Err(format!("element type {elem} is not a tensor element type"));
+    }
+    let count = tensor.element_count().ok_or_else(|| format!("dims {:?} are negative or too large", tensor.dims))?;
+    let expected = elem.raw_size(count);
+    let have = match (&tensor.data.raw, &tensor.external) {
+        (Some(raw), _) => Some(raw.len() as u64),
+        (None, Some(ext)) => Some(ext.length),
+        (None, None) => None,
+    };
+    if let (Some(expected), Some(have)) = (expected, have) {
+        if expected != have {
+            return Err(format!("dims {:?} of {elem} need {expected} bytes of data but it holds {have}", tensor.dims));
+        }
+    }
+    Ok(())
+}
+
 /// Maps a file into memory (copying nothing), after checking it is a file.
 pub fn read_file(path: &Path) -> Result<Bytes, ImportError> {
     let io_error = |source| ImportError::Io { path: path.to_path_buf(), source };

@@ -44,6 +44,12 @@ pub(super) fn convert_model(proto: pb::ModelProto, path: &Path, base_dir: &Path)
     Ok(cx.model)
 }
 
+/// Converts one decoded tensor; `path` names it in errors, `base_dir`
+/// resolves external data.
+pub(super) fn convert_tensor(proto: pb::TensorProto, path: &Path, base_dir: &Path) -> Result<ir::Tensor, ImportError> {
+    Converter { model: Model::default(), path, base_dir }.tensor(proto)
+}
+
 impl Converter<'_> {
     fn graph(&mut self, proto: pb::GraphProto, owner: GraphOwner) -> Result<GraphId, ImportError> {
         // Reserve the id first so that subgraphs get later ids than their parent.
