@@ -180,12 +180,8 @@ impl Solver {
     /// Solves, records principal shapes, closes, and returns the result.
     pub fn finish(mut self) -> Solution {
         self.solve();
-        let principal: Vec<RowTerm> = (0..self.tensors.len())
-            .map(|i| {
-                let row = self.tensors[i].row.clone();
-                self.store.row(&row)
-            })
-            .collect();
+        let (store, tensors) = (&mut self.store, &self.tensors);
+        let principal: Vec<RowTerm> = tensors.iter().map(|t| store.row(&t.row)).collect();
         self.close();
         // Report in source order; within a line, in the order found.
         self.diagnostics.sort_by_key(|d| d.line.unwrap_or(u32::MAX));
