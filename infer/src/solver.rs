@@ -157,11 +157,6 @@ impl Solver {
         TensorId(self.tensors.len() as u32 - 1)
     }
 
-    /// The shape term of a registered tensor.
-    pub fn tensor_row(&self, id: TensorId) -> &RowTerm {
-        &self.tensors[id.0 as usize].row
-    }
-
     /// Adds a constraint (processed by the next [`Solver::solve`]).
     pub fn add(&mut self, constraint: Constraint) {
         self.queue.push_back(constraint);

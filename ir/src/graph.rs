@@ -27,8 +27,8 @@ pub enum GraphOwner {
         /// The node.
         node: NodeId,
     },
-    /// A graph-valued attribute of a function's attribute defaults, or of a
-    /// tensor-free context such as a training graph.
+    /// A graph outside the main graph's node tree: a training graph, or a
+    /// graph-valued default of a function's attribute.
     Detached,
     /// The body of a model-local function.
     FunctionBody,

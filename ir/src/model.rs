@@ -7,7 +7,7 @@
 
 use crate::attribute::Attribute;
 use crate::entity::{Arena, GraphId, ValueId};
-use crate::graph::{Graph, ValueInfo};
+use crate::graph::Graph;
 
 /// A key/value pair (`StringStringEntryProto`), with presence kept.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
@@ -145,10 +145,5 @@ impl Model {
             .iter()
             .find(|o| normal(o.domain.as_deref().unwrap_or("")) == normal(domain))
             .and_then(|o| o.version)
-    }
-
-    /// Every declared value of `graph`: inputs, outputs, then `value_info`.
-    pub fn declared_values(graph: &Graph) -> impl Iterator<Item = &ValueInfo> {
-        graph.inputs.iter().chain(&graph.outputs).chain(&graph.value_info)
     }
 }

@@ -210,14 +210,8 @@ impl fmt::Display for StatementKind {
             StatementKind::DimEq(a, b) => write!(f, "{a} = {b}"),
             StatementKind::NumelEq(a, b) => write!(f, "numel {a} = numel {b}"),
             StatementKind::Sum { total, parts } => {
-                write!(f, "sum {total} = ")?;
-                for (i, part) in parts.iter().enumerate() {
-                    if i > 0 {
-                        f.write_str(", ")?;
-                    }
-                    write!(f, "{part}")?;
-                }
-                Ok(())
+                let parts: Vec<String> = parts.iter().map(ToString::to_string).collect();
+                write!(f, "sum {total} = {}", parts.join(", "))
             }
             StatementKind::Window(w) => {
                 write!(
