@@ -25,6 +25,10 @@ pub enum Origin {
     Operand {
         /// The node's display name (`Add 'fc1' (n3)`).
         node: String,
+        /// The node's own name (empty when it has none).
+        name: String,
+        /// The node's operator type.
+        op: String,
         /// Which operand (`input 1`, `output 0`).
         operand: String,
     },
@@ -174,7 +178,7 @@ impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Origin::Line { line, text } => write!(f, "line {line} `{text}`"),
-            Origin::Operand { node, operand } => write!(f, "{node} {operand}"),
+            Origin::Operand { node, operand, .. } => write!(f, "{node} {operand}"),
             Origin::Solver(what) => write!(f, "{what}"),
         }
     }

@@ -22,26 +22,97 @@ impl Solver {
     /// Closes every free variable, leaves first.
     pub(crate) fn close(&mut self) {
         self.propagate_bounds();
+        let opaque = self.opaque_roots();
         for i in 0..self.tensors.len() {
             if self.tensors[i].kind != TensorKind::Interior {
-                self.close_leaf(i);
+                self.close_leaf(i, &opaque);
             }
         }
         self.solve();
         let cause = self.cause(crate::cause::Origin::Solver("closing"), "free interior variables close downward");
+        let (opaque_dims, opaque_rows) = self.opaque_roots();
         for v in 0..self.store.row_count() {
             let v = RowVar(v as u32);
-            if matches!(self.store.row_state(v), RowState::Free { .. }) {
+            if matches!(self.store.row_state(v), RowState::Free { .. })
+                && !opaque_rows.contains(&self.store.find_row(v).0)
+            {
                 self.bind_row(v, RowTerm::closed(Vec::new()), cause);
             }
         }
         for v in 0..self.store.dim_count() {
             let v = DimVar(v as u32);
-            if matches!(self.store.dim_state(v), DimState::Free { .. }) {
+            if matches!(self.store.dim_state(v), DimState::Free { .. })
+                && !opaque_dims.contains(&self.store.find_dim(v).0)
+            {
                 self.bind_dim(v, Dim::unit(), cause);
             }
         }
         self.solve();
+    }
+
+    /// The representatives of the opaque variables still free, and of every
+    /// variable a waiting constraint ties to one: a variable bounded by an
+    /// unknown cannot close downward without inventing a value.
+    fn opaque_roots(&mut self) -> (std::collections::HashSet<u32>, std::collections::HashSet<u32>) {
+        let mut dims: std::collections::HashSet<u32> =
+            self.opaque_dims.clone().into_iter().map(|v| self.store.find_dim(v).0).collect();
+        let mut rows: std::collections::HashSet<u32> =
+            self.opaque_rows.clone().into_iter().map(|v| self.store.find_row(v).0).collect();
+        if dims.is_empty() && rows.is_empty() {
+            return (dims, rows);
+        }
+        let waiting: Vec<Constraint> = self.parked().cloned().collect();
+        let groups: Vec<(Vec<u32>, Vec<u32>)> = waiting.iter().map(|c| self.free_vars(c)).collect();
+        loop {
+            let mut grew = false;
+            for (d, r) in &groups {
+                if d.iter().any(|v| dims.contains(v)) || r.iter().any(|v| rows.contains(v)) {
+                    for v in d {
+                        grew |= dims.insert(*v);
+                    }
+                    for v in r {
+                        grew |= rows.insert(*v);
+                    }
+                }
+            }
+            if !grew {
+                break;
+            }
+        }
+        (dims, rows)
+    }
+
+    /// The free variables (representatives) a constraint mentions.
+    fn free_vars(&mut self, c: &Constraint) -> (Vec<u32>, Vec<u32>) {
+        let mut rows_seen = Vec::new();
+        let mut dim_terms: Vec<DimTerm> = Vec::new();
+        let mut row = |s: &mut Solver, r: &RowTerm, dim_terms: &mut Vec<DimTerm>| {
+            let r = s.store.row(r);
+            if let Some(v) = r.var {
+                rows_seen.push(v.0);
+            }
+            dim_terms.extend(r.leading.into_iter().chain(r.trailing));
+        };
+        match c {
+            Constraint::DimEq(a, b, _) | Constraint::DimLe(a, b, _) => dim_terms.extend([a.clone(), b.clone()]),
+            Constraint::RowEq(a, b, _) | Constraint::RowLe(a, b, _) | Constraint::Numel(a, b, _) => {
+                row(self, a, &mut dim_terms);
+                row(self, b, &mut dim_terms);
+            }
+            Constraint::Affine(a) => dim_terms.extend([a.out.clone(), a.input.clone(), a.kernel.clone()]),
+            Constraint::Sum(s) => {
+                dim_terms.push(s.total.clone());
+                dim_terms.extend(s.parts.iter().cloned());
+            }
+        }
+        let dims = dim_terms
+            .iter()
+            .filter_map(|d| match self.store.dim(d) {
+                DimTerm::Var(v) => Some(v.0),
+                DimTerm::Dim(_) => None,
+            })
+            .collect();
+        (dims, rows_seen)
     }
 
     /// Pushes upper bounds down along waiting `α ⊑ β` and `ρ ⊑ l·⟨σ⟩·r`
@@ -126,7 +197,7 @@ impl Solver {
         self.row_upper(to).map(|(b, _)| b) != before
     }
 
-    fn close_leaf(&mut self, index: usize) {
+    fn close_leaf(&mut self, index: usize, opaque: &(std::collections::HashSet<u32>, std::collections::HashSet<u32>)) {
         let (name, kind, row, declared) = {
             let t = &self.tensors[index];
             (t.name.clone(), t.kind, t.row.clone(), t.declared)
@@ -147,6 +218,7 @@ impl Solver {
                     self.report(Code::UndeterminedParameter, message, cause, Vec::new());
                     self.bind_row(rho, RowTerm::closed(Vec::new()), cause);
                 }
+                None if opaque.1.contains(&self.store.find_row(rho).0) => {}
                 None => self.bind_row(rho, RowTerm::closed(Vec::new()), cause),
             }
         }
@@ -168,6 +240,8 @@ impl Solver {
                             self.dim_name(v)
                         );
                         self.report(Code::UndeterminedParameter, message, cause, Vec::new());
+                    } else if opaque.0.contains(&self.store.find_dim(v).0) {
+                        continue;
                     }
                     self.bind_dim(v, Dim::unit(), cause);
                 }

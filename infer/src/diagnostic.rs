@@ -30,6 +30,20 @@ pub enum Code {
     DynamicAxisSpecialized,
     /// Nothing determines an axis of a parameter.
     UndeterminedParameter,
+    /// Operands' element types break the operator's type constraints.
+    DtypeMismatch,
+    /// A stated `value_info` or graph-output shape disagrees with the graph.
+    DeclaredShapeMismatch,
+    /// An attribute or constant operand is out of range or malformed.
+    InvalidAttribute,
+    /// The graph itself is malformed (dangling names, cycles, duplicate outputs).
+    InvalidGraph,
+    /// An operator the checker has no rule for.
+    UnsupportedOp,
+    /// The graph is valid only under a bound on a dynamic axis.
+    ImpliedBound,
+    /// A stated unit axis is widened by broadcasting (`--strict-units`).
+    UnitAxisWidened,
 }
 
 impl Code {
@@ -42,13 +56,22 @@ impl Code {
             Code::ElementCountMismatch => "element-count-mismatch",
             Code::DynamicAxisSpecialized => "dynamic-axis-specialized",
             Code::UndeterminedParameter => "undetermined-parameter",
+            Code::DtypeMismatch => "dtype-mismatch",
+            Code::DeclaredShapeMismatch => "declared-shape-mismatch",
+            Code::InvalidAttribute => "invalid-attribute",
+            Code::InvalidGraph => "invalid-graph",
+            Code::UnsupportedOp => "unsupported-op",
+            Code::ImpliedBound => "implied-bound",
+            Code::UnitAxisWidened => "unit-axis-widened",
         }
     }
 
     /// The severity this code always has.
     pub fn severity(self) -> Severity {
         match self {
-            Code::DynamicAxisSpecialized => Severity::Warning,
+            Code::DynamicAxisSpecialized | Code::UnsupportedOp | Code::ImpliedBound | Code::UnitAxisWidened => {
+                Severity::Warning
+            }
             _ => Severity::Error,
         }
     }
@@ -65,6 +88,12 @@ pub struct Diagnostic {
     pub message: String,
     /// The `.rows` line of the constraint that failed, if any.
     pub line: Option<u32>,
+    /// The graph node the failed constraint came from, if any (its name, or its display when unnamed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// That node's operator type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub op: Option<String>,
     /// For each clashing fact, where it came from, outermost cause last.
     pub notes: Vec<String>,
 }

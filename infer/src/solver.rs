@@ -98,6 +98,11 @@ pub struct Solver {
     pub(crate) diagnostics: Vec<Diagnostic>,
     pub(crate) tensors: Vec<TensorEntry>,
     pub(crate) names: Names,
+    /// Variables that stand for what is unknowable from the constraints (an
+    /// unsupported operator's output, a data-dependent size, an unstated
+    /// input axis): closing never invents a value for them.
+    pub(crate) opaque_dims: Vec<DimVar>,
+    pub(crate) opaque_rows: Vec<RowVar>,
 }
 
 /// One tensor's shapes in a solution.
@@ -144,6 +149,39 @@ impl Solver {
             self.names.rows.insert(v.0, name.to_string());
         }
         v
+    }
+
+    /// A fresh dimension variable that closing never commits without a bound:
+    /// a size nothing in the constraints can determine.
+    pub fn fresh_opaque_dim(&mut self) -> DimVar {
+        let v = self.store.fresh_dim();
+        self.opaque_dims.push(v);
+        v
+    }
+
+    /// A fresh row variable that closing never commits without a bound.
+    pub fn fresh_opaque_row(&mut self) -> RowVar {
+        let v = self.store.fresh_row();
+        self.opaque_rows.push(v);
+        v
+    }
+
+    /// `row` as far as the constraints so far determine it (solving first).
+    pub fn resolve_row(&mut self, row: &RowTerm) -> RowTerm {
+        self.solve();
+        self.store.row(row)
+    }
+
+    /// `dim` as far as the constraints so far determine it (solving first).
+    pub fn resolve_dim(&mut self, dim: &DimTerm) -> DimTerm {
+        self.solve();
+        self.store.dim(dim)
+    }
+
+    /// Records a diagnostic that no single constraint produced (an invalid
+    /// attribute, an unsupported operator) with the chain of `cause`.
+    pub fn report_fact(&mut self, code: Code, message: String, cause: CauseId, notes: Vec<String>) {
+        self.report(code, message, cause, notes);
     }
 
     /// A root cause.
@@ -391,11 +429,19 @@ impl Solver {
     pub(crate) fn report(&mut self, code: Code, message: String, cause: CauseId, facts: Vec<String>) {
         let mut notes = facts;
         notes.push(format!("required by {}", self.causes.chain_text(cause)));
+        let (node, op) = match self.causes.origin(cause) {
+            Some(crate::cause::Origin::Operand { node, name, op, .. }) => {
+                (Some(if name.is_empty() { node.clone() } else { name.clone() }), Some(op.clone()))
+            }
+            _ => (None, None),
+        };
         self.diagnostics.push(Diagnostic {
             severity: code.severity(),
             code,
             message,
             line: self.causes.line(cause),
+            node,
+            op,
             notes,
         });
     }

@@ -1,0 +1,98 @@
+//! Declared types (`TypeProto` claims) turned into facts: the rows and
+//! element types of graph inputs, and of `value_info`/outputs when inference
+//! has nothing better.
+
+use super::facts::{Facts, ValueKind};
+use crate::solver::Solver;
+use diamond_ir::term::{Dim, DimTerm, RowTerm, Size, SizeExpr};
+use diamond_ir::types::{DimValue, TensorShape, TypeInfo, TypeValue};
+
+/// The dimension for a known ONNX size: `1` is the claim-free unit unless
+/// `strict_units`, every other size `n_default`.
+pub fn size_dim(n: u64, strict_units: bool) -> Dim {
+    if n == 1 && !strict_units {
+        Dim::unit()
+    } else {
+        Dim::known(n)
+    }
+}
+
+/// The dimension for a size expression over rigid symbols (constants fold).
+pub fn expr_dim(e: SizeExpr) -> Option<Dim> {
+    match e.as_constant() {
+        Some(n) => Some(size_dim(u64::try_from(n).ok()?, false)),
+        None => Some(Dim { size: Size::Symbolic(Box::new(e)), basis: diamond_ir::term::Basis::Default }),
+    }
+}
+
+/// The row a declared shape states: `dim_value`s as sizes, `dim_param`s as
+/// rigid symbols, missing dims as opaque variables.
+pub fn shape_row(solver: &mut Solver, shape: &TensorShape, strict_units: bool) -> RowTerm {
+    let dims = shape
+        .dims
+        .iter()
+        .map(|d| match &d.value {
+            Some(DimValue::Known(n)) if *n >= 0 => DimTerm::Dim(size_dim(*n as u64, strict_units)),
+            Some(DimValue::Param(p)) if !p.is_empty() => DimTerm::Dim(Dim {
+                size: Size::Symbolic(Box::new(SizeExpr::symbol(p))),
+                basis: diamond_ir::term::Basis::Default,
+            }),
+            _ => DimTerm::Var(solver.fresh_opaque_dim()),
+        })
+        .collect();
+    RowTerm::closed(dims)
+}
+
+/// Facts from a declared type: the kind, the (inner) shape and element type.
+pub fn facts_from_type(solver: &mut Solver, ty: Option<&TypeInfo>, strict_units: bool) -> Facts {
+    let unknown_row =
+        |solver: &mut Solver| RowTerm { leading: vec![], var: Some(solver.fresh_opaque_row()), trailing: vec![] };
+    let Some(value) = ty.and_then(|t| t.value.as_ref()) else {
+        let mut f = Facts::tensor(unknown_row(solver), None);
+        f.kind = ValueKind::Tensor;
+        return f;
+    };
+    match value {
+        TypeValue::Tensor { elem, shape } | TypeValue::SparseTensor { elem, shape } => {
+            let row = match shape {
+                Some(s) => shape_row(solver, s, strict_units),
+                None => unknown_row(solver),
+            };
+            let mut f = Facts::tensor(row, elem.filter(|e| *e != diamond_ir::ElemType::Undefined));
+            if matches!(value, TypeValue::SparseTensor { .. }) {
+                f.kind = ValueKind::SparseTensor;
+            }
+            f
+        }
+        TypeValue::Sequence(inner) => {
+            let mut f = facts_from_type(solver, inner.as_deref(), strict_units);
+            f.kind = ValueKind::Sequence(Box::new(f.kind.clone()));
+            f
+        }
+        TypeValue::Optional(inner) => {
+            let mut f = facts_from_type(solver, inner.as_deref(), strict_units);
+            f.kind = ValueKind::Optional(Box::new(f.kind.clone()));
+            f
+        }
+        TypeValue::Map { key, value } => {
+            let mut f = facts_from_type(solver, value.as_deref(), strict_units);
+            f.kind = ValueKind::Map(key.unwrap_or(diamond_ir::ElemType::Undefined), Box::new(f.kind.clone()));
+            f
+        }
+        TypeValue::Opaque { .. } => {
+            let mut f = Facts::tensor(unknown_row(solver), None);
+            f.kind = ValueKind::Unknown;
+            f
+        }
+    }
+}
+
+/// Whether a declared type states a tensor shape (the rank at least).
+pub fn states_shape(ty: Option<&TypeInfo>) -> bool {
+    match ty.and_then(|t| t.value.as_ref()) {
+        Some(TypeValue::Tensor { shape, .. }) | Some(TypeValue::SparseTensor { shape, .. }) => shape.is_some(),
+        Some(TypeValue::Sequence(i)) | Some(TypeValue::Optional(i)) => states_shape(i.as_deref()),
+        Some(TypeValue::Map { value, .. }) => states_shape(value.as_deref()),
+        _ => false,
+    }
+}

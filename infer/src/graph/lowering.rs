@@ -1,0 +1,571 @@
+//! Walking a model's graphs and lowering every node through its rule.
+//!
+//! Each lowering of a graph is an *instance*: the main graph, each subgraph
+//! (If branch, Loop body, ...) where its node is lowered, and each call site
+//! of a model-local function. Values are keyed by (instance, value), so a
+//! function called twice has two sets of facts. A subgraph instance sees the
+//! values of the instances enclosing it by name; a function body sees only
+//! its parameters.
+//!
+//! Nodes run in topological order (computed here: files are not always
+//! sorted); a rule that lacks a fact returns `Defer` and is retried after
+//! the rest of the graph, repeatedly while retries make progress.
+
+use super::declared::{facts_from_type, states_shape};
+use super::facts::{ConstValue, Facts, ValueKind};
+use super::{CheckOptions, OpCtx};
+use crate::cause::Origin;
+use crate::diagnostic::Code;
+use crate::ops::{Defer, OpTable};
+use crate::solver::{Solver, TensorId, TensorKind};
+use diamond_ir::entity::EntityId;
+use diamond_ir::term::RowTerm;
+use diamond_ir::{Attribute, Graph, GraphId, Model, Node, NodeId, OpsetImport, Tensor, ValueId};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// A value's key: (instance, value id in the instance's graph).
+pub(crate) type Key = (u32, ValueId);
+
+/// How deep function calls and subgraphs may nest.
+const MAX_DEPTH: usize = 64;
+
+/// One lowering of one graph.
+pub(crate) struct Instance<'m> {
+    pub(crate) graph: GraphId,
+    /// The instance whose values this one sees by name (subgraphs only).
+    pub(crate) parent: Option<u32>,
+    /// Prefix of value names in reports (`If_0/then_branch/`).
+    pub(crate) prefix: String,
+    /// For a function body: the call node and its instance, for attribute references.
+    pub(crate) call: Option<(u32, &'m Node, &'m diamond_ir::Function)>,
+    /// The opsets node versions are read from.
+    pub(crate) opsets: &'m [OpsetImport],
+    /// Whether its values appear in the report.
+    pub(crate) reported: bool,
+    pub(crate) depth: usize,
+}
+
+/// The state of one model's lowering.
+pub(crate) struct Lowering<'m> {
+    pub(crate) model: &'m Model,
+    pub(crate) options: &'m CheckOptions,
+    pub(crate) table: &'m OpTable,
+    pub(crate) solver: Solver,
+    pub(crate) instances: Vec<Instance<'m>>,
+    pub(crate) facts: HashMap<Key, Facts>,
+    /// Stored tensors whose elements are decoded on first use.
+    pub(crate) lazy: HashMap<Key, &'m Tensor>,
+    /// Values in report order, with their solver tensor.
+    pub(crate) reported: Vec<(String, Key, TensorId)>,
+    /// Values whose shape was taken from a declaration.
+    pub(crate) from_declaration: Vec<String>,
+}
+
+impl<'m> Lowering<'m> {
+    pub(crate) fn new(model: &'m Model, options: &'m CheckOptions, table: &'m OpTable) -> Lowering<'m> {
+        Lowering {
+            model,
+            options,
+            table,
+            solver: Solver::new(),
+            instances: Vec::new(),
+            facts: HashMap::new(),
+            lazy: HashMap::new(),
+            reported: Vec::new(),
+            from_declaration: Vec::new(),
+        }
+    }
+
+    pub(crate) fn graph(&self, inst: u32) -> &'m Graph {
+        &self.model.graphs[self.instances[inst as usize].graph]
+    }
+
+    /// The key a name used in `inst` refers to: its own value, or an
+    /// enclosing instance's value of that name.
+    pub(crate) fn lookup(&self, inst: u32, id: ValueId) -> Option<Key> {
+        if self.facts.contains_key(&(inst, id)) {
+            return Some((inst, id));
+        }
+        let name = self.graph(inst).value_name(id);
+        let mut at = self.instances[inst as usize].parent;
+        while let Some(p) = at {
+            if let Some(pid) = self.graph(p).value_named(name) {
+                if self.facts.contains_key(&(p, pid)) {
+                    return Some((p, pid));
+                }
+            }
+            at = self.instances[p as usize].parent;
+        }
+        None
+    }
+
+    /// Registers facts for a value and, if its instance is reported, lists it.
+    pub(crate) fn define(&mut self, key: Key, facts: Facts, kind: TensorKind) {
+        let inst = &self.instances[key.0 as usize];
+        let name = format!("{}{}", inst.prefix, self.graph(key.0).value_name(key.1));
+        let tensor = self.solver.add_tensor(&name, kind, facts.row.clone(), None);
+        if inst.reported {
+            self.reported.push((name, key, tensor));
+        }
+        self.facts.insert(key, facts);
+    }
+
+    /// The opset version of `domain` in `inst`.
+    pub(crate) fn opset(&self, inst: u32, domain: &str) -> Option<i64> {
+        let wanted = if domain == "ai.onnx" { "" } else { domain };
+        let find = |list: &[OpsetImport]| {
+            list.iter()
+                .find(|o| {
+                    let d = o.domain.as_deref().unwrap_or("");
+                    (if d == "ai.onnx" { "" } else { d }) == wanted
+                })
+                .and_then(|o| o.version)
+        };
+        find(self.instances[inst as usize].opsets).or_else(|| find(&self.model.opset_imports))
+    }
+
+    /// Decodes a lazily stored tensor's elements into its facts.
+    pub(crate) fn value(&mut self, key: Key) -> Option<Arc<ConstValue>> {
+        if let Some(v) = self.facts.get(&key).and_then(|f| f.value.clone()) {
+            return Some(v);
+        }
+        let tensor = self.lazy.remove(&key)?;
+        let value = Arc::new(super::decode::decode(tensor)?);
+        if let Some(f) = self.facts.get_mut(&key) {
+            f.value = Some(value.clone());
+        }
+        Some(value)
+    }
+
+    /// Creates an instance of `graph` and lowers it. `inputs[i]`, when given,
+    /// are the facts of the graph's i-th input (a subgraph's or a function's
+    /// actual arguments); otherwise its declared type is used. Returns the
+    /// facts of the graph's outputs.
+    pub(crate) fn lower_instance(&mut self, instance: Instance<'m>, inputs: Vec<Option<Facts>>) -> Vec<Facts> {
+        let inst = self.instances.len() as u32;
+        let depth = instance.depth;
+        self.instances.push(instance);
+        let graph = self.graph(inst);
+        if depth > MAX_DEPTH {
+            let cause = self.solver.cause(Origin::Solver("lowering"), "nesting limit");
+            self.solver.report_fact(
+                Code::InvalidGraph,
+                format!("subgraphs and function calls nest deeper than {MAX_DEPTH} levels; not lowered"),
+                cause,
+                Vec::new(),
+            );
+            return graph.outputs.iter().map(|_| self.unknown_facts()).collect();
+        }
+        let strict = self.options.strict_units;
+        let mut is_input = vec![false; graph.values.len()];
+        for (i, info) in graph.inputs.iter().enumerate() {
+            let Some(id) = info.value else { continue };
+            is_input[id.index()] = true;
+            let given = inputs.get(i).cloned().flatten();
+            let facts = match given {
+                Some(f) => f,
+                None => {
+                    let name = graph.value_name(id);
+                    match self
+                        .options
+                        .bind
+                        .get(name)
+                        .filter(|_| self.instances[inst as usize].parent.is_none() && depth == 0)
+                    {
+                        Some(t) => self.bound_facts(t),
+                        None => facts_from_type(&mut self.solver, info.ty.as_ref(), strict),
+                    }
+                }
+            };
+            self.define((inst, id), facts, TensorKind::Leaf);
+        }
+        for t in &graph.initializers {
+            let Some(id) = t.name.as_deref().and_then(|n| graph.value_named(n)) else { continue };
+            if is_input[id.index()] {
+                continue;
+            }
+            let facts = self.initializer_facts(t);
+            self.define((inst, id), facts, TensorKind::Param);
+            self.lazy.insert((inst, id), t);
+        }
+        for st in &graph.sparse_initializers {
+            let Some(values) = &st.values else { continue };
+            let Some(id) = values.name.as_deref().and_then(|n| graph.value_named(n)) else { continue };
+            if is_input[id.index()] {
+                continue;
+            }
+            let dims = st
+                .dims
+                .iter()
+                .map(|&d| diamond_ir::term::DimTerm::Dim(super::declared::size_dim(d.max(0) as u64, strict)))
+                .collect();
+            let facts = Facts::tensor(RowTerm::closed(dims), values.data_type);
+            self.define((inst, id), facts, TensorKind::Param);
+        }
+        self.lower_nodes(inst);
+        let graph = self.graph(inst);
+        graph
+            .outputs
+            .iter()
+            .map(|o| match o.value.and_then(|id| self.lookup(inst, id)) {
+                Some(key) => {
+                    let mut f = self.facts[&key].clone();
+                    if f.value.is_none() && self.lazy.contains_key(&key) {
+                        f.value = self.value(key);
+                    }
+                    f
+                }
+                None => self.unknown_facts(),
+            })
+            .collect()
+    }
+
+    /// Facts of an unknown tensor.
+    pub(crate) fn unknown_facts(&mut self) -> Facts {
+        let row = RowTerm { leading: vec![], var: Some(self.solver.fresh_opaque_row()), trailing: vec![] };
+        Facts::tensor(row, None)
+    }
+
+    fn initializer_facts(&mut self, t: &Tensor) -> Facts {
+        let strict = self.options.strict_units;
+        let dims = t
+            .dims
+            .iter()
+            .map(|&d| diamond_ir::term::DimTerm::Dim(super::declared::size_dim(d.max(0) as u64, strict)))
+            .collect();
+        Facts::tensor(RowTerm::closed(dims), t.data_type)
+    }
+
+    fn bound_facts(&mut self, t: &Tensor) -> Facts {
+        let mut f = self.initializer_facts(t);
+        f.value = super::decode::decode(t).map(Arc::new);
+        f
+    }
+
+    /// Lowers every node of `inst` in dependency order, retrying deferred ones.
+    fn lower_nodes(&mut self, inst: u32) {
+        let graph = self.graph(inst);
+        let order = self.schedule(inst);
+        // Every output exists before any rule runs, so a node caught in a cycle still finds its inputs.
+        for &nid in &order {
+            for &out in &graph.nodes[nid].outputs {
+                if graph.value_name(out).is_empty() || self.facts.contains_key(&(inst, out)) {
+                    continue;
+                }
+                let row = RowTerm { leading: vec![], var: Some(self.solver.fresh_row(None)), trailing: vec![] };
+                self.define((inst, out), Facts::tensor(row, None), TensorKind::Interior);
+            }
+        }
+        let mut deferred = Vec::new();
+        for nid in order {
+            if self.run_node(inst, nid).is_err() {
+                deferred.push(nid);
+            }
+        }
+        while !deferred.is_empty() {
+            let before = deferred.len();
+            deferred.retain(|&nid| self.run_node(inst, nid).is_err());
+            if deferred.len() == before {
+                break;
+            }
+        }
+        for nid in deferred {
+            let node = &graph.nodes[nid];
+            for j in 0..node.outputs.len() {
+                self.make_unknown(inst, node, j);
+            }
+        }
+    }
+
+    /// Node order: producers before consumers. Nodes on a cycle, and names
+    /// nothing defines, are reported as `invalid-graph`; the nodes still run.
+    fn schedule(&mut self, inst: u32) -> Vec<NodeId> {
+        let graph = self.graph(inst);
+        let mut producer: HashMap<ValueId, NodeId> = HashMap::new();
+        for (nid, node) in graph.nodes.iter() {
+            for &out in &node.outputs {
+                if graph.value_name(out).is_empty() {
+                    continue;
+                }
+                if let Some(&first) = producer.get(&out) {
+                    let other = node_label(graph, first);
+                    self.graph_error(
+                        format!(
+                            "value '{}' is produced twice: by {} and by {}",
+                            graph.value_name(out),
+                            other,
+                            node_label(graph, nid)
+                        ),
+                        graph,
+                        nid,
+                    );
+                } else {
+                    producer.insert(out, nid);
+                }
+            }
+        }
+        let mut pending: Vec<usize> = Vec::with_capacity(graph.nodes.len());
+        let mut consumers: HashMap<NodeId, Vec<NodeId>> = HashMap::new();
+        for (nid, node) in graph.nodes.iter() {
+            let mut deps = 0;
+            let mut seen = Vec::new();
+            for &input in node.inputs.iter().chain(subgraph_free_names(self.model, node, graph).iter()) {
+                if let Some(&p) = producer.get(&input) {
+                    if !seen.contains(&p) {
+                        seen.push(p);
+                        deps += 1;
+                        consumers.entry(p).or_default().push(nid);
+                    }
+                } else if !graph.value_name(input).is_empty() && self.lookup(inst, input).is_none() {
+                    self.graph_error(
+                        format!(
+                            "input '{}' of {} is not a graph input, an initializer, an outer-scope value or any node's output",
+                            graph.value_name(input),
+                            node_label(graph, nid)
+                        ),
+                        graph,
+                        nid,
+                    );
+                    let facts = self.unknown_facts();
+                    self.define((inst, input), facts, TensorKind::Interior);
+                }
+            }
+            pending.push(deps);
+        }
+        let mut order = Vec::with_capacity(graph.nodes.len());
+        let mut ready: std::collections::VecDeque<NodeId> =
+            graph.nodes.iter().filter(|(nid, _)| pending[nid.index()] == 0).map(|(nid, _)| nid).collect();
+        while let Some(nid) = ready.pop_front() {
+            order.push(nid);
+            for &c in consumers.get(&nid).map(Vec::as_slice).unwrap_or(&[]) {
+                pending[c.index()] -= 1;
+                if pending[c.index()] == 0 {
+                    ready.push_back(c);
+                }
+            }
+        }
+        if order.len() < graph.nodes.len() {
+            let stuck: Vec<NodeId> = graph.nodes.iter().map(|(n, _)| n).filter(|n| pending[n.index()] > 0).collect();
+            let names: Vec<String> = stuck.iter().take(8).map(|&n| node_label(graph, n)).collect();
+            self.graph_error(
+                format!("the graph has a cycle through {} node(s): {}", stuck.len(), names.join(", ")),
+                graph,
+                stuck[0],
+            );
+            order.extend(stuck);
+        }
+        order
+    }
+
+    fn graph_error(&mut self, message: String, graph: &Graph, nid: NodeId) {
+        let node = &graph.nodes[nid];
+        let origin = Origin::Operand {
+            node: node_label(graph, nid),
+            name: node.name().to_string(),
+            op: node.op_type().to_string(),
+            operand: "node".into(),
+        };
+        let cause = self.solver.cause(origin, "graph structure");
+        self.solver.report_fact(Code::InvalidGraph, message, cause, Vec::new());
+    }
+
+    /// Lowers one node: its rule, a function call, or an unsupported-op warning.
+    fn run_node(&mut self, inst: u32, nid: NodeId) -> Result<(), Defer> {
+        let graph = self.graph(inst);
+        let node = &graph.nodes[nid];
+        let domain = node.domain();
+        if let Some(function) = self.find_function(node) {
+            self.call_function(inst, nid, function);
+            return Ok(());
+        }
+        let version = self.opset(inst, domain);
+        let rule = version.and_then(|v| self.table.lookup(domain, node.op_type(), v));
+        let Some(rule) = rule else {
+            let why = match version {
+                None => format!("the model imports no opset for domain '{domain}'"),
+                Some(v) if self.table.knows(domain, node.op_type()) => {
+                    format!("'{}' is not defined at opset {v} of domain '{}'", node.op_type(), display_domain(domain))
+                }
+                Some(_) => {
+                    format!("diamond has no rule for '{}' of domain '{}'", node.op_type(), display_domain(domain))
+                }
+            };
+            let code = if version.is_some() && self.table.knows(domain, node.op_type()) {
+                Code::InvalidGraph
+            } else {
+                Code::UnsupportedOp
+            };
+            let mut ctx = OpCtx::new(self, inst, nid, 0);
+            ctx.report(code, format!("{}: {why}; its outputs are unknown", ctx.label()));
+            ctx.finish();
+            return Ok(());
+        };
+        let mut ctx = OpCtx::new(self, inst, nid, version.unwrap_or(0));
+        rule(&mut ctx)?;
+        ctx.finish();
+        Ok(())
+    }
+
+    /// Makes output `j` of a node an unknown (opaque) tensor, or takes its
+    /// declared type when the graph states one.
+    pub(crate) fn make_unknown(&mut self, inst: u32, node: &Node, j: usize) {
+        let Some(&out) = node.outputs.get(j) else { return };
+        let graph = self.graph(inst);
+        if graph.value_name(out).is_empty() {
+            return;
+        }
+        let declared = graph
+            .value_info
+            .iter()
+            .chain(&graph.outputs)
+            .find(|vi| vi.value == Some(out) && states_shape(vi.ty.as_ref()));
+        let replacement = match declared {
+            Some(vi) => {
+                let prefix = &self.instances[inst as usize].prefix;
+                self.from_declaration.push(format!("{prefix}{}", graph.value_name(out)));
+                facts_from_type(&mut self.solver, vi.ty.as_ref(), self.options.strict_units)
+            }
+            None => self.unknown_facts(),
+        };
+        let cause = self.solver.cause(Origin::Solver("lowering"), "an output nothing determines");
+        let Some(f) = self.facts.get_mut(&(inst, out)) else { return };
+        let row = f.row.clone();
+        f.kind = replacement.kind;
+        if f.dtype.is_none() {
+            f.dtype = replacement.dtype;
+        }
+        self.solver.add(crate::constraint::Constraint::RowEq(row, replacement.row, cause));
+    }
+
+    fn find_function(&self, node: &Node) -> Option<&'m diamond_ir::Function> {
+        self.model.functions.iter().find(|f| {
+            f.name.as_deref() == Some(node.op_type())
+                && f.domain.as_deref().unwrap_or("") == node.domain()
+                && f.overload.as_deref().unwrap_or("") == node.overload.as_deref().unwrap_or("")
+        })
+    }
+
+    /// Expands a call of a model-local function: its body is lowered as a
+    /// new instance whose inputs are the call's operands.
+    fn call_function(&mut self, inst: u32, nid: NodeId, function: &'m diamond_ir::Function) {
+        let graph = self.graph(inst);
+        let node = &graph.nodes[nid];
+        let inputs: Vec<Option<Facts>> = (0..function.inputs.len())
+            .map(|i| {
+                let id = *node.inputs.get(i)?;
+                if graph.value_name(id).is_empty() {
+                    return None;
+                }
+                let key = self.lookup(inst, id)?;
+                let mut f = self.facts[&key].clone();
+                if f.value.is_none() {
+                    f.value = self.value(key);
+                }
+                Some(f)
+            })
+            .collect();
+        let depth = self.instances[inst as usize].depth + 1;
+        let instance = Instance {
+            graph: function.body,
+            parent: None,
+            prefix: String::new(),
+            call: Some((inst, node, function)),
+            opsets: &function.opset_imports,
+            reported: false,
+            depth,
+        };
+        // A missing optional parameter still needs facts: give it an unknown.
+        let body = &self.model.graphs[function.body];
+        let inputs = inputs
+            .into_iter()
+            .chain(std::iter::repeat(None))
+            .take(body.inputs.len())
+            .map(|f| Some(f.unwrap_or_else(|| self.unknown_facts())))
+            .collect();
+        let outputs = self.lower_instance(instance, inputs);
+        let mut ctx = OpCtx::new(self, inst, nid, 0);
+        for (j, f) in outputs.into_iter().enumerate() {
+            if j < ctx.output_count() {
+                ctx.set_facts(j, f);
+            }
+        }
+        ctx.finish();
+    }
+
+    /// The attribute `name` of `node` in `inst`, following a function body's
+    /// references to its caller's attributes (and the function's defaults).
+    pub(crate) fn attribute(&self, inst: u32, node: &'m Node, name: &str) -> Option<&'m Attribute> {
+        let attr = node.attribute(name)?;
+        let Some(reference) = attr.ref_attr_name.as_deref() else { return Some(attr) };
+        let (caller_inst, caller, function) = self.instances[inst as usize].call?;
+        match self.attribute(caller_inst, caller, reference) {
+            Some(a) => Some(a),
+            None => function.attribute_protos.iter().find(|a| a.name() == reference),
+        }
+    }
+
+    /// The report name prefix for values of a subgraph of `node` held in attribute `attr`.
+    pub(crate) fn subgraph_prefix(&self, inst: u32, node: &Node, nid: NodeId, attr: &str) -> String {
+        let base = &self.instances[inst as usize].prefix;
+        let name = if node.name().is_empty() {
+            format!("{}_{}", node.op_type(), nid.index())
+        } else {
+            node.name().to_string()
+        };
+        format!("{base}{name}/{attr}/")
+    }
+}
+
+/// `Add 'fc1' (n3)`.
+pub(crate) fn node_label(graph: &Graph, nid: NodeId) -> String {
+    let node = &graph.nodes[nid];
+    if node.name().is_empty() {
+        format!("{} (node {})", node.op_type(), nid.index())
+    } else {
+        format!("{} '{}' (node {})", node.op_type(), node.name(), nid.index())
+    }
+}
+
+fn display_domain(domain: &str) -> &str {
+    if domain.is_empty() {
+        "ai.onnx"
+    } else {
+        domain
+    }
+}
+
+/// Names a node's subgraphs use from the enclosing graph: they order the node
+/// after the producers of those names.
+fn subgraph_free_names(model: &Model, node: &Node, graph: &Graph) -> Vec<ValueId> {
+    let mut out = Vec::new();
+    let mut stack: Vec<GraphId> = node.subgraphs().collect();
+    let mut guard = 0;
+    while let Some(g) = stack.pop() {
+        guard += 1;
+        if guard > 10_000 {
+            break;
+        }
+        let sub = &model.graphs[g];
+        for (_, n) in sub.nodes.iter() {
+            for &i in &n.inputs {
+                let name = sub.value_name(i);
+                if name.is_empty() {
+                    continue;
+                }
+                if let Some(outer) = graph.value_named(name) {
+                    out.push(outer);
+                }
+            }
+            stack.extend(n.subgraphs());
+        }
+    }
+    out
+}
+
+impl ValueKind {
+    /// Whether this kind is a plain tensor.
+    pub fn is_tensor(&self) -> bool {
+        matches!(self, ValueKind::Tensor)
+    }
+}

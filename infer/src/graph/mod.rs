@@ -1,0 +1,61 @@
+//! Checking a whole ONNX model: every node lowered to constraints through
+//! its operator rule ([`crate::ops`]), one solve, the closing of seed 000,
+//! and a report of every value's kind, element type and shape.
+//!
+//! Graph inputs are leaves: their stated dims are facts, a missing dim is an
+//! opaque variable that closes upward to what its uses require (or stays
+//! unknown). `dim_param`s are rigid symbols. Declared `value_info` and
+//! graph-output shapes are claims: checked against what the graph implies
+//! (`declared-shape-mismatch`) and used only for values inference cannot
+//! determine.
+
+mod context;
+mod declared;
+pub mod decode;
+pub mod facts;
+mod lowering;
+mod report;
+
+pub use context::OpCtx;
+pub use declared::size_dim;
+pub use facts::{ConstData, ConstValue, Elem, Facts, ValueKind};
+pub use report::{CheckReport, DimReport, ValueReport};
+
+use crate::ops::OpTable;
+use diamond_ir::{Model, Tensor};
+use std::collections::HashMap;
+
+/// How to check a model.
+#[derive(Clone, Debug, Default)]
+pub struct CheckOptions {
+    /// Graph inputs bound to constant tensors (`--bind`), by name.
+    pub bind: HashMap<String, Tensor>,
+    /// Stated size-1 axes are claims (`1_default`), not the claim-free unit.
+    pub strict_units: bool,
+}
+
+/// Checks `model`: infers every value's shape and element type and reports
+/// what is wrong. Never panics on any model.
+pub fn check_model(model: &Model, options: &CheckOptions) -> CheckReport {
+    let table = OpTable::standard();
+    check_model_with(model, options, &table)
+}
+
+/// [`check_model`] with a given operator table.
+pub fn check_model_with(model: &Model, options: &CheckOptions, table: &OpTable) -> CheckReport {
+    let mut low = lowering::Lowering::new(model, options, table);
+    let Some(main) = model.graph else {
+        return CheckReport::empty();
+    };
+    let instance = lowering::Instance {
+        graph: main,
+        parent: None,
+        prefix: String::new(),
+        call: None,
+        opsets: &model.opset_imports,
+        reported: true,
+        depth: 0,
+    };
+    low.lower_instance(instance, Vec::new());
+    report::build(low, main)
+}

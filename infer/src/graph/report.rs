@@ -1,0 +1,273 @@
+//! The result of checking a model: every value's kind, element type and
+//! shape, with the diagnostics; built from the closed solution.
+
+use super::facts::ValueKind;
+use super::lowering::Lowering;
+use crate::cause::Origin;
+use crate::diagnostic::{Code, Diagnostic, Severity};
+use diamond_ir::term::{DimTerm, RowTerm, Size};
+use diamond_ir::types::{DimValue, TypeValue};
+use diamond_ir::{ElemType, GraphId};
+use serde::Serialize;
+
+/// One axis of a reported shape.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DimReport {
+    /// A known size.
+    Known(u64),
+    /// A rigid symbol or an expression over them (`batch*seq`).
+    Symbolic(String),
+    /// Not determined.
+    Unknown,
+}
+
+impl Serialize for DimReport {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            DimReport::Known(n) => s.serialize_u64(*n),
+            DimReport::Symbolic(e) => s.serialize_str(e),
+            DimReport::Unknown => s.serialize_none(),
+        }
+    }
+}
+
+impl std::fmt::Display for DimReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DimReport::Known(n) => write!(f, "{n}"),
+            DimReport::Symbolic(e) => f.write_str(e),
+            DimReport::Unknown => f.write_str("?"),
+        }
+    }
+}
+
+/// One value of the model.
+#[derive(Clone, Debug, Serialize)]
+pub struct ValueReport {
+    /// The value's name (`node/attr/value` inside subgraphs).
+    pub name: String,
+    /// `tensor`, `seq(tensor)`, ...
+    pub kind: String,
+    /// Element type (of the tensor, or of the tensors inside), when known.
+    #[serde(serialize_with = "ser_dtype")]
+    pub dtype: Option<ElemType>,
+    /// Shape (of the tensor, or shared by the tensors inside); `None` when even the rank is unknown.
+    pub shape: Option<Vec<DimReport>>,
+}
+
+fn ser_dtype<S: serde::Serializer>(t: &Option<ElemType>, s: S) -> Result<S::Ok, S::Error> {
+    match t {
+        Some(t) => s.serialize_str(&json_dtype(*t)),
+        None => s.serialize_none(),
+    }
+}
+
+/// The NumPy-style name of an element type (`float32`, `int64`).
+pub fn json_dtype(t: ElemType) -> String {
+    match t {
+        ElemType::Float => "float32".into(),
+        ElemType::Double => "float64".into(),
+        other => other.name().to_string(),
+    }
+}
+
+impl ValueReport {
+    /// The shape as text: `[1, batch, ?]`, or `?` for an unknown rank.
+    pub fn shape_text(&self) -> String {
+        match &self.shape {
+            None => "?".into(),
+            Some(dims) => format!("[{}]", dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")),
+        }
+    }
+}
+
+/// Everything `diamond check` found.
+#[derive(Clone, Debug, Serialize)]
+pub struct CheckReport {
+    /// Names of the main graph's inputs (initializers excluded).
+    pub inputs: Vec<String>,
+    /// Names of the main graph's outputs.
+    pub outputs: Vec<String>,
+    /// Every value, in graph order.
+    pub values: Vec<ValueReport>,
+    /// Graph inputs whose shape (in part) was inferred from their uses.
+    pub inferred_from_use: Vec<String>,
+    /// Values whose shape only a declaration gives.
+    pub from_declaration: Vec<String>,
+    /// Errors and warnings.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl CheckReport {
+    pub(crate) fn empty() -> CheckReport {
+        CheckReport {
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            values: Vec::new(),
+            inferred_from_use: Vec::new(),
+            from_declaration: Vec::new(),
+            diagnostics: Vec::new(),
+        }
+    }
+
+    /// The value named `name`.
+    pub fn value(&self, name: &str) -> Option<&ValueReport> {
+        self.values.iter().find(|v| v.name == name)
+    }
+
+    /// Number of errors.
+    pub fn errors(&self) -> usize {
+        self.diagnostics.iter().filter(|d| d.severity == Severity::Error).count()
+    }
+
+    /// Number of warnings.
+    pub fn warnings(&self) -> usize {
+        self.diagnostics.iter().filter(|d| d.severity == Severity::Warning).count()
+    }
+}
+
+/// Converts a closed row to reported dims.
+pub(crate) fn row_dims(row: &RowTerm) -> Option<Vec<DimReport>> {
+    if row.var.is_some() {
+        return None;
+    }
+    Some(
+        row.leading
+            .iter()
+            .chain(&row.trailing)
+            .map(|d| match d {
+                DimTerm::Dim(d) => match &d.size {
+                    Size::Known(n) => DimReport::Known(*n),
+                    Size::Symbolic(e) => DimReport::Symbolic(e.to_string()),
+                },
+                DimTerm::Var(_) => DimReport::Unknown,
+            })
+            .collect(),
+    )
+}
+
+pub(crate) fn build(low: Lowering<'_>, main: GraphId) -> CheckReport {
+    let model = low.model;
+    let graph = &model.graphs[main];
+    let reported = low.reported.clone();
+    let facts: Vec<(ValueKind, Option<ElemType>)> =
+        reported.iter().map(|(_, key, _)| (low.facts[key].kind.clone(), low.facts[key].dtype)).collect();
+    let from_declaration = low.from_declaration.clone();
+    let mut solver = low.solver;
+    // Declared shapes are claims: compare them with what the graph implies once solved.
+    let solution = {
+        let s = std::mem::take(&mut solver);
+        s.finish()
+    };
+    let mut values: Vec<ValueReport> = reported
+        .iter()
+        .zip(facts)
+        .map(|((name, _, tensor), (kind, dtype))| ValueReport {
+            name: name.clone(),
+            kind: kind.describe(),
+            dtype,
+            shape: row_dims(&solution.tensors[tensor.0 as usize].closed),
+        })
+        .collect();
+    let mut diagnostics = solution.diagnostics;
+    let is_initializer = |name: &str| graph.initializers.iter().any(|t| t.name.as_deref() == Some(name));
+    let inputs: Vec<String> = graph
+        .inputs
+        .iter()
+        .filter_map(|vi| vi.value.map(|v| graph.value_name(v).to_string()))
+        .filter(|n| !is_initializer(n))
+        .collect();
+    let outputs: Vec<String> =
+        graph.outputs.iter().filter_map(|vi| vi.value.map(|v| graph.value_name(v).to_string())).collect();
+    let mut inferred_from_use = Vec::new();
+    for vi in &graph.inputs {
+        let Some(id) = vi.value else { continue };
+        let name = graph.value_name(id);
+        let declared = declared_dims(vi.ty.as_ref().and_then(|t| t.value.as_ref()));
+        let Some(v) = values.iter().find(|v| v.name == name) else { continue };
+        let stated_unknowns = match &declared {
+            None => true,
+            Some(d) => d.iter().any(|x| x.is_none()),
+        };
+        if stated_unknowns && v.shape.as_ref().is_some_and(|s| declared.as_ref().is_none_or(|d| d.len() == s.len())) {
+            let gained = match (&declared, &v.shape) {
+                (None, Some(_)) => true,
+                (Some(d), Some(s)) => d.iter().zip(s).any(|(a, b)| a.is_none() && *b != DimReport::Unknown),
+                _ => false,
+            };
+            if gained {
+                inferred_from_use.push(name.to_string());
+            }
+        }
+    }
+    // Claims: value_info and outputs.
+    for vi in graph.value_info.iter().chain(&graph.outputs) {
+        let Some(id) = vi.value else { continue };
+        let name = graph.value_name(id);
+        let Some(declared) = declared_dims(vi.ty.as_ref().and_then(|t| t.value.as_ref())) else { continue };
+        let Some(v) = values.iter_mut().find(|v| v.name == name) else { continue };
+        let Some(shape) = &v.shape else { continue };
+        let clash = if declared.len() != shape.len() {
+            Some(format!("rank {} is stated but the graph implies rank {}", declared.len(), shape.len()))
+        } else {
+            declared.iter().zip(shape).enumerate().find_map(|(axis, (d, s))| match (d, s) {
+                (Some(d), s) if *s != DimReport::Unknown && d != s => {
+                    Some(format!("axis {axis} is stated as {d} but the graph implies {s}"))
+                }
+                _ => None,
+            })
+        };
+        match clash {
+            Some(what) => diagnostics.push(Diagnostic {
+                severity: Severity::Error,
+                code: Code::DeclaredShapeMismatch,
+                message: format!("declared shape of '{name}' disagrees with the graph: {what}"),
+                line: None,
+                node: None,
+                op: None,
+                notes: vec![format!("declared {}, inferred {}", show(&declared), v.shape_text())],
+            }),
+            None => {
+                // Fill what only the declaration knows.
+                if let Some(shape) = v.shape.as_mut() {
+                    for (s, d) in shape.iter_mut().zip(&declared) {
+                        if *s == DimReport::Unknown {
+                            if let Some(d) = d {
+                                *s = d.clone();
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let _ = Origin::Solver("report");
+    CheckReport { inputs, outputs, values, inferred_from_use, from_declaration, diagnostics }
+}
+
+fn show(dims: &[Option<DimReport>]) -> String {
+    let parts: Vec<String> = dims.iter().map(|d| d.as_ref().map_or("?".into(), |d| d.to_string())).collect();
+    format!("[{}]", parts.join(", "))
+}
+
+/// A declared tensor shape as reported dims (`None` per unstated dim), or `None` with no shape.
+fn declared_dims(ty: Option<&TypeValue>) -> Option<Vec<Option<DimReport>>> {
+    let shape = match ty? {
+        TypeValue::Tensor { shape, .. } | TypeValue::SparseTensor { shape, .. } => shape.as_ref()?,
+        TypeValue::Sequence(i) | TypeValue::Optional(i) => {
+            return declared_dims(i.as_deref().and_then(|t| t.value.as_ref()));
+        }
+        _ => return None,
+    };
+    Some(
+        shape
+            .dims
+            .iter()
+            .map(|d| match &d.value {
+                Some(DimValue::Known(n)) if *n >= 0 => Some(DimReport::Known(*n as u64)),
+                Some(DimValue::Param(p)) if !p.is_empty() => Some(DimReport::Symbolic(p.clone())),
+                _ => None,
+            })
+            .collect(),
+    )
+}

@@ -1,0 +1,5 @@
+//! Operator rules: misc family.
+
+use super::OpTable;
+
+pub(crate) fn register(_t: &mut OpTable) {}

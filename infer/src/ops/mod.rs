@@ -1,0 +1,97 @@
+//! Operator rules: one file per operator family, and the table from
+//! (domain, operator, opset version) to the rule that lowers a node of that
+//! operator into constraints, element types and known values.
+//!
+//! A rule is a plain function over an [`OpCtx`]. It reads what is known of
+//! the node's inputs (shapes as solver rows, element types, elements of
+//! shape-computing tensors) and attributes, validates them
+//! (`invalid-attribute`, `dtype-mismatch`), and states its outputs: shapes
+//! as constraints, element types, and elements where it can compute them.
+//! A rule that needs a fact not yet known (an input's rank) returns
+//! [`Defer`] before stating anything; the lowering retries it once other
+//! nodes have been lowered.
+
+use crate::graph::OpCtx;
+use std::collections::HashMap;
+
+mod control;
+mod elementwise;
+mod fold;
+mod misc;
+mod nn;
+mod reduce_linalg;
+mod shape_ops;
+
+/// The rule lacks a fact it needs (usually an input's rank): try again later.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Defer;
+
+/// A rule: lowers one node.
+pub type Rule = fn(&mut OpCtx<'_, '_>) -> Result<(), Defer>;
+
+/// The default ONNX domain.
+pub const ONNX: &str = "";
+/// The classical machine-learning domain.
+pub const ML: &str = "ai.onnx.ml";
+/// The training-operator preview domain.
+pub const TRAINING: &str = "ai.onnx.preview.training";
+
+/// The table from (domain, operator) to the rules of its versions.
+#[derive(Default)]
+pub struct OpTable {
+    rules: HashMap<(&'static str, &'static str), Vec<(i64, Rule)>>,
+}
+
+impl OpTable {
+    /// Every rule diamond has.
+    pub fn standard() -> OpTable {
+        let mut t = OpTable::default();
+        elementwise::register(&mut t);
+        shape_ops::register(&mut t);
+        nn::register(&mut t);
+        reduce_linalg::register(&mut t);
+        control::register(&mut t);
+        misc::register(&mut t);
+        t
+    }
+
+    /// Registers `rule` for `op` of `domain` from opset version `since` on
+    /// (until a later registration of the same op takes over).
+    pub fn add(&mut self, domain: &'static str, op: &'static str, since: i64, rule: Rule) {
+        let versions = self.rules.entry((domain, op)).or_default();
+        versions.push((since, rule));
+        versions.sort_by_key(|(v, _)| *v);
+    }
+
+    /// Registers one rule for several operators, each from `since` on.
+    pub fn add_all(&mut self, domain: &'static str, ops: &[&'static str], since: i64, rule: Rule) {
+        for op in ops {
+            self.add(domain, op, since, rule);
+        }
+    }
+
+    /// The rule for `op` of `domain` at opset `version`: the latest
+    /// registration at or below it. `None` when the operator is unknown, or
+    /// the model's opset predates it.
+    pub fn lookup(&self, domain: &str, op: &str, version: i64) -> Option<Rule> {
+        let domain = if domain == "ai.onnx" { ONNX } else { domain };
+        let versions = self.rules.get(&(domain, op))?;
+        versions.iter().rev().find(|(since, _)| *since <= version).map(|(_, r)| *r)
+    }
+
+    /// Whether any version of `op` in `domain` has a rule.
+    pub fn knows(&self, domain: &str, op: &str) -> bool {
+        let domain = if domain == "ai.onnx" { ONNX } else { domain };
+        self.rules.contains_key(&(domain, op))
+    }
+
+    /// Number of (domain, operator) pairs with rules.
+    pub fn len(&self) -> usize {
+        self.rules.len()
+    }
+
+    /// Whether the table is empty.
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+}
