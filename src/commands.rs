@@ -16,9 +16,9 @@ pub fn inspect(path: &Path, json: bool) -> Result<(), Failure> {
     let report = InspectReport::new(&model, &path.display().to_string(), file_bytes);
     if json {
         let text = serde_json::to_string_pretty(&report).map_err(unreadable)?;
-        println!("{text}");
+        crate::emit(&format!("{text}\n"));
     } else {
-        print!("{}", report.render_text());
+        crate::emit(&report.render_text());
     }
     Ok(())
 }
@@ -55,15 +55,36 @@ pub fn solve(path: &Path, json: bool) -> Result<(), Failure> {
             })
             .collect();
         let report = serde_json::json!({ "tensors": tensors, "diagnostics": solution.diagnostics });
-        println!("{}", serde_json::to_string_pretty(&report).map_err(unreadable)?);
+        crate::emit(&format!("{}\n", serde_json::to_string_pretty(&report).map_err(unreadable)?));
     } else {
-        print!("{}", diamond_infer::rows::render::render_text(&solution, &source));
+        crate::emit(&diamond_infer::rows::render::render_text(&solution, &source));
     }
     let (errors, _) = diamond_infer::rows::render::count(&solution.diagnostics);
     if errors > 0 {
         return Err(Failure {
             code: 1,
             message: format!("{}: {errors} error(s) in the constraint system", path.display()),
+        });
+    }
+    Ok(())
+}
+
+/// `diamond check MODEL [--json] [--bind DIR|FILE...]`.
+pub fn check(path: &Path, json: bool, bind: &[std::path::PathBuf]) -> Result<(), Failure> {
+    let model = load_model(path).map_err(unreadable)?;
+    let graph = model.main_graph().ok_or_else(|| unreadable(format!("{}: the model has no graph", path.display())))?;
+    let options = diamond_infer::CheckOptions { bind: crate::bind::bind_inputs(graph, bind)?, strict_units: false };
+    let report = diamond_infer::check_model(&model, &options);
+    if json {
+        let text = serde_json::to_string_pretty(&crate::check_report::to_json(&report, path)).map_err(unreadable)?;
+        crate::emit(&format!("{text}\n"));
+    } else {
+        crate::emit(&crate::check_report::render_text(&report));
+    }
+    if report.errors() > 0 {
+        return Err(Failure {
+            code: 1,
+            message: format!("{}: {} error(s) in the model", path.display(), report.errors()),
         });
     }
     Ok(())

@@ -1,11 +1,13 @@
 //! The `diamond` command line.
 //!
-//! Subcommands: `inspect` (what a model declares), `convert` (import and
+//! Subcommands: `inspect` (what a model declares), `check` (infer and audit shapes and types), `convert` (import and
 //! re-export) and `solve` (a `.rows` constraint system). Exit codes are the project's contract: 0 clean (warnings
 //! allowed), 1 errors found in the model, 2 the input could not be read or the
 //! command line is wrong. Every failure prints one `error:` line naming the
 //! file and the problem.
 
+mod bind;
+mod check_report;
 mod commands;
 
 use clap::{Parser, Subcommand};
@@ -38,6 +40,17 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Infer every value's shape and element type and report what is wrong.
+    Check {
+        /// The ONNX model file.
+        model: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Bind graph inputs to constant tensors: `.pb` TensorProto or `.npy` files, or directories of them.
+        #[arg(long, num_args = 1..)]
+        bind: Vec<PathBuf>,
+    },
     /// Import a model and write it back out as ONNX (with its external data).
     Convert {
         /// The ONNX model file.
@@ -56,6 +69,13 @@ pub struct Failure {
     pub message: String,
 }
 
+/// Writes a command's report to stdout. A closed pipe (`diamond check m.onnx | head`) is not an error.
+pub fn emit(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -69,6 +89,7 @@ fn main() -> ExitCode {
         Command::Inspect { model, json } => commands::inspect(&model, json),
         Command::Convert { model, output } => commands::convert(&model, &output),
         Command::Solve { file, json } => commands::solve(&file, json),
+        Command::Check { model, json, bind } => commands::check(&model, json, &bind),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -181,7 +181,21 @@ impl Solver {
     /// Records a diagnostic that no single constraint produced (an invalid
     /// attribute, an unsupported operator) with the chain of `cause`.
     pub fn report_fact(&mut self, code: Code, message: String, cause: CauseId, notes: Vec<String>) {
-        self.report(code, message, cause, notes);
+        let (node, op) = match self.causes.origin(cause) {
+            Some(Origin::Operand { node, name, op, .. }) => {
+                (Some(if name.is_empty() { node.clone() } else { name.clone() }), Some(op.clone()))
+            }
+            _ => (None, None),
+        };
+        self.diagnostics.push(Diagnostic {
+            severity: code.severity(),
+            code,
+            message,
+            line: self.causes.line(cause),
+            node,
+            op,
+            notes,
+        });
     }
 
     /// A root cause.

@@ -19,7 +19,7 @@ mod report;
 pub use context::OpCtx;
 pub use declared::size_dim;
 pub use facts::{ConstData, ConstValue, Elem, Facts, ValueKind};
-pub use report::{CheckReport, DimReport, ValueReport};
+pub use report::{json_dtype as report_json_dtype, CheckReport, DimReport, ValueReport};
 
 use crate::ops::OpTable;
 use diamond_ir::{Model, Tensor};

@@ -1,0 +1,64 @@
+//! `--bind`: tensors given on the command line as constant graph inputs.
+//!
+//! Each argument is a file (`.pb` TensorProto or `.npy`) or a directory of
+//! them (the node-test layout `input_0.pb`, `input_1.pb`, ...). A file is
+//! matched to a graph input by the tensor's stored name, else by its file
+//! stem (`x.npy` binds `x`), else by an `input_N` stem (the N-th graph
+//! input that is not an initializer).
+
+use crate::Failure;
+use diamond_importers::tensor_file::read_tensor_file;
+use diamond_ir::{Graph, Tensor};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// The bound inputs, by graph-input name.
+pub fn bind_inputs(graph: &Graph, args: &[PathBuf]) -> Result<HashMap<String, Tensor>, Failure> {
+    let inputs: Vec<String> = graph
+        .inputs
+        .iter()
+        .filter_map(|vi| vi.value.map(|v| graph.value_name(v).to_string()))
+        .filter(|n| !graph.initializers.iter().any(|t| t.name.as_deref() == Some(n.as_str())))
+        .collect();
+    let mut files = Vec::new();
+    for arg in args {
+        if arg.is_dir() {
+            let mut entries: Vec<PathBuf> = std::fs::read_dir(arg)
+                .map_err(|e| Failure { code: 2, message: format!("cannot read directory {}: {e}", arg.display()) })?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "pb" || x == "npy"))
+                .filter(|p| !p.file_stem().is_some_and(|s| s.to_string_lossy().starts_with("output_")))
+                .collect();
+            entries.sort();
+            files.extend(entries);
+        } else {
+            files.push(arg.clone());
+        }
+    }
+    let mut bound = HashMap::new();
+    for file in files {
+        let tensor = read_tensor_file(&file).map_err(|e| Failure { code: 2, message: e.to_string() })?;
+        let name = input_for(&file, &tensor, &inputs).ok_or_else(|| Failure {
+            code: 2,
+            message: format!(
+                "--bind {}: no graph input matches (inputs: {})",
+                file.display(),
+                if inputs.is_empty() { "none".to_string() } else { inputs.join(", ") }
+            ),
+        })?;
+        bound.insert(name, tensor);
+    }
+    Ok(bound)
+}
+
+fn input_for(file: &Path, tensor: &Tensor, inputs: &[String]) -> Option<String> {
+    if let Some(n) = tensor.name.as_deref().filter(|n| inputs.iter().any(|i| i == n)) {
+        return Some(n.to_string());
+    }
+    let stem = file.file_stem()?.to_string_lossy();
+    if let Some(i) = inputs.iter().find(|i| **i == stem) {
+        return Some(i.clone());
+    }
+    let index: usize = stem.strip_prefix("input_")?.parse().ok()?;
+    inputs.get(index).cloned()
+}

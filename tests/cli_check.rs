@@ -1,0 +1,106 @@
+//! `diamond check`: exit codes, the JSON schema, diagnostics naming the node,
+//! symbolic shapes through shape arithmetic, inputs inferred from use, `--bind`.
+
+use serde_json::Value;
+use std::process::{Command, Output};
+
+fn check(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_diamond")).arg("check").args(args).output().expect("runs diamond")
+}
+
+fn fixture(name: &str) -> String {
+    format!("{}/fixtures/check/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn json(args: &[&str]) -> (Value, i32) {
+    let out = check(args);
+    let v = serde_json::from_slice(&out.stdout).expect("check --json prints JSON");
+    (v, out.status.code().unwrap_or(-1))
+}
+
+#[test]
+fn a_broadcast_conflict_exits_1_naming_the_node_and_op() {
+    let (v, code) = json(&[&fixture("broadcast_conflict.onnx"), "--json"]);
+    assert_eq!(code, 1);
+    let diags = v["diagnostics"].as_array().unwrap();
+    assert_eq!(diags.len(), 1, "one root cause, one error: {diags:?}");
+    let d = &diags[0];
+    assert_eq!(d["severity"], "error");
+    assert_eq!(d["code"], "broadcast-conflict");
+    assert_eq!(d["node"], "add1");
+    assert_eq!(d["op"], "Add");
+    assert!(d["chain"].as_array().unwrap().iter().any(|c| c.as_str().unwrap().contains("input 1")));
+    assert_eq!(v["inputs"], serde_json::json!(["x", "y"]));
+    assert_eq!(v["outputs"], serde_json::json!(["z"]));
+    assert_eq!(v["values"]["x"]["dtype"], "float32");
+    assert_eq!(v["values"]["x"]["shape"], serde_json::json!([3, 4]));
+}
+
+#[test]
+fn a_symbolic_batch_survives_reshape_of_shape_arithmetic() {
+    let (v, code) = json(&[&fixture("dynamic_reshape.onnx"), "--json"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["diagnostics"], serde_json::json!([]));
+    assert_eq!(v["values"]["target"]["shape"], serde_json::json!([3]));
+    assert_eq!(v["values"]["y"]["shape"], serde_json::json!(["batch", "2*seq", 64]));
+    assert_eq!(v["values"]["y"]["dtype"], "float32");
+}
+
+#[test]
+fn an_unknown_operator_warns_and_leaves_its_outputs_unknown() {
+    let (v, code) = json(&[&fixture("custom_op.onnx"), "--json"]);
+    assert_eq!(code, 0);
+    let d = &v["diagnostics"][0];
+    assert_eq!(d["severity"], "warning");
+    assert_eq!(d["code"], "unsupported-op");
+    assert!(d["message"].as_str().unwrap().contains("Frobnicate"));
+    assert_eq!(v["values"]["f"]["shape"], Value::Null);
+    assert_eq!(v["values"]["y"]["shape"], Value::Null, "never a silent guess downstream of an unknown");
+}
+
+#[test]
+fn a_declared_output_shape_is_a_claim_that_is_checked() {
+    let (v, code) = json(&[&fixture("declared_mismatch.onnx"), "--json"]);
+    assert_eq!(code, 1);
+    assert_eq!(v["diagnostics"][0]["code"], "declared-shape-mismatch");
+    assert_eq!(v["values"]["y"]["shape"], serde_json::json!([2, 3]));
+}
+
+#[test]
+fn input_sizes_missing_from_the_file_are_inferred_from_use() {
+    let (v, code) = json(&[&fixture("inferred_from_use.onnx"), "--json"]);
+    assert_eq!(code, 0);
+    assert_eq!(v["values"]["x"]["shape"], serde_json::json!([2, 3]));
+    assert_eq!(v["inferred_from_use"], serde_json::json!(["x"]));
+}
+
+#[test]
+fn text_output_lists_values_and_renders_diagnostics() {
+    let out = check(&[&fixture("broadcast_conflict.onnx")]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("error[broadcast-conflict]"), "{text}");
+    assert!(text.contains("x  float [3, 4]"), "{text}");
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn bind_reads_node_suite_inputs_and_rejects_unmatched_files() {
+    let case = format!("{}/fixtures/onnx-node/test_add_bcast", env!("CARGO_MANIFEST_DIR"));
+    let (v, code) = json(&[&format!("{case}/model.onnx"), "--json", "--bind", &format!("{case}/test_data_set_0")]);
+    assert_eq!(code, 0);
+    assert_eq!(v["values"]["sum"]["shape"], serde_json::json!([3, 4, 5]));
+    let out = check(&[&fixture("custom_op.onnx"), "--bind", &format!("{case}/test_data_set_0/input_1.pb")]);
+    assert_eq!(out.status.code(), Some(2), "input_1 has no counterpart in a one-input model");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no graph input matches"));
+}
+
+#[test]
+fn unreadable_models_exit_2() {
+    let out = check(&["/nonexistent/model.onnx"]);
+    assert_eq!(out.status.code(), Some(2));
+    let bad = std::env::temp_dir().join(format!("diamond-check-bad-{}.onnx", std::process::id()));
+    std::fs::write(&bad, b"\x08\x07\x12\xff\xff").unwrap();
+    let out = check(&[bad.to_str().unwrap()]);
+    std::fs::remove_file(&bad).unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
