@@ -60,6 +60,8 @@ pub(crate) struct Lowering<'m> {
     pub(crate) reported: Vec<(String, Key, TensorId)>,
     /// Values whose shape was taken from a declaration.
     pub(crate) from_declaration: Vec<String>,
+    /// Per graph, the types `value_info` and outputs state (built on first use).
+    declared: HashMap<GraphId, HashMap<ValueId, &'m diamond_ir::TypeInfo>>,
 }
 
 impl<'m> Lowering<'m> {
@@ -74,6 +76,7 @@ impl<'m> Lowering<'m> {
             lazy: HashMap::new(),
             reported: Vec::new(),
             from_declaration: Vec::new(),
+            declared: HashMap::new(),
         }
     }
 
@@ -415,16 +418,12 @@ impl<'m> Lowering<'m> {
         if graph.value_name(out).is_empty() {
             return;
         }
-        let declared = graph
-            .value_info
-            .iter()
-            .chain(&graph.outputs)
-            .find(|vi| vi.value == Some(out) && states_shape(vi.ty.as_ref()));
+        let declared = self.declared_type(inst, out);
         let replacement = match declared {
-            Some(vi) => {
+            Some(ty) => {
                 let prefix = &self.instances[inst as usize].prefix;
                 self.from_declaration.push(format!("{prefix}{}", graph.value_name(out)));
-                facts_from_type(&mut self.solver, vi.ty.as_ref(), self.options.strict_units)
+                facts_from_type(&mut self.solver, Some(ty), self.options.strict_units)
             }
             None => self.unknown_facts(),
         };
@@ -436,6 +435,22 @@ impl<'m> Lowering<'m> {
             f.dtype = replacement.dtype;
         }
         self.solver.add(crate::constraint::Constraint::RowEq(row, replacement.row, cause));
+    }
+
+    /// The type `value_info` or a graph output states for `id`, when it states a shape.
+    fn declared_type(&mut self, inst: u32, id: ValueId) -> Option<&'m diamond_ir::TypeInfo> {
+        let g = self.instances[inst as usize].graph;
+        let graph: &'m Graph = &self.model.graphs[g];
+        let table = self.declared.entry(g).or_insert_with(|| {
+            graph
+                .value_info
+                .iter()
+                .chain(&graph.outputs)
+                .filter(|vi| states_shape(vi.ty.as_ref()))
+                .filter_map(|vi| Some((vi.value?, vi.ty.as_ref()?)))
+                .collect()
+        });
+        table.get(&id).copied()
     }
 
     fn find_function(&self, node: &Node) -> Option<&'m diamond_ir::Function> {

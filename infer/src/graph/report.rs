@@ -170,7 +170,8 @@ pub(crate) fn build(low: Lowering<'_>, main: GraphId) -> CheckReport {
         })
         .collect();
     let mut diagnostics = solution.diagnostics;
-    let is_initializer = |name: &str| graph.initializers.iter().any(|t| t.name.as_deref() == Some(name));
+    let initializers: std::collections::HashSet<&str> = graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
+    let is_initializer = |name: &str| initializers.contains(name);
     let inputs: Vec<String> = graph
         .inputs
         .iter()
@@ -179,12 +180,14 @@ pub(crate) fn build(low: Lowering<'_>, main: GraphId) -> CheckReport {
         .collect();
     let outputs: Vec<String> =
         graph.outputs.iter().filter_map(|vi| vi.value.map(|v| graph.value_name(v).to_string())).collect();
+    let index: std::collections::HashMap<String, usize> =
+        values.iter().enumerate().map(|(i, v)| (v.name.clone(), i)).collect();
     let mut inferred_from_use = Vec::new();
     for vi in &graph.inputs {
         let Some(id) = vi.value else { continue };
         let name = graph.value_name(id);
         let declared = declared_dims(vi.ty.as_ref().and_then(|t| t.value.as_ref()));
-        let Some(v) = values.iter().find(|v| v.name == name) else { continue };
+        let Some(v) = index.get(name).map(|&i| &values[i]) else { continue };
         let stated_unknowns = match &declared {
             None => true,
             Some(d) => d.iter().any(|x| x.is_none()),
@@ -205,7 +208,7 @@ pub(crate) fn build(low: Lowering<'_>, main: GraphId) -> CheckReport {
         let Some(id) = vi.value else { continue };
         let name = graph.value_name(id);
         let Some(declared) = declared_dims(vi.ty.as_ref().and_then(|t| t.value.as_ref())) else { continue };
-        let Some(v) = values.iter_mut().find(|v| v.name == name) else { continue };
+        let Some(v) = index.get(name).map(|&i| &mut values[i]) else { continue };
         let Some(shape) = &v.shape else { continue };
         let clash = if declared.len() != shape.len() {
             Some(format!("rank {} is stated but the graph implies rank {}", declared.len(), shape.len()))
