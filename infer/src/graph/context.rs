@@ -404,6 +404,11 @@ impl<'l, 'm> OpCtx<'l, 'm> {
         RowTerm { leading: Vec::new(), var: Some(self.low.solver.fresh_row(None)), trailing: Vec::new() }
     }
 
+    /// `row` as far as known now (e.g. a subgraph output's row).
+    pub fn resolve_row(&mut self, row: &RowTerm) -> RowTerm {
+        self.low.solver.resolve_row(row)
+    }
+
     /// `d` as far as known now.
     pub fn resolve(&mut self, d: &DimTerm) -> DimTerm {
         self.low.solver.resolve_dim(d)
@@ -468,9 +473,18 @@ impl<'l, 'm> OpCtx<'l, 'm> {
     }
 
     /// Multidirectional (NumPy) broadcasting: every given input among
-    /// `inputs` broadcasts to output `out`, whose shape is their join.
+    /// `inputs` broadcasts to output `out`, whose shape is their join. When
+    /// every input's rank is known, the output's rank is stated at once (the
+    /// largest), so later rules see a closed row.
     pub fn broadcast(&mut self, inputs: &[usize], out: usize) {
         let Some(out_row) = self.out_row(out) else { return };
+        let given: Vec<usize> = inputs.iter().copied().filter(|&i| self.has_input(i)).collect();
+        let ranks: Option<Vec<usize>> = given.into_iter().map(|i| self.rank(i)).collect();
+        if let Some(rank) = ranks.and_then(|r| r.into_iter().max()) {
+            let dims = (0..rank).map(|_| self.fresh_dim()).collect();
+            let cause = self.cause(&format!("output {out}"), "has the largest rank of the broadcast inputs");
+            self.low.solver.add(Constraint::RowEq(out_row.clone(), RowTerm::closed(dims), cause));
+        }
         for &i in inputs {
             let Some(key) = self.inputs.get(i).copied().flatten() else { continue };
             let row = self.low.facts[&key].row.clone();
@@ -557,6 +571,23 @@ impl<'l, 'm> OpCtx<'l, 'm> {
             call: self.low.instances[self.inst as usize].call,
             opsets: self.low.instances[self.inst as usize].opsets,
             reported: self.low.instances[self.inst as usize].reported,
+            depth: self.low.instances[self.inst as usize].depth + 1,
+        };
+        self.low.lower_instance(instance, inputs)
+    }
+
+    /// Like [`OpCtx::lower_subgraph`], but the instance's values stay out of
+    /// the report: for a body lowered more than once (unrolled iterations,
+    /// fixpoint rounds, one lowering per sequence element).
+    pub fn lower_subgraph_unreported(&mut self, attr: &str, g: GraphId, inputs: Vec<Option<Facts>>) -> Vec<Facts> {
+        let prefix = self.low.subgraph_prefix(self.inst, self.node, self.nid, attr);
+        let instance = Instance {
+            graph: g,
+            parent: Some(self.inst),
+            prefix,
+            call: self.low.instances[self.inst as usize].call,
+            opsets: self.low.instances[self.inst as usize].opsets,
+            reported: false,
             depth: self.low.instances[self.inst as usize].depth + 1,
         };
         self.low.lower_instance(instance, inputs)

@@ -170,7 +170,8 @@ pub(crate) fn build(low: Lowering<'_>, main: GraphId) -> CheckReport {
         })
         .collect();
     let mut diagnostics = solution.diagnostics;
-    let initializers: std::collections::HashSet<&str> = graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
+    let initializers: std::collections::HashSet<&str> =
+        graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
     let is_initializer = |name: &str| initializers.contains(name);
     let inputs: Vec<String> = graph
         .inputs
