@@ -169,6 +169,18 @@ pub(crate) fn build(low: Lowering<'_>, main: GraphId) -> CheckReport {
             shape: row_dims(&solution.tensors[tensor.0 as usize].closed),
         })
         .collect();
+    // A body lowered more than once (loop rounds, unrolled iterations) lists
+    // its values once per lowering: keep the last.
+    let mut last: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (i, v) in values.iter().enumerate() {
+        last.insert(v.name.as_str(), i);
+    }
+    let keep: Vec<bool> = values.iter().enumerate().map(|(i, v)| last[v.name.as_str()] == i).collect();
+    let mut k = 0;
+    values.retain(|_| {
+        k += 1;
+        keep[k - 1]
+    });
     let mut diagnostics = solution.diagnostics;
     let initializers: std::collections::HashSet<&str> =
         graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();

@@ -55,11 +55,7 @@ impl Tops {
 /// stays as it is: `OpCtx` resolves only its inputs' rows, so a subgraph
 /// output's row is seen through its dimensions only when it is closed.
 pub(crate) fn resolve_row(ctx: &mut OpCtx, row: &RowTerm) -> RowTerm {
-    RowTerm {
-        leading: row.leading.iter().map(|d| ctx.resolve(d)).collect(),
-        var: row.var,
-        trailing: row.trailing.iter().map(|d| ctx.resolve(d)).collect(),
-    }
+    ctx.resolve_row(row)
 }
 
 /// The dimensions of `row` when its rank is known (resolving them).
