@@ -30,17 +30,14 @@ pub(super) fn string_normalizer(ctx: &mut OpCtx) -> Result<(), Defer> {
         return Ok(());
     }
     let stopwords = ctx.attr_strs("stopwords").unwrap_or_default();
-    if stopwords.is_empty() {
+    let known = strings(ctx, 0);
+    if stopwords.is_empty() && known.is_none() {
         shaped_like(ctx, 0, 0, t);
         return Ok(());
     }
     let case_sensitive = ctx.attr_int("is_case_sensitive").unwrap_or(0) != 0;
-    let kept = strings(ctx, 0).map(|xs| {
-        let fold = |s: &str| if case_sensitive { s.to_string() } else { s.to_lowercase() };
-        let stops: Vec<String> = stopwords.iter().map(|s| fold(s)).collect();
-        xs.iter().filter(|x| !stops.contains(&fold(x))).count()
-    });
-    let last = match kept {
+    let changes_case = ctx.attr_str("case_change_action").is_some_and(|a| a != "NONE");
+    let last = match known.and_then(|xs| kept_count(&xs, &stopwords, case_sensitive, changes_case)) {
         Some(n) => ctx.known(n.max(1) as u64),
         None => ctx.unknown_dim(),
     };
@@ -50,6 +47,33 @@ pub(super) fn string_normalizer(ctx: &mut OpCtx) -> Result<(), Defer> {
     }
     set_tensor(ctx, 0, out, t);
     Ok(())
+}
+
+/// How many of `xs` remain once the stop words are removed, where every
+/// reading of the operator agrees: `None` when an element is empty, holds a
+/// space or a non-ASCII character (the reference implementation drops empty
+/// strings, removes stop words inside space-separated text and strips
+/// accents), or matches a stop word only ignoring case while the case is
+/// left unchanged (it then compares case-sensitively).
+fn kept_count(xs: &[String], stopwords: &[String], case_sensitive: bool, changes_case: bool) -> Option<usize> {
+    let mut kept = 0;
+    for x in xs {
+        if x.is_empty() || x.contains(' ') || !x.is_ascii() {
+            return None;
+        }
+        let exact = stopwords.iter().any(|s| s == x);
+        let folded = stopwords.iter().any(|s| s.eq_ignore_ascii_case(x));
+        let removed = match (case_sensitive, changes_case) {
+            (true, _) => exact,
+            (false, true) => folded,
+            (false, false) if exact == folded => exact,
+            (false, false) => return None,
+        };
+        if !removed {
+            kept += 1;
+        }
+    }
+    Some(kept)
 }
 
 /// `StringConcat`: the inputs broadcast; the result is a string tensor.
@@ -71,7 +95,7 @@ fn split_count(s: &str, delimiter: Option<&str>, maxsplit: Option<i64>) -> usize
     let limit = maxsplit.filter(|&m| m >= 0).map(|m| m as usize);
     match delimiter {
         None => {
-            let words = s.split_whitespace().count();
+            let words = s.split(is_python_space).filter(|w| !w.is_empty()).count();
             limit.map_or(words, |m| words.min(m.saturating_add(1)))
         }
         Some(d) => {
@@ -79,6 +103,12 @@ fn split_count(s: &str, delimiter: Option<&str>, maxsplit: Option<i64>) -> usize
             limit.map_or(cuts, |m| cuts.min(m)) + 1
         }
     }
+}
+
+/// Whether Python's `str.isspace` holds for `c`: Unicode white space and the
+/// separators U+001C to U+001F.
+fn is_python_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 
 /// `StringSplit`: substrings `X.shape + [most substrings]` (strings) and their counts `X.shape` (int64).

@@ -21,7 +21,7 @@ fn input_groups(op: &str) -> usize {
 pub(super) fn optimizer(ctx: &mut OpCtx) -> Result<(), Defer> {
     let groups = input_groups(ctx.op());
     let given = ctx.input_count().saturating_sub(2);
-    if given == 0 || given % groups != 0 {
+    if given == 0 || !given.is_multiple_of(groups) {
         ctx.invalid(format!(
             "{} takes R, T and {groups} groups of equally many tensors; it has {} inputs",
             ctx.op(),

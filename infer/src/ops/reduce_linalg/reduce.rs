@@ -176,7 +176,7 @@ fn groups(shape: &[usize], mask: &[bool], keepdims: bool) -> Option<(Vec<usize>,
         return None;
     }
     let kept: Vec<usize> = shape.iter().zip(mask).map(|(&n, &r)| if r { 1 } else { n }).collect();
-    let out_count: usize = kept.iter().product();
+    let out_count = kept.iter().try_fold(1usize, |a, &n| a.checked_mul(n)).filter(|&n| n <= MAX_FOLD)?;
     let mut out_shape = Vec::new();
     for (&n, &r) in kept.iter().zip(mask) {
         if !r || keepdims {
