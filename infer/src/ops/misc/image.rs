@@ -222,3 +222,54 @@ fn pnm_size(b: &[u8]) -> Option<(u64, u64)> {
     }
     Some((numbers[1], numbers[0]))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::image_size;
+
+    /// Every reader gives `(height, width)` = `(3, 5)` for a 5-wide, 3-high header.
+    #[test]
+    fn headers_give_height_then_width() {
+        let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+        png.extend([0, 0, 0, 5, 0, 0, 0, 3, 8, 2, 0, 0, 0]);
+        let mut bmp = b"BM".to_vec();
+        bmp.extend([0; 12]);
+        bmp.extend(40u32.to_le_bytes());
+        bmp.extend(5i32.to_le_bytes());
+        bmp.extend((-3i32).to_le_bytes());
+        let jpeg = vec![0xFF, 0xD8, 0xFF, 0xE0, 0, 4, 0, 0, 0xFF, 0xC0, 0, 17, 8, 0, 3, 0, 5, 3];
+        let mut vp8x = b"RIFF\0\0\0\0WEBPVP8X\x0a\0\0\0\0\0\0\0".to_vec();
+        vp8x.extend([4, 0, 0, 2, 0, 0]);
+        let mut vp8l = b"RIFF\0\0\0\0WEBPVP8L\0\0\0\0\x2f".to_vec();
+        vp8l.extend((4u32 | 2 << 14).to_le_bytes());
+        let mut tiff = b"II*\0".to_vec();
+        tiff.extend(8u32.to_le_bytes());
+        tiff.extend(2u16.to_le_bytes());
+        tiff.extend([0x00, 0x01, 3, 0, 1, 0, 0, 0, 5, 0, 0, 0]);
+        tiff.extend([0x01, 0x01, 4, 0, 1, 0, 0, 0, 3, 0, 0, 0]);
+        let pnm = b"P6\n# comment\n5 3\n255\n".to_vec();
+        let mut j2k = vec![0xFF, 0x4F, 0xFF, 0x51, 0, 41, 0, 0];
+        for v in [7u32, 4, 2, 1] {
+            j2k.extend(v.to_be_bytes());
+        }
+        for (name, bytes) in [
+            ("png", png),
+            ("bmp", bmp),
+            ("jpeg", jpeg),
+            ("vp8x", vp8x),
+            ("vp8l", vp8l),
+            ("tiff", tiff),
+            ("pnm", pnm),
+            ("j2k", j2k),
+        ] {
+            assert_eq!(image_size(&bytes), Some((3, 5)), "{name}");
+        }
+    }
+
+    #[test]
+    fn truncated_or_unknown_bytes_give_nothing() {
+        for bytes in [&b""[..], b"\x89PNG\r\n\x1a\n", b"BM", &[0xFF, 0xD8, 0xFF], b"GIF89a", b"P6\n5"] {
+            assert_eq!(image_size(bytes), None);
+        }
+    }
+}

@@ -159,3 +159,19 @@ pub(super) fn tfidf_vectorizer(ctx: &mut OpCtx) -> Result<(), Defer> {
     set_tensor(ctx, 0, out, t);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::split_count;
+
+    #[test]
+    fn split_counts_follow_python_str_split() {
+        assert_eq!(split_count("o n n x", None, Some(2)), 3);
+        assert_eq!(split_count(" a  b ", None, None), 2);
+        assert_eq!(split_count("", None, None), 0);
+        assert_eq!(split_count("", Some("."), None), 1);
+        assert_eq!(split_count("a..b", Some("."), None), 3);
+        assert_eq!(split_count("a.b.c", Some("."), Some(1)), 2);
+        assert_eq!(split_count("a.b", Some("."), Some(-1)), 2);
+    }
+}

@@ -127,7 +127,7 @@ fn output_row(ctx: &mut OpCtx, eq: &Equation, all_dims: &[Vec<DimTerm>]) -> Resu
                     axis += 1;
                 }
                 Label::Ellipsis => {
-                    ellipses.push((format!("input {i}"), dims[axis..axis + ellipsis_rank].to_vec()));
+                    ellipses.push((format!("input {i}"), RowTerm::closed(dims[axis..axis + ellipsis_rank].to_vec())));
                     axis += ellipsis_rank;
                 }
             }
@@ -181,4 +181,30 @@ fn letter_size(ctx: &mut OpCtx, c: char, occ: &[(usize, DimTerm)]) -> DimTerm {
         ctx.constrain(Constraint::DimLe(d.clone(), size.clone(), cause));
     }
     size
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{implicit_output, parse_equation, Label};
+
+    fn letters(s: &str) -> Vec<Label> {
+        s.chars().map(|c| if c == '.' { Label::Ellipsis } else { Label::Letter(c) }).collect()
+    }
+
+    #[test]
+    fn equations_parse_with_ellipses_and_spaces() {
+        let eq = parse_equation(" ...ij, ...jk -> ...ik").unwrap();
+        assert_eq!(eq.inputs, vec![letters(".ij"), letters(".jk")]);
+        assert_eq!(eq.output, Some(letters(".ik")));
+        assert!(parse_equation("i..j->ij").is_err());
+        assert!(parse_equation("......i").is_err());
+    }
+
+    #[test]
+    fn implicit_output_is_ellipsis_then_letters_used_once_sorted() {
+        assert_eq!(implicit_output(&parse_equation("ij,jk").unwrap().inputs), letters("ik"));
+        assert_eq!(implicit_output(&parse_equation("ba").unwrap().inputs), letters("ab"));
+        assert_eq!(implicit_output(&parse_equation("...ij,...jk").unwrap().inputs), letters(".ik"));
+        assert_eq!(implicit_output(&parse_equation("i,i").unwrap().inputs), Vec::new());
+    }
 }

@@ -9,22 +9,38 @@ use crate::ops::Defer;
 use diamond_ir::term::{DimTerm, RowTerm};
 use diamond_ir::ElemType;
 
+/// Input `i` split for a matrix product: its batch prefix, the second-last
+/// axis (`None` for a vector) and the last axis. Works on an open row whose
+/// trailing flank holds the two matrix axes; defers while the rank is
+/// unknown and could be 1. `None` (reported) for a scalar.
+fn matrix_parts(ctx: &mut OpCtx, i: usize) -> Result<Option<(RowTerm, Option<DimTerm>, DimTerm)>, Defer> {
+    let row = ctx.row(i).ok_or(Defer)?;
+    if row.var.is_some() {
+        let [prefix @ .., m, k] = row.trailing.as_slice() else { return Err(Defer) };
+        let batch = RowTerm { leading: row.leading.clone(), var: row.var, trailing: prefix.to_vec() };
+        return Ok(Some((batch, Some(m.clone()), k.clone())));
+    }
+    let dims: Vec<DimTerm> = row.leading.into_iter().chain(row.trailing).collect();
+    Ok(match dims.as_slice() {
+        [k] => Some((RowTerm::closed(Vec::new()), None, k.clone())),
+        [batch @ .., m, k] => Some((RowTerm::closed(batch.to_vec()), Some(m.clone()), k.clone())),
+        [] => None,
+    })
+}
+
 /// The output row of `matmul(input a, input b)`, with the contraction axes
 /// equated and the batch prefixes broadcast; `None` (reported) for a scalar operand.
 fn matmul_row(ctx: &mut OpCtx, a: usize, b: usize) -> Result<Option<RowTerm>, Defer> {
-    let da = ctx.need_dims(a)?;
-    let db = ctx.need_dims(b)?;
-    let (batch_a, m, ka) = match da.as_slice() {
-        [k] => (Vec::new(), None, k.clone()),
-        [batch @ .., m, k] => (batch.to_vec(), Some(m.clone()), k.clone()),
-        [] => return Ok(scalar_operand(ctx, a)),
+    let pa = matrix_parts(ctx, a)?;
+    let pb = matrix_parts(ctx, b)?;
+    let Some((batch_a, m, ka)) = pa else { return Ok(scalar_operand(ctx, a)) };
+    let Some((batch_b, kb_or_n, last)) = pb else { return Ok(scalar_operand(ctx, b)) };
+    // For `b` the second-last axis is the contraction one; a vector `b` contracts its only axis.
+    let (kb, n) = match kb_or_n {
+        Some(k) => (k, Some(last)),
+        None => (last, None),
     };
-    let (batch_b, kb, n) = match db.as_slice() {
-        [k] => (Vec::new(), k.clone(), None),
-        [batch @ .., k, n] => (batch.to_vec(), k.clone(), Some(n.clone())),
-        [] => return Ok(scalar_operand(ctx, b)),
-    };
-    ctx.eq_dims(ka, kb, &format!("input {b}"), "the contraction axis must match input {a}'s last axis");
+    ctx.eq_dims(ka, kb, &format!("input {b}"), format!("the contraction axis must match input {a}'s last axis"));
     let prefixes = vec![(format!("input {a}"), batch_a), (format!("input {b}"), batch_b)];
     let batch = broadcast_prefixes(ctx, prefixes, "batch axes broadcast to the output's");
     Ok(Some(row_then(batch, m.into_iter().chain(n).collect())))
@@ -52,8 +68,8 @@ fn product(ctx: &mut OpCtx, a: usize, b: usize, t: Option<ElemType>) -> Result<(
 
 /// `MatMul`: both operands of one type.
 pub(super) fn matmul(ctx: &mut OpCtx) -> Result<(), Defer> {
-    ctx.need_dims(0)?;
-    ctx.need_dims(1)?;
+    matrix_parts(ctx, 0)?;
+    matrix_parts(ctx, 1)?;
     let t = ctx.same_dtype(&[0, 1]);
     product(ctx, 0, 1, t)
 }

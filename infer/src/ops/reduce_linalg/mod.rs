@@ -64,18 +64,19 @@ pub(super) fn set_tensor(ctx: &mut OpCtx, j: usize, dims: Vec<DimTerm>, t: Optio
     }
 }
 
-/// The NumPy broadcast of several batch prefixes (closed, known rank): the
-/// prefix itself when at most one is non-empty, otherwise a fresh row every
-/// prefix broadcasts to (`RowLe`), each constraint naming its operand.
-pub(super) fn broadcast_prefixes(ctx: &mut OpCtx, prefixes: Vec<(String, Vec<DimTerm>)>, why: &'static str) -> RowTerm {
-    let non_empty: Vec<(String, Vec<DimTerm>)> = prefixes.into_iter().filter(|(_, p)| !p.is_empty()).collect();
+/// The NumPy broadcast of several batch prefixes: the prefix itself when at
+/// most one is not known empty, otherwise a fresh row every prefix
+/// broadcasts to (`RowLe`), each constraint naming its operand.
+pub(super) fn broadcast_prefixes(ctx: &mut OpCtx, prefixes: Vec<(String, RowTerm)>, why: &'static str) -> RowTerm {
+    let is_empty = |r: &RowTerm| r.var.is_none() && r.flank_len() == 0;
+    let non_empty: Vec<(String, RowTerm)> = prefixes.into_iter().filter(|(_, p)| !is_empty(p)).collect();
     if non_empty.len() <= 1 {
-        return RowTerm::closed(non_empty.into_iter().next().map(|(_, p)| p).unwrap_or_default());
+        return non_empty.into_iter().next().map(|(_, p)| p).unwrap_or_else(|| RowTerm::closed(Vec::new()));
     }
     let joined = ctx.fresh_row();
     for (operand, prefix) in non_empty {
         let cause = ctx.cause(&operand, why);
-        ctx.constrain(Constraint::RowLe(RowTerm::closed(prefix), joined.clone(), cause));
+        ctx.constrain(Constraint::RowLe(prefix, joined.clone(), cause));
     }
     joined
 }
