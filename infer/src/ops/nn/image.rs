@@ -1,12 +1,14 @@
 //! Sampling and image operators: `GridSample`, `AffineGrid`, `Col2Im`,
 //! `ImageDecoder` and `NonMaxSuppression` (whose row count depends on the
-//! data, so stays unknown).
+//! data: computed when every input is known).
 
 use super::{check_min_rank, divided_dim, dtype_from, settle};
+use crate::graph::facts::{ConstValue, Elem};
 use crate::graph::OpCtx;
 use crate::ops::{Defer, OpTable, ONNX};
 use diamond_ir::term::DimTerm;
 use diamond_ir::ElemType;
+use std::cmp::Ordering;
 
 pub(super) fn register(t: &mut OpTable) {
     t.add(ONNX, "GridSample", 16, grid_sample);
@@ -160,16 +162,123 @@ fn image_decoder(ctx: &mut OpCtx) -> Result<(), Defer> {
     Ok(())
 }
 
-/// `NonMaxSuppression`: `[num_selected, 3]` int64; the count depends on the data.
+/// `NonMaxSuppression`: `[num_selected, 3]` int64. The count depends on the
+/// data: it is computed (and the selected indices with it) when every input
+/// is known, following the reference in `f32`; otherwise it is unknown.
 fn non_max_suppression(ctx: &mut OpCtx) -> Result<(), Defer> {
-    ctx.set_dtype(0, ElemType::Int64);
-    if let Some(t) = ctx.same_dtype(&[0, 1]) {
-        if !matches!(t, ElemType::Float | ElemType::Float16 | ElemType::Double | ElemType::Bfloat16) {
-            ctx.dtype_mismatch(format!("boxes and scores are {t}; they must be floating point"));
+    ctx.same_dtype(&[0, 1]);
+    match selected_boxes(ctx) {
+        Some(selected) if selected.len() <= MAX_SELECTED => {
+            let elems = selected.iter().flatten().map(|&v| Elem::Int(v)).collect();
+            ctx.set_value(0, ConstValue::ints(ElemType::Int64, vec![selected.len(), 3], elems));
+        }
+        _ => {
+            ctx.set_dtype(0, ElemType::Int64);
+            let n = ctx.unknown_dim();
+            let three = ctx.known(3);
+            ctx.set_dims(0, vec![n, three]);
         }
     }
-    let n = ctx.unknown_dim();
-    let three = ctx.known(3);
-    ctx.set_dims(0, vec![n, three]);
     Ok(())
+}
+
+/// The most selected boxes whose indices are kept as a value.
+const MAX_SELECTED: usize = 1 << 18;
+
+/// The most box comparisons spent evaluating a `NonMaxSuppression`.
+const MAX_NMS_WORK: u64 = 1 << 24;
+
+/// The first element of optional input `i` as `f32`, if given and non-empty.
+fn first_float(ctx: &mut OpCtx, i: usize) -> Option<Option<f32>> {
+    if !ctx.has_input(i) {
+        return Some(None);
+    }
+    Some(ctx.floats(i)?.first().map(|&v| v as f32))
+}
+
+/// The `[batch, class, box]` triples `NonMaxSuppression` selects, when every input is known.
+fn selected_boxes(ctx: &mut OpCtx) -> Option<Vec<[i64; 3]>> {
+    let max_out = if ctx.has_input(2) { ctx.ints(2)?.first().copied().unwrap_or(0).max(0) } else { 0 };
+    if max_out == 0 {
+        return Some(Vec::new());
+    }
+    let (bd, sd) = (ctx.dims(0)?, ctx.dims(1)?);
+    let sizes = |ctx: &mut OpCtx, d: &[DimTerm]| d.iter().map(|x| ctx.size_of(x)).collect::<Option<Vec<u64>>>();
+    let (bs, ss) = (sizes(ctx, &bd)?, sizes(ctx, &sd)?);
+    let (&[batches, boxes, 4], &[sb, classes, sboxes]) = (bs.as_slice(), ss.as_slice()) else { return None };
+    if sb != batches || sboxes != boxes {
+        return None;
+    }
+    let keep = (max_out as u64).min(boxes);
+    let work = batches.checked_mul(classes)?.checked_mul(boxes)?.checked_mul(keep.max(1))?;
+    if work > MAX_NMS_WORK {
+        return None;
+    }
+    let coords: Vec<f32> = ctx.floats(0)?.iter().map(|&v| v as f32).collect();
+    let scores: Vec<f32> = ctx.floats(1)?.iter().map(|&v| v as f32).collect();
+    if scores.iter().chain(&coords).any(|s| s.is_nan()) {
+        return None;
+    }
+    let iou = first_float(ctx, 3)?.unwrap_or(0.0);
+    let score_min = first_float(ctx, 4)?;
+    let center = ctx.attr_int("center_point_box").unwrap_or(0) != 0;
+    let (boxes, classes) = (boxes as usize, classes as usize);
+    let mut selected = Vec::new();
+    for b in 0..batches as usize {
+        let batch_boxes = coords.get(b * boxes * 4..(b + 1) * boxes * 4)?;
+        for c in 0..classes {
+            let class_scores = scores.get((b * classes + c) * boxes..(b * classes + c + 1) * boxes)?;
+            let mut candidates: Vec<(f32, usize)> = (0..boxes)
+                .filter(|&i| score_min.is_none_or(|m| class_scores[i] > m))
+                .map(|i| (class_scores[i], i))
+                .collect();
+            // Highest score first; among equal scores the lower index first.
+            candidates.sort_by(|x, y| y.0.partial_cmp(&x.0).unwrap_or(Ordering::Equal).then(x.1.cmp(&y.1)));
+            let mut kept: Vec<usize> = Vec::new();
+            for (_, i) in candidates {
+                if kept.len() as i64 >= max_out {
+                    break;
+                }
+                if kept
+                    .iter()
+                    .all(|&k| !suppresses(&batch_boxes[i * 4..i * 4 + 4], &batch_boxes[k * 4..k * 4 + 4], center, iou))
+                {
+                    kept.push(i);
+                    selected.push([b as i64, c as i64, i as i64]);
+                }
+            }
+        }
+    }
+    Some(selected)
+}
+
+/// A box's `(x_min, x_max, y_min, y_max)`: corners `[y1, x1, y2, x2]`, or `[x, y, w, h]` centred.
+fn extent(b: &[f32], center: bool) -> (f32, f32, f32, f32) {
+    if center {
+        let (w, h) = (b[2] / 2.0, b[3] / 2.0);
+        (b[0] - w, b[0] + w, b[1] - h, b[1] + h)
+    } else {
+        (b[1].min(b[3]), b[1].max(b[3]), b[0].min(b[2]), b[0].max(b[2]))
+    }
+}
+
+/// Whether box `a` overlaps box `b` by more than `threshold` (intersection over union).
+fn suppresses(a: &[f32], b: &[f32], center: bool, threshold: f32) -> bool {
+    let (ax0, ax1, ay0, ay1) = extent(a, center);
+    let (bx0, bx1, by0, by1) = extent(b, center);
+    let (ix0, ix1) = (ax0.max(bx0), ax1.min(bx1));
+    if ix1 <= ix0 {
+        return false;
+    }
+    let (iy0, iy1) = (ay0.max(by0), ay1.min(by1));
+    if iy1 <= iy0 {
+        return false;
+    }
+    let inter = (ix1 - ix0) * (iy1 - iy0);
+    let (area_a, area_b) = ((ax1 - ax0) * (ay1 - ay0), (bx1 - bx0) * (by1 - by0));
+    let union = area_a + area_b - inter;
+    if inter <= 0.0 || area_a <= 0.0 || area_b <= 0.0 || union <= 0.0 {
+        return false;
+    }
+    inter / union > threshold
 }
