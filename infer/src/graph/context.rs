@@ -304,7 +304,6 @@ impl<'l, 'm> OpCtx<'l, 'm> {
     /// Output `j` has element type `t`.
     pub fn set_dtype(&mut self, j: usize, t: ElemType) {
         let Some(key) = self.outputs.get(j).copied().flatten() else { return };
-        self.touched[j] = true;
         if let Some(f) = self.low.facts.get_mut(&key) {
             f.dtype = Some(t);
         }
@@ -313,7 +312,6 @@ impl<'l, 'm> OpCtx<'l, 'm> {
     /// Output `j` is of kind `k` (a sequence, an optional, ...).
     pub fn set_kind(&mut self, j: usize, k: ValueKind) {
         let Some(key) = self.outputs.get(j).copied().flatten() else { return };
-        self.touched[j] = true;
         if let Some(f) = self.low.facts.get_mut(&key) {
             f.kind = k;
         }
@@ -322,7 +320,6 @@ impl<'l, 'm> OpCtx<'l, 'm> {
     /// Output `j` holds the sequence items `items` (length known).
     pub fn set_items(&mut self, j: usize, items: Vec<Facts>) {
         let Some(key) = self.outputs.get(j).copied().flatten() else { return };
-        self.touched[j] = true;
         if let Some(f) = self.low.facts.get_mut(&key) {
             f.items = Some(items);
         }
@@ -331,7 +328,6 @@ impl<'l, 'm> OpCtx<'l, 'm> {
     /// Output `j` of an optional kind is known present or absent.
     pub fn set_present(&mut self, j: usize, present: bool) {
         let Some(key) = self.outputs.get(j).copied().flatten() else { return };
-        self.touched[j] = true;
         if let Some(f) = self.low.facts.get_mut(&key) {
             f.present = Some(present);
         }

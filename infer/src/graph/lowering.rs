@@ -419,6 +419,7 @@ impl<'m> Lowering<'m> {
             return;
         }
         let declared = self.declared_type(inst, out);
+        let from_declaration = declared.is_some();
         let replacement = match declared {
             Some(ty) => {
                 let prefix = &self.instances[inst as usize].prefix;
@@ -430,7 +431,9 @@ impl<'m> Lowering<'m> {
         let cause = self.solver.cause(Origin::Solver("lowering"), "an output nothing determines");
         let Some(f) = self.facts.get_mut(&(inst, out)) else { return };
         let row = f.row.clone();
-        f.kind = replacement.kind;
+        if from_declaration {
+            f.kind = replacement.kind;
+        }
         if f.dtype.is_none() {
             f.dtype = replacement.dtype;
         }

@@ -1,6 +1,6 @@
-//! Sampling and image operators: `GridSample`, `AffineGrid`, `Col2Im`,
-//! `ImageDecoder` and `NonMaxSuppression` (whose row count depends on the
-//! data: computed when every input is known).
+//! Sampling and image operators: `GridSample`, `AffineGrid`, `Col2Im` and
+//! `NonMaxSuppression` (whose row count depends on the data: computed when
+//! every input is known). `ImageDecoder` lives in `ops/misc/image.rs`.
 
 use super::{check_min_rank, divided_dim, dtype_from, settle};
 use crate::graph::facts::{ConstValue, Elem};
@@ -14,7 +14,6 @@ pub(super) fn register(t: &mut OpTable) {
     t.add(ONNX, "GridSample", 16, grid_sample);
     t.add(ONNX, "AffineGrid", 20, affine_grid);
     t.add(ONNX, "Col2Im", 18, col2im);
-    t.add(ONNX, "ImageDecoder", 20, image_decoder);
     t.add(ONNX, "NonMaxSuppression", 10, non_max_suppression);
 }
 
@@ -142,24 +141,6 @@ fn col2im_shape(ctx: &mut OpCtx, x: &[DimTerm]) -> Option<()> {
     }
     ctx.set_dims(0, dims);
     Some(())
-}
-
-/// `ImageDecoder`: `[H, W, C]` uint8, C from `pixel_format`; the image's
-/// size is in the encoded data.
-fn image_decoder(ctx: &mut OpCtx) -> Result<(), Defer> {
-    ctx.set_dtype(0, ElemType::Uint8);
-    let channels = match ctx.attr_str("pixel_format").as_deref() {
-        None | Some("RGB") | Some("BGR") => 3,
-        Some("Grayscale") => 1,
-        Some(other) => {
-            ctx.invalid(format!("attribute pixel_format is '{other}'; expected RGB, BGR or Grayscale"));
-            return settle(ctx, false);
-        }
-    };
-    let (h, w) = (ctx.unknown_dim(), ctx.unknown_dim());
-    let c = ctx.known(channels);
-    ctx.set_dims(0, vec![h, w, c]);
-    Ok(())
 }
 
 /// `NonMaxSuppression`: `[num_selected, 3]` int64. The count depends on the
