@@ -122,8 +122,8 @@ fn reduced_row(ctx: &mut OpCtx, axis: i64) -> Result<Option<RowTerm>, Defer> {
         return Err(Defer);
     }
     let k = axis.unsigned_abs() as usize;
-    let rest = ctx.fresh_row();
-    let tail: Vec<_> = (0..k).map(|_| ctx.fresh_dim()).collect();
+    let rest = ctx.unknown_row();
+    let tail: Vec<_> = (0..k).map(|_| ctx.unknown_dim()).collect();
     let pattern = RowTerm { leading: Vec::new(), var: rest.var, trailing: tail };
     if let Some(x) = ctx.in_row(0) {
         ctx.eq_rows(x, pattern, "input 0", "has at least -axis axes");

@@ -14,9 +14,12 @@ pub(super) fn register(t: &mut OpTable) {
     t.add(ONNX, "DynamicQuantizeLinear", 11, dynamic_quantize);
 }
 
-/// The `output_dtype` attribute (0 or absent: not given). `Err(())` after
-/// reporting a negative or oversized code.
-fn output_dtype(ctx: &mut OpCtx) -> Result<Option<ElemType>, ()> {
+/// The `output_dtype` attribute (0 or absent: not given), which exists from
+/// opset `since` on. `Err(())` after reporting a negative or oversized code.
+fn output_dtype(ctx: &mut OpCtx, since: i64) -> Result<Option<ElemType>, ()> {
+    if ctx.version() < since {
+        return Ok(None);
+    }
     let code = ctx.attr_int("output_dtype").unwrap_or(0);
     match i32::try_from(code) {
         Ok(0) => Ok(None),
@@ -29,9 +32,10 @@ fn output_dtype(ctx: &mut OpCtx) -> Result<Option<ElemType>, ()> {
 }
 
 /// Checks the quantization parameters (input 1, the scale) against the
-/// input: per-axis scales (rank 1, more than one element) have input's
+/// input: per-axis scales (rank 1, a known size above 1) have the input's
 /// `axis` size; blocked ones (`block_size > 0`) have the input's rank.
-/// Returns false after reporting an invalid attribute.
+/// A rank-1 input is quantized per tensor whatever `axis` says. Returns
+/// false after reporting an invalid attribute.
 fn params_ok(ctx: &mut OpCtx) -> bool {
     let block = ctx.attr_int("block_size").unwrap_or(0);
     if block < 0 {
@@ -39,7 +43,7 @@ fn params_ok(ctx: &mut OpCtx) -> bool {
         return false;
     }
     let (Some(x), Some(scale)) = (ctx.dims(0), ctx.dims(1)) else { return true };
-    if scale.is_empty() {
+    if scale.is_empty() || x.len() < 2 {
         return true;
     }
     let axis = ctx.attr_int("axis").unwrap_or(1);
@@ -54,7 +58,7 @@ fn params_ok(ctx: &mut OpCtx) -> bool {
         }
         return ctx.axis(axis, x.len(), "axis").is_some();
     }
-    let per_axis = scale.len() == 1 && ctx.size_of(&scale[0]).is_none_or(|n| n > 1);
+    let per_axis = scale.len() == 1 && ctx.size_of(&scale[0]).is_some_and(|n| n > 1);
     if !per_axis {
         return true;
     }
@@ -63,10 +67,10 @@ fn params_ok(ctx: &mut OpCtx) -> bool {
     true
 }
 
-/// `QuantizeLinear`: the input's shape; the type of `output_dtype`, else the
-/// zero point's, else uint8.
+/// `QuantizeLinear`: the input's shape; the type of `output_dtype` (opset
+/// 21+), else the zero point's, else uint8.
 fn quantize(ctx: &mut OpCtx) -> Result<(), Defer> {
-    let Ok(attr) = output_dtype(ctx) else { return Ok(()) };
+    let Ok(attr) = output_dtype(ctx, 21) else { return Ok(()) };
     if !params_ok(ctx) {
         return Ok(());
     }
@@ -88,7 +92,7 @@ fn quantize(ctx: &mut OpCtx) -> Result<(), Defer> {
 /// `DequantizeLinear`: the input's shape; float before opset 19, then the
 /// scale's type (or `output_dtype`, from opset 23).
 fn dequantize(ctx: &mut OpCtx) -> Result<(), Defer> {
-    let Ok(attr) = output_dtype(ctx) else { return Ok(()) };
+    let Ok(attr) = output_dtype(ctx, 23) else { return Ok(()) };
     if !params_ok(ctx) {
         return Ok(());
     }

@@ -58,9 +58,9 @@ fn multinomial(ctx: &mut OpCtx) -> Result<(), Defer> {
         ctx.invalid(format!("attribute sample_size must not be negative, got {samples}"));
         return Ok(());
     };
-    let batch = ctx.fresh_dim();
+    let batch = ctx.unknown_dim();
     if let Some(x) = ctx.in_row(0) {
-        let classes = ctx.fresh_dim();
+        let classes = ctx.unknown_dim();
         ctx.eq_rows(x, RowTerm::closed(vec![batch.clone(), classes]), "input 0", "is [batch, class_size]");
     }
     let s = ctx.known(samples);
