@@ -285,6 +285,10 @@ fn logic(ctx: &mut OpCtx) -> Result<(), Defer> {
 /// opset 8; before, all inputs have one shape); one type.
 fn variadic(ctx: &mut OpCtx) -> Result<(), Defer> {
     let inputs: Vec<usize> = (0..ctx.input_count()).filter(|&i| ctx.has_input(i)).collect();
+    if inputs.is_empty() {
+        ctx.invalid(format!("{} needs at least one input", ctx.op()));
+        return Ok(());
+    }
     if ctx.version() >= 8 {
         ctx.broadcast(&inputs, 0);
     } else if let Some((&first, rest)) = inputs.split_first() {
