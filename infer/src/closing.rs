@@ -56,8 +56,20 @@ impl Solver {
     fn opaque_roots(&mut self) -> (std::collections::HashSet<u32>, std::collections::HashSet<u32>) {
         let mut dims: std::collections::HashSet<u32> =
             self.opaque_dims.clone().into_iter().map(|v| self.store.find_dim(v).0).collect();
-        let mut rows: std::collections::HashSet<u32> =
-            self.opaque_rows.clone().into_iter().map(|v| self.store.find_row(v).0).collect();
+        let mut rows: std::collections::HashSet<u32> = std::collections::HashSet::new();
+        // An opaque row a rule matched against a pattern (`[d0, d1, ..r]`) is
+        // solved, but the pattern's variables still stand for the unknown.
+        for v in self.opaque_rows.clone() {
+            let value = self.store.row(&RowTerm { leading: Vec::new(), var: Some(v), trailing: Vec::new() });
+            if let Some(r) = value.var {
+                rows.insert(r.0);
+            }
+            for d in value.leading.iter().chain(&value.trailing) {
+                if let DimTerm::Var(d) = d {
+                    dims.insert(d.0);
+                }
+            }
+        }
         if dims.is_empty() && rows.is_empty() {
             return (dims, rows);
         }
