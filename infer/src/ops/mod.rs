@@ -35,6 +35,8 @@ pub const ONNX: &str = "";
 pub const ML: &str = "ai.onnx.ml";
 /// The training-operator preview domain.
 pub const TRAINING: &str = "ai.onnx.preview.training";
+/// The preview domain of operators on their way into the standard.
+pub const PREVIEW: &str = "ai.onnx.preview";
 
 /// The table from (domain, operator) to the rules of its versions.
 #[derive(Default)]

@@ -79,6 +79,7 @@ pub(crate) fn register(t: &mut OpTable) {
     t.add_all(ONNX, &["Sum", "Mean", "Max", "Min"], 1, variadic);
     t.add(ONNX, "Where", 9, where_select);
     t.add(ONNX, "Cast", 1, cast);
+    t.add(ONNX, "BitCast", 26, bit_cast);
     t.add(ONNX, "CastLike", 15, cast_like);
     t.add(ONNX, "Clip", 1, clip);
     t.add(ONNX, "PRelu", 1, prelu);
@@ -357,6 +358,23 @@ fn cast_like(ctx: &mut OpCtx) -> Result<(), Defer> {
     let t = ctx.dtype(1);
     set_dtype_opt(ctx, 0, t);
     super::fold::fold_into(ctx);
+    Ok(())
+}
+
+/// `BitCast` (opset 26): same shape, the type `to` names, which must have
+/// the input type's bit width.
+fn bit_cast(ctx: &mut OpCtx) -> Result<(), Defer> {
+    let Some(t) = cast_target(ctx) else { return Ok(()) };
+    if let Some(from) = ctx.dtype(0) {
+        let (a, b) = (from.bit_width(), t.bit_width());
+        if a.is_none() || b.is_none() || a != b {
+            let bits = |w: Option<u32>| w.map_or("no fixed".to_string(), |w| w.to_string());
+            ctx.invalid(format!("attribute to is {t} ({} bits) but the input is {from} ({} bits)", bits(b), bits(a)));
+            return Ok(());
+        }
+    }
+    same_shape(ctx, 0, 0);
+    ctx.set_dtype(0, t);
     Ok(())
 }
 

@@ -13,6 +13,7 @@ use diamond_ir::ElemType;
 
 mod attention;
 mod conv;
+mod flex;
 mod image;
 mod pool;
 mod resize;
@@ -26,6 +27,7 @@ pub(crate) fn register(t: &mut OpTable) {
     image::register(t);
     rnn::register(t);
     attention::register(t);
+    flex::register(t);
     signal::register(t);
 }
 
