@@ -151,12 +151,18 @@ fn tile(ctx: &mut OpCtx) -> Result<(), Defer> {
 }
 
 /// The pads of a `Pad`: the `paddings` (opset 1) or `pads` attribute, input 1 from opset 11.
-fn pads_operand(ctx: &mut OpCtx) -> Option<Vec<i64>> {
+fn pads_operand(ctx: &mut OpCtx) -> Option<Vec<Elem>> {
+    let ints = |v: Vec<i64>| v.into_iter().map(Elem::Int).collect();
     match ctx.version() {
-        v if v < 2 => ctx.attr_ints("paddings"),
-        v if v < 11 => ctx.attr_ints("pads"),
-        _ => ctx.ints(1),
+        v if v < 2 => ctx.attr_ints("paddings").map(ints),
+        v if v < 11 => ctx.attr_ints("pads").map(ints),
+        _ => ctx.elems(1),
     }
+}
+
+/// The growth `begin + end` of a padded axis, as a size expression.
+fn pad_growth(begin: &Elem, end: &Elem) -> Option<SizeExpr> {
+    begin.as_expr()?.add(&end.as_expr()?)
 }
 
 /// The size `d + grow` (grow may be negative).
@@ -207,21 +213,28 @@ fn pad(ctx: &mut OpCtx) -> Result<(), Defer> {
     }
     let mut out = dims.clone();
     for (k, &a) in axes.iter().enumerate() {
-        let grow = pads[k].saturating_add(pads[k + n]);
-        if let Some(size) = ctx.size_of(&dims[a]) {
-            let total = size as i64 + grow;
-            if total < 0 {
-                ctx.invalid(format!(
-                    "pads {} and {} remove more than the {size} elements of axis {a}",
-                    pads[k],
-                    pads[k + n]
-                ));
-                return unknown_outputs(ctx);
+        let growth = pad_growth(&pads[k], &pads[k + n]);
+        out[a] = match (growth.as_ref().and_then(SizeExpr::as_constant), ctx.size_of(&dims[a])) {
+            (Some(grow), Some(size)) => {
+                let Some(total) = (size as i64).checked_add(grow).filter(|&t| t >= 0) else {
+                    ctx.invalid(format!(
+                        "pads {:?} and {:?} remove more than the {size} elements of axis {a}",
+                        pads[k],
+                        pads[k + n]
+                    ));
+                    return unknown_outputs(ctx);
+                };
+                ctx.known(total as u64)
             }
-            out[a] = ctx.known(total as u64);
-        } else {
-            out[a] = grown(ctx, &dims[a], grow, "input 1");
-        }
+            (Some(grow), None) => grown(ctx, &dims[a], grow, "input 1"),
+            (None, _) => match (growth, expr_of(ctx, &dims[a])) {
+                (Some(g), Some(x)) => match x.add(&g) {
+                    Some(e) => dim_of_expr(ctx, e),
+                    None => ctx.unknown_dim(),
+                },
+                _ => ctx.unknown_dim(),
+            },
+        };
     }
     ctx.set_dims(0, out);
     Ok(())

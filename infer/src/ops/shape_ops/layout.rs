@@ -9,7 +9,7 @@ use super::{
 use crate::constraint::Constraint;
 use crate::graph::{ConstValue, Elem, OpCtx};
 use crate::ops::{Defer, OpTable, ONNX};
-use diamond_ir::term::{DimTerm, RowTerm, SizeExpr};
+use diamond_ir::term::{DimTerm, DimVar, RowTerm, SizeExpr};
 use diamond_ir::ElemType;
 
 pub(super) fn register(t: &mut OpTable) {
@@ -176,14 +176,35 @@ enum Inferred {
     Later,
 }
 
-/// The `-1` dim of a reshape at `at`: the input's element count divided by the other target dims'.
+/// The size of `d` as an expression in which a dimension not known yet is a
+/// placeholder symbol, so that it cancels out of a division.
+fn expr_or_placeholder(ctx: &mut OpCtx, d: &DimTerm) -> Option<SizeExpr> {
+    match ctx.resolve(d) {
+        DimTerm::Var(v) => Some(placeholder(v)),
+        other => expr_of(ctx, &other),
+    }
+}
+
+/// The placeholder symbol standing for the unknown size of `v`.
+fn placeholder(v: DimVar) -> SizeExpr {
+    SizeExpr::symbol(&format!("{PLACEHOLDER}{}", v.0))
+}
+
+/// Marks placeholder symbols (no symbol a model states starts with it).
+const PLACEHOLDER: char = '\u{1}';
+
+/// The `-1` dim of a reshape at `at`: the input's element count divided by
+/// the other target dims'. Sizes not known yet cancel when they appear on
+/// both sides (`[n, 3, 4]` to `[n, -1]` gives 12, to `[-1, 12]` gives `n`).
 fn inferred_dim(ctx: &mut OpCtx, input: &[DimTerm], dims: &[DimTerm], at: usize) -> Inferred {
     let others: Vec<DimTerm> = dims.iter().enumerate().filter(|(i, _)| *i != at).map(|(_, d)| d.clone()).collect();
-    let total: Option<Vec<SizeExpr>> = input.iter().map(|d| expr_of(ctx, d)).collect();
-    let rest: Option<Vec<SizeExpr>> = others.iter().map(|d| expr_of(ctx, d)).collect();
+    let total: Option<Vec<SizeExpr>> = input.iter().map(|d| expr_or_placeholder(ctx, d)).collect();
+    let rest: Option<Vec<SizeExpr>> = others.iter().map(|d| expr_or_placeholder(ctx, d)).collect();
     let (Some(total), Some(rest)) = (total, rest) else { return Inferred::Later };
     let product = |v: &[SizeExpr]| v.iter().try_fold(SizeExpr::constant(1), |acc, e| acc.mul(e));
     let (Some(total), Some(rest)) = (product(&total), product(&rest)) else { return Inferred::Unsolvable };
+    let has_placeholder = |e: &SizeExpr| e.to_string().contains(PLACEHOLDER);
+    let pending = has_placeholder(&total) || has_placeholder(&rest);
     match (total.as_constant(), rest.as_constant()) {
         (Some(t), Some(0)) => {
             if t == 0 {
@@ -196,7 +217,15 @@ fn inferred_dim(ctx: &mut OpCtx, input: &[DimTerm], dims: &[DimTerm], at: usize)
             Inferred::Invalid(format!("cannot reshape {t} elements into a shape whose other dims hold {r}"))
         }
         _ => match total.div_exact(&rest) {
-            Some(q) => Inferred::Dim(dim_of_expr(ctx, q)),
+            Some(q) if !has_placeholder(&q) => Inferred::Dim(dim_of_expr(ctx, q)),
+            Some(q) => {
+                let var = input.iter().chain(&others).find_map(|d| match ctx.resolve(d) {
+                    DimTerm::Var(v) if placeholder(v) == q => Some(v),
+                    _ => None,
+                });
+                var.map_or(Inferred::Later, |v| Inferred::Dim(DimTerm::Var(v)))
+            }
+            None if pending => Inferred::Later,
             None => Inferred::Unsolvable,
         },
     }

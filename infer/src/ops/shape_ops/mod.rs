@@ -207,8 +207,15 @@ mod debug_tests {
     #[test]
     fn dump_case() {
         let Ok(case) = std::env::var("DUMP_CASE") else { return };
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/onnx-node").join(&case);
-        let mut model = diamond_importers::onnx::load_model(&root.join("model.onnx")).unwrap();
+        let path = if case.ends_with(".onnx") {
+            std::path::PathBuf::from(&case)
+        } else {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../fixtures/onnx-node")
+                .join(&case)
+                .join("model.onnx")
+        };
+        let mut model = diamond_importers::onnx::load_model(&path).unwrap();
         let ids: Vec<_> = model.graphs.iter().map(|(id, _)| id).collect();
         for g in ids {
             model.graphs[g].value_info.clear();

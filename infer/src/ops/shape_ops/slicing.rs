@@ -199,16 +199,19 @@ fn split(ctx: &mut OpCtx) -> Result<(), Defer> {
         }
     };
     let value = ctx.value(0);
-    let mut offset = 0usize;
+    let mut offset = Some(0usize);
     for (j, part) in parts.into_iter().enumerate() {
         let mut out = dims.clone();
         out[a] = part.clone();
         ctx.set_dims(j, out);
-        let (Some(v), Some(len)) = (value.as_ref(), ctx.size_of(&part)) else { continue };
-        let len = len as usize;
+        let len = ctx.size_of(&part).map(|n| n as usize);
+        let (Some(v), Some(start), Some(len)) = (value.as_ref(), offset, len) else {
+            offset = None;
+            continue;
+        };
+        offset = Some(start + len);
         let mut picks: Vec<Vec<usize>> = v.shape.iter().map(|&n| (0..n).collect()).collect();
-        picks[a] = (offset..offset + len).collect();
-        offset += len;
+        picks[a] = (start..start + len).collect();
         if let Some(p) = select(v, &picks) {
             set_small_value(ctx, j, p);
         }
@@ -307,6 +310,7 @@ fn symbolic_slice(ctx: &mut OpCtx, d: &DimTerm, start: &Elem, end: &Elem, step: 
         },
         (Elem::Int(0), end) => {
             let end_dim = match end {
+                Elem::Int(0) => return ctx.known(0),
                 Elem::Int(e) if *e >= 0 => ctx.known(*e as u64),
                 Elem::Expr(_) | Elem::Var(_) => ctx.dim_of_elem(end),
                 _ => return ctx.unknown_dim(),
