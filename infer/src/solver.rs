@@ -103,6 +103,9 @@ pub struct Solver {
     /// input axis): closing never invents a value for them.
     pub(crate) opaque_dims: Vec<DimVar>,
     pub(crate) opaque_rows: Vec<RowVar>,
+    /// Whether a size 1 the arithmetic rules compute is the claim-free unit
+    /// (`_`) rather than a claimed `1` (see [`Solver::set_computed_units_claim_free`]).
+    pub(crate) computed_units_claim_free: bool,
 }
 
 /// One tensor's shapes in a solution.
@@ -149,6 +152,13 @@ impl Solver {
             self.names.rows.insert(v.0, name.to_string());
         }
         v
+    }
+
+    /// Makes a size 1 computed by the arithmetic rules (element counts, sums,
+    /// windows) the claim-free unit `_`. ONNX checking without
+    /// `--strict-units` sets this: there, no size 1 is a claim unless stated.
+    pub fn set_computed_units_claim_free(&mut self, on: bool) {
+        self.computed_units_claim_free = on;
     }
 
     /// A fresh dimension variable that closing never commits without a bound:

@@ -66,11 +66,13 @@ pub(crate) struct Lowering<'m> {
 
 impl<'m> Lowering<'m> {
     pub(crate) fn new(model: &'m Model, options: &'m CheckOptions, table: &'m OpTable) -> Lowering<'m> {
+        let mut solver = Solver::new();
+        solver.set_computed_units_claim_free(!options.strict_units);
         Lowering {
             model,
             options,
             table,
-            solver: Solver::new(),
+            solver,
             instances: Vec::new(),
             facts: HashMap::new(),
             lazy: HashMap::new(),

@@ -21,9 +21,11 @@ fn size_expr(d: &Dim) -> SizeExpr {
 }
 
 /// A size expression as a dimension with the default basis; `None` unless
-/// it is a positive constant or has a symbol.
-fn expr_dim(e: SizeExpr) -> Option<Dim> {
+/// it is a positive constant or has a symbol. A computed `1` is the
+/// claim-free unit when the solver is set so (ONNX checking: no one claimed it).
+fn expr_dim(e: SizeExpr, unit_claim_free: bool) -> Option<Dim> {
     let size = match e.as_constant() {
+        Some(1) if unit_claim_free => return Some(Dim::unit()),
         Some(n) if n >= 1 => Size::Known(n as u64),
         Some(_) => return None,
         None => Size::Symbolic(Box::new(e)),
@@ -70,7 +72,7 @@ impl Solver {
 
     /// Binds `v` so that `v * known = total`.
     fn solve_factor(&mut self, v: DimVar, total: &SizeExpr, known: &SizeExpr, cause: CauseId) {
-        match total.div_exact(known).and_then(expr_dim) {
+        match total.div_exact(known).and_then(|e| expr_dim(e, self.computed_units_claim_free)) {
             Some(dim) => {
                 let rule = format!("{} = {total} / {known}", self.dim_name(v));
                 let c = self.causes.derived(cause, rule);
@@ -111,7 +113,10 @@ impl Solver {
                     size_expr(i).add(&SizeExpr::constant(pads - 1))?.add(&s.mul(&SizeExpr::constant(-1))?)
                 });
                 let quotient = numerator.and_then(|n| if ceil { n.ceil_div(stride) } else { n.floor_div(stride) });
-                match quotient.and_then(|q| q.add(&SizeExpr::constant(1))).and_then(expr_dim) {
+                match quotient
+                    .and_then(|q| q.add(&SizeExpr::constant(1)))
+                    .and_then(|e| expr_dim(e, self.computed_units_claim_free))
+                {
                     Some(dim) => {
                         let c = self.causes.derived(cause, format!("the window gives an output size of {dim}"));
                         self.enqueue(Constraint::DimEq(out.clone(), DimTerm::Dim(dim), c));
@@ -130,7 +135,7 @@ impl Solver {
                     .add(&SizeExpr::constant(-1))
                     .and_then(|km1| dil.mul(&km1))
                     .and_then(|s| size_expr(o).add(&SizeExpr::constant(-pads))?.add(&s));
-                match value.and_then(expr_dim) {
+                match value.and_then(|e| expr_dim(e, self.computed_units_claim_free)) {
                     Some(dim) => self.bind_dim(*v, dim, cause),
                     None => self.report(
                         Code::DimMismatch,
@@ -158,7 +163,7 @@ impl Solver {
         };
         let t = self.store.dim(total);
         match (unknown.as_slice(), &t) {
-            ([], _) => match expr_dim(known_sum) {
+            ([], _) => match expr_dim(known_sum, self.computed_units_claim_free) {
                 Some(dim) => {
                     let c = self.causes.derived(cause, format!("the parts add up to {dim}"));
                     self.enqueue(Constraint::DimEq(total.clone(), DimTerm::Dim(dim), c));
@@ -173,7 +178,7 @@ impl Solver {
             ([one], DimTerm::Dim(whole)) => {
                 let rest = known_sum.mul(&SizeExpr::constant(-1)).and_then(|neg| size_expr(whole).add(&neg));
                 let DimTerm::Var(v) = resolved[*one] else { return Step::Done };
-                match rest.and_then(expr_dim) {
+                match rest.and_then(|e| expr_dim(e, self.computed_units_claim_free)) {
                     Some(dim) => {
                         let c = self.causes.derived(cause, format!("the whole {whole} minus the other parts"));
                         self.bind_dim(v, dim, c);
