@@ -72,7 +72,7 @@ fn expand(ctx: &mut OpCtx) -> Result<(), Defer> {
         ctx.broadcasts_to(0, out.clone(), "broadcasts to the output");
         let cause = ctx.cause("input 1", "the shape broadcasts to the output");
         ctx.constrain(Constraint::RowLe(RowTerm::closed(tdims), out, cause));
-        return unknown_outputs(ctx);
+        return Ok(());
     };
     let mut sizes = vec![0usize; rank];
     for (k, s) in sizes.iter_mut().enumerate() {
@@ -107,12 +107,12 @@ fn tile(ctx: &mut OpCtx) -> Result<(), Defer> {
     let dims = ctx.need_dims(0)?;
     keep_dtype(ctx);
     if ctx.version() < 6 {
-        return Ok(());
+        return unknown_outputs(ctx);
     }
     let Some(reps) = ctx.elems(1) else {
         let out = unknown_dims(ctx, dims.len());
         ctx.set_dims(0, out);
-        return unknown_outputs(ctx);
+        return Ok(());
     };
     if reps.len() != dims.len() {
         ctx.invalid(format!("repeats has {} entries for an input of rank {}", reps.len(), dims.len()));
@@ -346,7 +346,7 @@ fn constant(ctx: &mut OpCtx) -> Result<(), Defer> {
         if let Some(values) = &st.values {
             ctx.set_dtype(0, values.elem_type());
         }
-        return unknown_outputs(ctx);
+        return Ok(());
     }
     let float = |v: Vec<f64>, shape| ConstValue { dtype: ElemType::Float, shape, data: ConstData::Floats(v) };
     let string = |v: Vec<Vec<u8>>, shape| ConstValue { dtype: ElemType::String, shape, data: ConstData::Strings(v) };
@@ -453,7 +453,7 @@ fn one_hot(ctx: &mut OpCtx) -> Result<(), Defer> {
     let rank = dims.len() + 1;
     let Some(a) = ctx.axis(ctx.attr_int("axis").unwrap_or(-1), rank, "axis") else { return unknown_outputs(ctx) };
     let depth = match ctx.floats(1).and_then(|v| v.first().copied()) {
-        Some(d) if d >= 1.0 && d < 1e15 => ctx.known(d.trunc() as u64),
+        Some(d) if (1.0..1e15).contains(&d) => ctx.known(d.trunc() as u64),
         Some(d) => {
             ctx.invalid(format!("depth {d} must be at least 1"));
             return unknown_outputs(ctx);

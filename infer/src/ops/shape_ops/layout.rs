@@ -98,8 +98,8 @@ fn reshape(ctx: &mut OpCtx) -> Result<(), Defer> {
         keep_dtype(ctx);
         return Ok(());
     };
-    let copies = !allowzero && target.iter().any(|e| *e == Elem::Int(0));
-    let infers = target.iter().any(|e| *e == Elem::Int(-1));
+    let copies = !allowzero && target.contains(&Elem::Int(0));
+    let infers = target.contains(&Elem::Int(-1));
     let input = if copies || infers { Some(ctx.need_dims(0)?) } else { ctx.dims(0) };
     keep_dtype(ctx);
     if let Err(message) = check_reshape_target(&target, allowzero, input.as_ref().map(Vec::len)) {
@@ -276,7 +276,7 @@ fn squeeze(ctx: &mut OpCtx) -> Result<(), Defer> {
         Err(()) => {
             keep_dtype(ctx);
             if let Some(n) = vector_len(ctx, 1).filter(|&n| n <= dims.len()) {
-                let out = unknown_dims(ctx, dims.len() - n);
+                let out = squeeze_unknown_axes(ctx, &dims, n);
                 ctx.set_dims(0, out);
             } else {
                 ctx.set_unknown(0);
@@ -312,6 +312,17 @@ fn squeeze(ctx: &mut OpCtx) -> Result<(), Defer> {
     Ok(())
 }
 
+/// The result of squeezing `n` axes not known: exact when exactly `n`
+/// axes have size 1 (only they can be squeezed), otherwise unknown dims.
+fn squeeze_unknown_axes(ctx: &mut OpCtx, dims: &[DimTerm], n: usize) -> Vec<DimTerm> {
+    if let Some(sizes) = known_sizes(ctx, dims) {
+        if sizes.iter().filter(|&&s| s == 1).count() == n {
+            return dims.iter().zip(&sizes).filter(|(_, &s)| s != 1).map(|(d, _)| d.clone()).collect();
+        }
+    }
+    unknown_dims(ctx, dims.len() - n)
+}
+
 /// `Unsqueeze`: inserts axes of size 1 at the listed output positions.
 fn unsqueeze(ctx: &mut OpCtx) -> Result<(), Defer> {
     let dims = ctx.need_dims(0)?;
@@ -329,7 +340,7 @@ fn unsqueeze(ctx: &mut OpCtx) -> Result<(), Defer> {
             } else {
                 ctx.set_unknown(0);
             }
-            return unknown_outputs(ctx);
+            return Ok(());
         }
     };
     let rank = dims.len() + axes.len();

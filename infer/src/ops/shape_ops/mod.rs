@@ -201,34 +201,3 @@ pub(super) fn norm_axes(ctx: &mut OpCtx, axes: &[i64], rank: usize, what: &str) 
     }
     Some(out)
 }
-
-#[cfg(test)]
-mod debug_tests {
-    #[test]
-    fn dump_case() {
-        let Ok(case) = std::env::var("DUMP_CASE") else { return };
-        let path = if case.ends_with(".onnx") {
-            std::path::PathBuf::from(&case)
-        } else {
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../fixtures/onnx-node")
-                .join(&case)
-                .join("model.onnx")
-        };
-        let mut model = diamond_importers::onnx::load_model(&path).unwrap();
-        let ids: Vec<_> = model.graphs.iter().map(|(id, _)| id).collect();
-        for g in ids {
-            model.graphs[g].value_info.clear();
-            for o in &mut model.graphs[g].outputs {
-                o.ty = None;
-            }
-        }
-        let report = crate::graph::check_model(&model, &crate::graph::CheckOptions::default());
-        for v in &report.values {
-            println!("{} {:?} {}", v.name, v.dtype, v.shape_text());
-        }
-        for d in &report.diagnostics {
-            println!("{:?}", d);
-        }
-    }
-}

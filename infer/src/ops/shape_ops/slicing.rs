@@ -472,7 +472,7 @@ fn gather_elements(ctx: &mut OpCtx) -> Result<(), Defer> {
     let Some(a) = ctx.axis(ctx.attr_int("axis").unwrap_or(0), dims.len(), "axis") else { return unknown_outputs(ctx) };
     ctx.set_dims(0, idims.clone());
     let (Some(v), Some(ix), Some(ishape)) = (ctx.value(0), ctx.ints(1), known_sizes(ctx, &idims)) else {
-        return unknown_outputs(ctx);
+        return Ok(());
     };
     let st = strides(&v.shape);
     let ist = strides(&ishape);
@@ -604,19 +604,19 @@ fn nonzero(ctx: &mut OpCtx) -> Result<(), Defer> {
     let Some((v, mask)) = v.and_then(|v| nonzero_mask(&v).map(|m| (v, m))) else {
         let count = ctx.unknown_dim();
         ctx.set_dims(0, vec![rank, count]);
-        return unknown_outputs(ctx);
+        return Ok(());
     };
     let hits: Vec<usize> = mask.iter().enumerate().filter(|(_, &b)| b).map(|(i, _)| i).collect();
     let count = ctx.known(hits.len() as u64);
     ctx.set_dims(0, vec![rank, count]);
     if hits.len().saturating_mul(r.max(1)) > MAX_ELEMS {
-        return unknown_outputs(ctx);
+        return Ok(());
     }
     let st = strides(&v.shape);
     let mut elems = Vec::with_capacity(r * hits.len());
-    for a in 0..r {
+    for (&n, &s) in v.shape.iter().zip(&st) {
         for &h in &hits {
-            let coord = if v.shape[a] == 0 { 0 } else { (h / st[a]) % v.shape[a] };
+            let coord = if n == 0 || s == 0 { 0 } else { (h / s) % n };
             elems.push(Elem::Int(coord as i64));
         }
     }
@@ -649,7 +649,7 @@ fn distinct_count(v: &ConstValue, axis: Option<usize>) -> Option<usize> {
         Some(a) => {
             let st = strides(&v.shape);
             let n = *v.shape.get(a)?;
-            let others: Vec<usize> = (0..v.len()).filter(|&f| (f / st[a]) % n.max(1) == 0).collect();
+            let others: Vec<usize> = (0..v.len()).filter(|&f| (f / st[a]).is_multiple_of(n.max(1))).collect();
             for k in 0..n {
                 let slice: Option<Vec<Vec<u8>>> = others.iter().map(|&f| elem_key(&v.data, f + k * st[a])).collect();
                 seen.insert(slice?);
