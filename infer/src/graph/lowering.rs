@@ -185,9 +185,16 @@ impl<'m> Lowering<'m> {
             };
             self.define((inst, id), facts, TensorKind::Leaf);
         }
+        // Before IR 4 every initializer is also listed as a graph input and is
+        // a constant; from IR 4 an input with an initializer is a default the
+        // caller may override, so only its declared type is a fact.
+        let inputs_are_defaults = self.model.ir_version.unwrap_or(0) >= 4;
         for t in &graph.initializers {
             let Some(id) = t.name.as_deref().and_then(|n| graph.value_named(n)) else { continue };
             if is_input[id.index()] {
+                if !inputs_are_defaults && self.options.bind.get(graph.value_name(id)).is_none() {
+                    self.lazy.insert((inst, id), t);
+                }
                 continue;
             }
             let facts = self.initializer_facts(t);

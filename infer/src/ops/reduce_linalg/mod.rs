@@ -73,7 +73,13 @@ pub(super) fn broadcast_prefixes(ctx: &mut OpCtx, prefixes: Vec<(String, RowTerm
     if non_empty.len() <= 1 {
         return non_empty.into_iter().next().map(|(_, p)| p).unwrap_or_else(|| RowTerm::closed(Vec::new()));
     }
-    let joined = ctx.fresh_row();
+    // With every prefix's length known, the join's length is the largest:
+    // state it, so that later rules see a closed row before closing.
+    let joined = match non_empty.iter().map(|(_, p)| p.var.is_none().then(|| p.flank_len())).collect::<Option<Vec<_>>>()
+    {
+        Some(lens) => RowTerm::closed((0..lens.into_iter().max().unwrap_or(0)).map(|_| ctx.fresh_dim()).collect()),
+        None => ctx.fresh_row(),
+    };
     for (operand, prefix) in non_empty {
         let cause = ctx.cause(&operand, why);
         ctx.constrain(Constraint::RowLe(prefix, joined.clone(), cause));
