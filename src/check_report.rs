@@ -50,8 +50,9 @@ pub fn to_json(report: &CheckReport, path: &Path) -> Value {
 /// The text report.
 pub fn render_text(report: &CheckReport) -> String {
     let mut out = String::new();
-    let width = report.values.iter().map(|v| v.name.len()).max().unwrap_or(0).min(48);
-    for v in &report.values {
+    let shown: Vec<_> = report.values.iter().filter(|v| !v.initializer).collect();
+    let width = shown.iter().map(|v| v.name.len()).max().unwrap_or(0).min(48);
+    for v in &shown {
         let dtype = v.dtype.map_or("?".to_string(), |t| t.to_string());
         let kind = if v.kind == "tensor" { String::new() } else { format!(" {}", v.kind) };
         let _ = writeln!(out, "{:width$}  {dtype}{kind} {}", v.name, v.shape_text());
@@ -67,6 +68,11 @@ pub fn render_text(report: &CheckReport) -> String {
     }
     let errors = report.diagnostics.iter().filter(|d| d.severity == Severity::Error).count();
     let warnings = report.diagnostics.len() - errors;
-    let _ = writeln!(out, "\n{} values, {errors} error(s), {warnings} warning(s)", report.values.len());
+    let hidden = report.values.len() - shown.len();
+    let _ = writeln!(
+        out,
+        "\n{} values ({hidden} initializers not listed; --json has them), {errors} error(s), {warnings} warning(s)",
+        report.values.len()
+    );
     out
 }

@@ -57,7 +57,7 @@ pub(crate) struct Lowering<'m> {
     /// Stored tensors whose elements are decoded on first use.
     pub(crate) lazy: HashMap<Key, &'m Tensor>,
     /// Values in report order, with their solver tensor.
-    pub(crate) reported: Vec<(String, Key, TensorId)>,
+    pub(crate) reported: Vec<(String, Key, TensorId, TensorKind)>,
     /// Values whose shape was taken from a declaration.
     pub(crate) from_declaration: Vec<String>,
     /// Per graph, the types `value_info` and outputs state (built on first use).
@@ -111,7 +111,7 @@ impl<'m> Lowering<'m> {
         let name = format!("{}{}", inst.prefix, self.graph(key.0).value_name(key.1));
         let tensor = self.solver.add_tensor(&name, kind, facts.row.clone(), None);
         if inst.reported {
-            self.reported.push((name, key, tensor));
+            self.reported.push((name, key, tensor, kind));
         }
         self.facts.insert(key, facts);
     }

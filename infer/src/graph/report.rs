@@ -53,6 +53,9 @@ pub struct ValueReport {
     pub dtype: Option<ElemType>,
     /// Shape (of the tensor, or shared by the tensors inside); `None` when even the rank is unknown.
     pub shape: Option<Vec<DimReport>>,
+    /// Whether the value is an initializer (a stored weight or constant).
+    #[serde(skip)]
+    pub initializer: bool,
 }
 
 fn ser_dtype<S: serde::Serializer>(t: &Option<ElemType>, s: S) -> Result<S::Ok, S::Error> {
@@ -151,7 +154,7 @@ pub(crate) fn build(low: Lowering<'_>, main: GraphId) -> CheckReport {
     let graph = &model.graphs[main];
     let reported = low.reported.clone();
     let facts: Vec<(ValueKind, Option<ElemType>)> =
-        reported.iter().map(|(_, key, _)| (low.facts[key].kind.clone(), low.facts[key].dtype)).collect();
+        reported.iter().map(|(_, key, _, _)| (low.facts[key].kind.clone(), low.facts[key].dtype)).collect();
     let from_declaration = low.from_declaration.clone();
     let mut solver = low.solver;
     // Declared shapes are claims: compare them with what the graph implies once solved.
@@ -162,8 +165,9 @@ pub(crate) fn build(low: Lowering<'_>, main: GraphId) -> CheckReport {
     let mut values: Vec<ValueReport> = reported
         .iter()
         .zip(facts)
-        .map(|((name, _, tensor), (kind, dtype))| ValueReport {
+        .map(|((name, _, tensor, role), (kind, dtype))| ValueReport {
             name: name.clone(),
+            initializer: *role == crate::solver::TensorKind::Param,
             kind: kind.describe(),
             dtype,
             shape: row_dims(&solution.tensors[tensor.0 as usize].closed),
