@@ -104,3 +104,21 @@ fn unreadable_models_exit_2() {
     std::fs::remove_file(&bad).unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn model_local_functions_expand_per_call_site() {
+    let (v, code) = json(&[&fixture("local_function.onnx"), "--json"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["values"]["ya"]["shape"], serde_json::json!([3, 2]));
+    assert_eq!(v["values"]["yb"]["shape"], serde_json::json!([5, "n"]));
+    assert_eq!(v["values"]["yb"]["dtype"], "float32");
+}
+
+#[test]
+fn if_outputs_join_their_branches_and_name_subgraph_values() {
+    let (v, code) = json(&[&fixture("if_branches.onnx"), "--json"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["values"]["y"]["shape"], serde_json::json!(["n", null]), "axis 1 is 4 or 8");
+    assert_eq!(v["values"]["branch/then_branch/t"]["shape"], serde_json::json!(["n", 4]));
+    assert_eq!(v["values"]["branch/else_branch/e"]["shape"], serde_json::json!(["n", 8]));
+}

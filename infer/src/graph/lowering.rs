@@ -164,8 +164,16 @@ impl<'m> Lowering<'m> {
         }
         let strict = self.options.strict_units;
         let mut is_input = vec![false; graph.values.len()];
-        for (i, info) in graph.inputs.iter().enumerate() {
-            let Some(id) = info.value else { continue };
+        // A function body's formal parameters are the function's inputs (its
+        // graph declares none); a graph's are its declared inputs.
+        let function = self.instances[inst as usize].call.map(|(_, _, f)| f);
+        let formals: Vec<(Option<ValueId>, Option<&'m diamond_ir::TypeInfo>)> = match function {
+            Some(f) => f.inputs.iter().map(|&v| (Some(v), None)).collect(),
+            None => graph.inputs.iter().map(|info| (info.value, info.ty.as_ref())).collect(),
+        };
+        for (i, (id, ty)) in formals.into_iter().enumerate() {
+            let Some(id) = id else { continue };
+            let info_ty = ty;
             is_input[id.index()] = true;
             let given = inputs.get(i).cloned().flatten();
             let facts = match given {
@@ -179,7 +187,7 @@ impl<'m> Lowering<'m> {
                         .filter(|_| self.instances[inst as usize].parent.is_none() && depth == 0)
                     {
                         Some(t) => self.bound_facts(t),
-                        None => facts_from_type(&mut self.solver, info.ty.as_ref(), strict),
+                        None => facts_from_type(&mut self.solver, info_ty, strict),
                     }
                 }
             };
@@ -217,10 +225,13 @@ impl<'m> Lowering<'m> {
         }
         self.lower_nodes(inst);
         let graph = self.graph(inst);
-        graph
-            .outputs
-            .iter()
-            .map(|o| match o.value.and_then(|id| self.lookup(inst, id)) {
+        let results: Vec<Option<ValueId>> = match function {
+            Some(f) => f.outputs.iter().map(|&v| Some(v)).collect(),
+            None => graph.outputs.iter().map(|o| o.value).collect(),
+        };
+        results
+            .into_iter()
+            .map(|id| match id.and_then(|id| self.lookup(inst, id)) {
                 Some(key) => {
                     let mut f = self.facts[&key].clone();
                     if f.value.is_none() && self.lazy.contains_key(&key) {
@@ -507,7 +518,7 @@ impl<'m> Lowering<'m> {
         let inputs = inputs
             .into_iter()
             .chain(std::iter::repeat(None))
-            .take(body.inputs.len())
+            .take(function.inputs.len().max(body.inputs.len()))
             .map(|f| Some(f.unwrap_or_else(|| self.unknown_facts())))
             .collect();
         let outputs = self.lower_instance(instance, inputs);
