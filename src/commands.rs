@@ -81,6 +81,18 @@ pub fn check(path: &Path, json: bool, bind: &[std::path::PathBuf]) -> Result<(),
     } else {
         crate::emit(&crate::check_report::render_text(&report));
     }
+    // A structurally malformed graph (cycle, dangling name, value produced
+    // twice) is bad input: exit 2, like an unreadable file.
+    let malformed: Vec<&str> = report
+        .diagnostics
+        .iter()
+        .filter(|d| d.code == diamond_infer::Code::InvalidGraph)
+        .map(|d| d.message.as_str())
+        .collect();
+    if let Some(first) = malformed.first() {
+        let more = if malformed.len() > 1 { format!(" (and {} more)", malformed.len() - 1) } else { String::new() };
+        return Err(Failure { code: 2, message: format!("{}: the graph is malformed: {first}{more}", path.display()) });
+    }
     if report.errors() > 0 {
         return Err(Failure {
             code: 1,

@@ -122,3 +122,15 @@ fn if_outputs_join_their_branches_and_name_subgraph_values() {
     assert_eq!(v["values"]["branch/then_branch/t"]["shape"], serde_json::json!(["n", 4]));
     assert_eq!(v["values"]["branch/else_branch/e"]["shape"], serde_json::json!(["n", 8]));
 }
+
+#[test]
+fn cycles_and_dangling_names_are_malformed_input_exit_2() {
+    for (name, what) in [("cycle.onnx", "cycle"), ("dangling.onnx", "'nowhere'")] {
+        let out = check(&[&fixture(name)]);
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("the graph is malformed") && stderr.contains(what), "{name}: {stderr}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("error[invalid-graph]"), "{name}: {text}");
+    }
+}

@@ -372,7 +372,12 @@ impl<'m> Lowering<'m> {
             let stuck: Vec<NodeId> = graph.nodes.iter().map(|(n, _)| n).filter(|n| pending[n.index()] > 0).collect();
             let names: Vec<String> = stuck.iter().take(8).map(|&n| node_label(graph, n)).collect();
             self.graph_error(
-                format!("the graph has a cycle through {} node(s): {}", stuck.len(), names.join(", ")),
+                format!(
+                    "the graph has a cycle: {} node(s) on or after it cannot be ordered: {}{}",
+                    stuck.len(),
+                    names.join(", "),
+                    if stuck.len() > names.len() { ", ..." } else { "" }
+                ),
                 graph,
                 stuck[0],
             );
