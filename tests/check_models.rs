@@ -16,7 +16,7 @@ fn incomplete(path: &Path) -> (Vec<String>, Vec<String>) {
     let holes = report
         .values
         .iter()
-        .filter(|v| v.dtype.is_none() || v.shape.as_ref().is_none_or(|s| s.iter().any(|d| *d == DimReport::Unknown)))
+        .filter(|v| v.dtype.is_none() || v.shape.as_ref().is_none_or(|s| s.contains(&DimReport::Unknown)))
         .map(|v| format!("{}: {:?} {}", v.name, v.dtype, v.shape_text()))
         .collect();
     (diagnostics, holes)

@@ -200,7 +200,7 @@ impl<'m> Lowering<'m> {
         for t in &graph.initializers {
             let Some(id) = t.name.as_deref().and_then(|n| graph.value_named(n)) else { continue };
             if is_input[id.index()] {
-                if !inputs_are_defaults && self.options.bind.get(graph.value_name(id)).is_none() {
+                if !inputs_are_defaults && !self.options.bind.contains_key(graph.value_name(id)) {
                     self.lazy.insert((inst, id), t);
                 }
                 continue;

@@ -356,8 +356,8 @@ fn scan9(ctx: &mut OpCtx) -> Result<(), Defer> {
     for (i, f) in outcome.carried.into_iter().enumerate() {
         ctx.set_facts(i, f);
     }
-    for s in 0..k {
-        set_scan_output(ctx, n_state + s, outcome.slices.get(s).and_then(Option::as_ref), out_axes[s], length.clone());
+    for (s, &axis) in out_axes.iter().enumerate().take(k) {
+        set_scan_output(ctx, n_state + s, outcome.slices.get(s).and_then(Option::as_ref), axis, length.clone());
     }
     Ok(())
 }

@@ -131,7 +131,7 @@ fn fitted_sizes(ctx: &mut OpCtx, x: &[DimTerm], axes: &[usize], sizes: &[Elem], 
 
 /// A non-negative whole `f64` as a size (`None` when it is not one, or is too large).
 fn whole_size(v: f64) -> Option<u64> {
-    (v.is_finite() && v >= 0.0 && v < 9.0e15).then_some(v as u64)
+    (v.is_finite() && (0.0..9.0e15).contains(&v)).then_some(v as u64)
 }
 
 /// The output dims from `scales` (input `i`): `⌊in · scale⌋` on the resized axes.
