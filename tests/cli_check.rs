@@ -134,3 +134,26 @@ fn cycles_and_dangling_names_are_malformed_input_exit_2() {
         assert!(text.contains("error[invalid-graph]"), "{name}: {text}");
     }
 }
+
+#[test]
+fn invalid_attributes_and_types_are_reported_at_their_node() {
+    let (v, code) = json(&[&fixture("invalid_attributes.onnx"), "--json"]);
+    assert_eq!(code, 1, "{v}");
+    let found: Vec<(String, String)> = v["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["code"].as_str().unwrap().to_string(), d["node"].as_str().unwrap_or("").to_string()))
+        .collect();
+    let want = [
+        ("invalid-attribute", "bad_perm"),
+        ("invalid-attribute", "bad_axis"),
+        ("invalid-attribute", "bad_split"),
+        ("dtype-mismatch", "mixed_types"),
+    ];
+    for (code, node) in want {
+        assert!(found.iter().any(|(c, n)| c == code && n == node), "{code} at {node} missing from {found:?}");
+    }
+    assert_eq!(found.len(), 4, "one diagnostic per fault: {found:?}");
+    assert_eq!(v["values"]["t"]["shape"], Value::Null, "no shape is guessed for an invalid node");
+}
