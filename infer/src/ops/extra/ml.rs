@@ -268,7 +268,7 @@ pub(super) fn linear_regressor(ctx: &mut OpCtx) -> Result<(), Defer> {
         return Ok(());
     }
     let coefficients = attr_len(ctx, "coefficients") as u64;
-    if coefficients % targets as u64 != 0 {
+    if !coefficients.is_multiple_of(targets as u64) {
         ctx.invalid(format!("{coefficients} coefficients do not split into {targets} targets"));
     }
     let intercepts = attr_len(ctx, "intercepts") as i64;
@@ -303,7 +303,7 @@ pub(super) fn svm_regressor(ctx: &mut OpCtx) -> Result<(), Defer> {
     let supports = ctx.attr_int("n_supports").unwrap_or(0);
     if supports < 0 {
         ctx.invalid(format!("n_supports is {supports}; it must not be negative"));
-    } else if supports > 0 && attr_len(ctx, "support_vectors") as u64 % supports as u64 != 0 {
+    } else if supports > 0 && !(attr_len(ctx, "support_vectors") as u64).is_multiple_of(supports as u64) {
         ctx.invalid(format!("support_vectors does not split into {supports} vectors"));
     }
     let one = ctx.known(1);
