@@ -202,9 +202,9 @@ fn label_type(ctx: &mut OpCtx, ints: &str, strings: &str) -> ElemType {
     }
 }
 
-/// The batch of a model's input `[N, F]` (`Some((N, F))`); a vector is one
-/// example when `vector_is_row`, of unknown batch otherwise. `None` (after
-/// an `invalid-attribute` when `strict`) for another rank.
+/// The batch and features `(N, F)` of a model's input `[N, F]`; a vector
+/// `[F]` is one example when `vector_is_row`, of unknown batch otherwise.
+/// `None` for another rank.
 fn batch_and_features(ctx: &mut OpCtx, dims: &[DimTerm], vector_is_row: bool) -> Option<(DimTerm, DimTerm)> {
     match dims {
         [n, f] => Some((n.clone(), f.clone())),
