@@ -9,6 +9,11 @@
 //! every known dim and type right), *unknown* (rank unknown, nothing wrong)
 //! or *wrong*. Any wrong output fails the test; the counts are printed.
 //!
+//! The same comparison runs over `fixtures/ops-extra` (the operators the
+//! node suite lacks: `ai.onnx.ml`, `Gradient`, more fused-operator
+//! variants; see `fixtures/ops-extra/gen_ops_extra.py`), counted on their
+//! own line; there, a case with an error diagnostic fails the test too.
+//!
 //! `DIAMOND_CONFORMANCE_FILTER=conv` restricts to cases whose name contains
 //! the string; `DIAMOND_CONFORMANCE_VERBOSE=1` prints every output that is
 //! not exact, with the reason.
@@ -18,15 +23,27 @@ use diamond_ir::Model;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-fn node_cases() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/onnx-node");
+/// The case directories (those holding a `model.onnx`) under `fixtures/<dir>`, sorted.
+fn fixture_cases(dir: &str) -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures").join(dir);
     let mut cases: Vec<PathBuf> = std::fs::read_dir(&root)
-        .expect("fixtures/onnx-node exists")
+        .unwrap_or_else(|_| panic!("fixtures/{dir} exists"))
         .map(|e| e.unwrap().path())
         .filter(|p| p.join("model.onnx").is_file())
         .collect();
     cases.sort();
+    cases
+}
+
+fn node_cases() -> Vec<PathBuf> {
+    let cases = fixture_cases("onnx-node");
     assert!(cases.len() > 1800, "expected the whole node suite, found {} cases", cases.len());
+    cases
+}
+
+fn ops_extra_cases() -> Vec<PathBuf> {
+    let cases = fixture_cases("ops-extra");
+    assert!(cases.len() >= 30, "expected the ops-extra cases, found {} cases", cases.len());
     cases
 }
 
@@ -105,9 +122,9 @@ fn is_tensor(vi: &diamond_ir::ValueInfo) -> bool {
     matches!(vi.ty.as_ref().and_then(|t| t.value.as_ref()), Some(diamond_ir::TypeValue::Tensor { .. }))
 }
 
-fn run_mode(bound: bool, filter: &str) -> Counts {
+fn run_mode(cases: &[PathBuf], bound: bool, filter: &str) -> Counts {
     let mut counts = Counts::default();
-    for case in node_cases() {
+    for case in cases {
         let name = case.file_name().unwrap().to_string_lossy().into_owned();
         if !name.contains(filter) {
             continue;
@@ -118,7 +135,7 @@ fn run_mode(bound: bool, filter: &str) -> Counts {
         let mut options = CheckOptions::default();
         let graph = model.main_graph().expect("main graph");
         if bound {
-            for (i, path) in data_files(&case, "input").iter().enumerate() {
+            for (i, path) in data_files(case, "input").iter().enumerate() {
                 let Some(vi) = graph.inputs.get(i).filter(|vi| is_tensor(vi)) else { continue };
                 let Some(id) = vi.value else { continue };
                 if let Ok(t) = diamond_importers::tensor_file::read_tensor_file(path) {
@@ -133,7 +150,7 @@ fn run_mode(bound: bool, filter: &str) -> Counts {
         }
         let outputs: Vec<String> =
             graph.outputs.iter().filter_map(|o| o.value.map(|v| graph.value_name(v).to_string())).collect();
-        for (i, path) in data_files(&case, "output").iter().enumerate() {
+        for (i, path) in data_files(case, "output").iter().enumerate() {
             if !tensor_outputs.get(i).copied().unwrap_or(false) {
                 continue;
             }
@@ -158,11 +175,11 @@ fn run_mode(bound: bool, filter: &str) -> Counts {
     counts
 }
 
-fn print(mode: &str, counts: &Counts) {
+fn print(title: &str, mode: &str, counts: &Counts) {
     let total: usize = counts.by_class.values().sum();
     let get = |k| counts.by_class.get(k).copied().unwrap_or(0);
     println!(
-        "conformance ({mode}): {total} tensor outputs: {} exact, {} partial, {} unknown, {} wrong; {} cases with errors",
+        "{title} ({mode}): {total} tensor outputs: {} exact, {} partial, {} unknown, {} wrong; {} cases with errors",
         get("exact"),
         get("partial"),
         get("unknown"),
@@ -182,15 +199,39 @@ fn print(mode: &str, counts: &Counts) {
 #[test]
 fn node_suite_conformance() {
     let filter = std::env::var("DIAMOND_CONFORMANCE_FILTER").unwrap_or_default();
-    let alone = run_mode(false, &filter);
-    print("model alone", &alone);
-    let bound = run_mode(true, &filter);
-    print("inputs bound", &bound);
+    let cases = node_cases();
+    let alone = run_mode(&cases, false, &filter);
+    print("conformance", "model alone", &alone);
+    let bound = run_mode(&cases, true, &filter);
+    print("conformance", "inputs bound", &bound);
     let wrong: Vec<&String> = alone.wrong.iter().chain(&bound.wrong).collect();
     assert!(
         wrong.is_empty(),
         "{} wrong outputs:\n{}",
         wrong.len(),
         wrong.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n")
+    );
+}
+
+#[test]
+fn ops_extra_conformance() {
+    let filter = std::env::var("DIAMOND_CONFORMANCE_FILTER").unwrap_or_default();
+    let cases = ops_extra_cases();
+    let alone = run_mode(&cases, false, &filter);
+    print("conformance ops-extra", "model alone", &alone);
+    let bound = run_mode(&cases, true, &filter);
+    print("conformance ops-extra", "inputs bound", &bound);
+    let failures: Vec<&String> = alone
+        .wrong
+        .iter()
+        .chain(&bound.wrong)
+        .chain(&alone.cases_with_errors)
+        .chain(&bound.cases_with_errors)
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} wrong outputs or cases with errors:\n{}",
+        failures.len(),
+        failures.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n")
     );
 }

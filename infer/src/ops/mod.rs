@@ -16,6 +16,7 @@ use std::collections::HashMap;
 
 mod control;
 mod elementwise;
+mod extra;
 mod fold;
 mod misc;
 mod nn;
@@ -54,6 +55,7 @@ impl OpTable {
         reduce_linalg::register(&mut t);
         control::register(&mut t);
         misc::register(&mut t);
+        extra::register(&mut t);
         t
     }
 
