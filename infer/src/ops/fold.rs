@@ -11,6 +11,7 @@
 //! compute as values. The result takes the element type the rule gave the
 //! output (`Cast` to an integer type truncates toward zero).
 
+use super::common::is_int_elem_type as is_int;
 use crate::graph::{ConstData, ConstValue, Elem, OpCtx};
 use diamond_ir::term::SizeExpr;
 use diamond_ir::ElemType;
@@ -182,21 +183,6 @@ fn collect(items: Vec<Scalar>, t: ElemType) -> Option<ConstData> {
             .collect::<Option<_>>()
             .map(ConstData::Floats)
     }
-}
-
-/// Whether `t` is an integer type kept as [`Elem`]s.
-fn is_int(t: ElemType) -> bool {
-    matches!(
-        t,
-        ElemType::Int8
-            | ElemType::Int16
-            | ElemType::Int32
-            | ElemType::Int64
-            | ElemType::Uint8
-            | ElemType::Uint16
-            | ElemType::Uint32
-            | ElemType::Uint64
-    )
 }
 
 /// The range of values of an integer type.

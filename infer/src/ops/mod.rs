@@ -14,6 +14,7 @@
 use crate::graph::OpCtx;
 use std::collections::HashMap;
 
+mod common;
 mod control;
 mod elementwise;
 mod extra;

@@ -7,9 +7,10 @@
 //! `ZipMap`), and the training-preview `Gradient` ([`gradient`]). This
 //! module holds the registrations and the helpers the submodules share.
 
+use super::common::{divided_dim, scaled_dim, set_tensor, unknown_shape};
 use super::{OpTable, ML, ONNX, TRAINING};
-use crate::graph::{Elem, OpCtx};
-use diamond_ir::term::{DimTerm, RowTerm, SizeExpr};
+use crate::graph::OpCtx;
+use diamond_ir::term::DimTerm;
 use diamond_ir::ElemType;
 
 mod fused;
@@ -39,14 +40,6 @@ pub(crate) fn register(t: &mut OpTable) {
     t.add(TRAINING, "Gradient", 1, gradient::gradient);
 }
 
-/// Output `j` has dimensions `dims`, and element type `t` when known.
-fn set_tensor(ctx: &mut OpCtx, j: usize, dims: Vec<DimTerm>, t: Option<ElemType>) {
-    ctx.set_dims(j, dims);
-    if let Some(t) = t {
-        ctx.set_dtype(j, t);
-    }
-}
-
 /// Output `j` has input `i`'s shape, and element type `t` (input `i`'s when `None`).
 fn shaped_like(ctx: &mut OpCtx, j: usize, i: usize, t: Option<ElemType>) {
     if let Some(row) = ctx.in_row(i) {
@@ -68,51 +61,9 @@ fn set_trailing(ctx: &mut OpCtx, j: usize, trailing: Vec<DimTerm>, t: Option<Ele
     }
 }
 
-/// Output `j` has a shape nothing determines, and element type `t` when known.
-fn unknown_shape(ctx: &mut OpCtx, j: usize, t: Option<ElemType>) {
-    let row: RowTerm = ctx.unknown_row();
-    ctx.set_row(j, row);
-    if let Some(t) = t {
-        ctx.set_dtype(j, t);
-    }
-}
-
 /// The dimension of a count taken from an attribute's length.
 fn count_dim(ctx: &mut OpCtx, n: usize) -> DimTerm {
     ctx.known(n as u64)
-}
-
-/// The size of `d` as an expression over rigid symbols, when it is not an unknown.
-fn size_expr(ctx: &mut OpCtx, d: &DimTerm) -> Option<SizeExpr> {
-    ctx.elem_of_dim(d).as_expr()
-}
-
-/// The dimension of size `e`; `None` for a negative constant.
-fn expr_dim(ctx: &mut OpCtx, e: SizeExpr) -> Option<DimTerm> {
-    match e.as_constant() {
-        Some(n) if n >= 0 => Some(ctx.known(n as u64)),
-        Some(_) => None,
-        None => Some(ctx.dim_of_elem(&Elem::Expr(e))),
-    }
-}
-
-/// `a * k` for a constant `k`, as a dimension (an unknown when `a` is).
-fn scaled_dim(ctx: &mut OpCtx, a: &DimTerm, k: i64) -> DimTerm {
-    if k == 1 {
-        return ctx.resolve(a);
-    }
-    match size_expr(ctx, a).and_then(|e| e.mul(&SizeExpr::constant(k))).and_then(|e| expr_dim(ctx, e)) {
-        Some(d) => d,
-        None => ctx.unknown_dim(),
-    }
-}
-
-/// `a / k` for a constant `k` when it divides exactly (`None` otherwise).
-fn divided_dim(ctx: &mut OpCtx, a: &DimTerm, k: i64) -> Option<DimTerm> {
-    if k == 1 {
-        return Some(ctx.resolve(a));
-    }
-    size_expr(ctx, a).and_then(|e| e.div_exact(&SizeExpr::constant(k))).and_then(|e| expr_dim(ctx, e))
 }
 
 /// Reports a `dtype-mismatch` when input `i`'s known element type is not among `allowed`.

@@ -5,9 +5,9 @@
 //! ([`ml`]) and the training-preview optimizers ([`training`]). This module
 //! holds the registrations and the helpers the submodules share.
 
+pub(super) use super::common::{set_tensor, unknown_shape};
 use super::{OpTable, ML, ONNX, TRAINING};
 use crate::graph::OpCtx;
-use diamond_ir::term::DimTerm;
 use diamond_ir::ElemType;
 
 mod image;
@@ -29,23 +29,6 @@ pub(crate) fn register(t: &mut OpTable) {
     t.add(ML, "LabelEncoder", 1, ml::label_encoder);
     t.add(ML, "TreeEnsemble", 5, ml::tree_ensemble);
     t.add_all(TRAINING, &["Adagrad", "Adam", "Momentum"], 1, training::optimizer);
-}
-
-/// Output `j` has a rank nothing determines, and element type `t` when known.
-pub(super) fn unknown_shape(ctx: &mut OpCtx, j: usize, t: Option<ElemType>) {
-    let row = ctx.unknown_row();
-    ctx.set_row(j, row);
-    if let Some(t) = t {
-        ctx.set_dtype(j, t);
-    }
-}
-
-/// Output `j` has dimensions `dims` and element type `t` when known.
-pub(super) fn set_tensor(ctx: &mut OpCtx, j: usize, dims: Vec<DimTerm>, t: Option<ElemType>) {
-    ctx.set_dims(j, dims);
-    if let Some(t) = t {
-        ctx.set_dtype(j, t);
-    }
 }
 
 /// Output `j` has input `i`'s shape, and element type `t` (input `i`'s when `None`).

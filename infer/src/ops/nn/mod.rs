@@ -4,11 +4,12 @@
 //! STFT, windows). This module holds the helpers they share: size terms as
 //! expressions, sliding-window attributes, and output element types.
 
+pub(crate) use super::common::{expr_dim, scaled_dim, size_expr};
 use super::{Defer, OpTable};
 use crate::constraint::{AffineSize, Constraint};
 use crate::graph::facts::Elem;
 use crate::graph::OpCtx;
-use diamond_ir::term::{DimTerm, SizeExpr};
+use diamond_ir::term::DimTerm;
 use diamond_ir::ElemType;
 
 mod attention;
@@ -31,20 +32,6 @@ pub(crate) fn register(t: &mut OpTable) {
     signal::register(t);
 }
 
-/// The size of `d` as an expression over rigid symbols, when it is not an unknown.
-fn size_expr(ctx: &mut OpCtx, d: &DimTerm) -> Option<SizeExpr> {
-    ctx.elem_of_dim(d).as_expr()
-}
-
-/// The dimension of size `e`; `None` for a negative constant.
-fn expr_dim(ctx: &mut OpCtx, e: SizeExpr) -> Option<DimTerm> {
-    match e.as_constant() {
-        Some(n) if n >= 0 => Some(ctx.known(n as u64)),
-        Some(_) => None,
-        None => Some(ctx.dim_of_elem(&Elem::Expr(e))),
-    }
-}
-
 /// The dimension of size `n`, or an unknown one for a negative `n`.
 fn int_dim(ctx: &mut OpCtx, n: i64) -> DimTerm {
     match u64::try_from(n) {
@@ -53,26 +40,9 @@ fn int_dim(ctx: &mut OpCtx, n: i64) -> DimTerm {
     }
 }
 
-/// `a * k` for a constant `k`, as a dimension (an unknown when `a` is).
-fn scaled_dim(ctx: &mut OpCtx, a: &DimTerm, k: i64) -> DimTerm {
-    if k == 1 {
-        return ctx.resolve(a);
-    }
-    match size_expr(ctx, a).and_then(|e| e.mul(&SizeExpr::constant(k))).and_then(|e| expr_dim(ctx, e)) {
-        Some(d) => d,
-        None => ctx.unknown_dim(),
-    }
-}
-
 /// `a / k` for a constant `k` when it divides exactly (an unknown otherwise).
 fn divided_dim(ctx: &mut OpCtx, a: &DimTerm, k: i64) -> DimTerm {
-    if k == 1 {
-        return ctx.resolve(a);
-    }
-    match size_expr(ctx, a).and_then(|e| e.div_exact(&SizeExpr::constant(k))).and_then(|e| expr_dim(ctx, e)) {
-        Some(d) => d,
-        None => ctx.unknown_dim(),
-    }
+    super::common::divided_dim(ctx, a, k).unwrap_or_else(|| ctx.unknown_dim())
 }
 
 /// The element type an `output_datatype`/`dtype` attribute names, or `default`.

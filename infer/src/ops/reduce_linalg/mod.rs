@@ -5,6 +5,7 @@
 //! `SoftmaxCrossEntropyLoss` ([`loss`]). This module holds the registrations
 //! and the few helpers the submodules share.
 
+pub(super) use super::common::{set_tensor, unknown_shape};
 use super::{OpTable, ONNX};
 use crate::constraint::Constraint;
 use crate::graph::OpCtx;
@@ -45,23 +46,6 @@ pub(crate) fn register(t: &mut OpTable) {
     t.add(ONNX, "CumProd", 26, select::cumulative);
     t.add(ONNX, "NegativeLogLikelihoodLoss", 12, loss::nll_loss);
     t.add(ONNX, "SoftmaxCrossEntropyLoss", 12, loss::softmax_cross_entropy);
-}
-
-/// Output `j` has a rank nothing determines, and element type `t` when known.
-pub(super) fn unknown_shape(ctx: &mut OpCtx, j: usize, t: Option<ElemType>) {
-    let row = ctx.unknown_row();
-    ctx.set_row(j, row);
-    if let Some(t) = t {
-        ctx.set_dtype(j, t);
-    }
-}
-
-/// Output `j` has dimensions `dims` and element type `t` when known.
-pub(super) fn set_tensor(ctx: &mut OpCtx, j: usize, dims: Vec<DimTerm>, t: Option<ElemType>) {
-    ctx.set_dims(j, dims);
-    if let Some(t) = t {
-        ctx.set_dtype(j, t);
-    }
 }
 
 /// The NumPy broadcast of several batch prefixes: the prefix itself when at

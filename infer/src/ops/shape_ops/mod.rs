@@ -15,11 +15,11 @@ mod fill;
 mod layout;
 mod slicing;
 
+pub(super) use super::common::is_int_elem_type as is_int_type;
 use super::OpTable;
 use crate::constraint::Constraint;
 use crate::graph::{ConstData, ConstValue, Elem, OpCtx};
 use diamond_ir::term::{DimTerm, RowTerm, SizeExpr};
-use diamond_ir::ElemType;
 
 /// The most elements a rule computes for one output.
 pub(super) const MAX_ELEMS: usize = 1 << 20;
@@ -170,21 +170,6 @@ pub(super) fn vector_len(ctx: &mut OpCtx, i: usize) -> Option<usize> {
         [d] => ctx.size_of(d).and_then(|n| usize::try_from(n).ok()).filter(|&n| n <= 64),
         _ => None,
     }
-}
-
-/// Whether `t` is an integer element type whose elements are kept as [`Elem`]s.
-pub(super) fn is_int_type(t: ElemType) -> bool {
-    matches!(
-        t,
-        ElemType::Int8
-            | ElemType::Int16
-            | ElemType::Int32
-            | ElemType::Int64
-            | ElemType::Uint8
-            | ElemType::Uint16
-            | ElemType::Uint32
-            | ElemType::Uint64
-    )
 }
 
 /// Normalizes the axes in `axes` against `rank`, reporting out-of-range and

@@ -1,0 +1,73 @@
+//! Helpers several operator families share: size arithmetic on dimensions
+//! (scaling, exact division, expressions over rigid symbols), stating an
+//! output's shape and type in one call, and element-type classes.
+
+use crate::graph::{Elem, OpCtx};
+use diamond_ir::term::{DimTerm, SizeExpr};
+use diamond_ir::ElemType;
+
+/// The size of `d` as an expression over rigid symbols, when it is not an unknown.
+pub(crate) fn size_expr(ctx: &mut OpCtx, d: &DimTerm) -> Option<SizeExpr> {
+    ctx.elem_of_dim(d).as_expr()
+}
+
+/// The dimension of size `e`; `None` for a negative constant.
+pub(crate) fn expr_dim(ctx: &mut OpCtx, e: SizeExpr) -> Option<DimTerm> {
+    match e.as_constant() {
+        Some(n) if n >= 0 => Some(ctx.known(n as u64)),
+        Some(_) => None,
+        None => Some(ctx.dim_of_elem(&Elem::Expr(e))),
+    }
+}
+
+/// `a * k` for a constant `k`, as a dimension (an unknown when `a` is).
+pub(crate) fn scaled_dim(ctx: &mut OpCtx, a: &DimTerm, k: i64) -> DimTerm {
+    if k == 1 {
+        return ctx.resolve(a);
+    }
+    match size_expr(ctx, a).and_then(|e| e.mul(&SizeExpr::constant(k))).and_then(|e| expr_dim(ctx, e)) {
+        Some(d) => d,
+        None => ctx.unknown_dim(),
+    }
+}
+
+/// `a / k` for a constant `k` when it divides exactly (`None` otherwise).
+pub(crate) fn divided_dim(ctx: &mut OpCtx, a: &DimTerm, k: i64) -> Option<DimTerm> {
+    if k == 1 {
+        return Some(ctx.resolve(a));
+    }
+    size_expr(ctx, a).and_then(|e| e.div_exact(&SizeExpr::constant(k))).and_then(|e| expr_dim(ctx, e))
+}
+
+/// Output `j` has a rank nothing determines, and element type `t` when known.
+pub(crate) fn unknown_shape(ctx: &mut OpCtx, j: usize, t: Option<ElemType>) {
+    let row = ctx.unknown_row();
+    ctx.set_row(j, row);
+    if let Some(t) = t {
+        ctx.set_dtype(j, t);
+    }
+}
+
+/// Output `j` has dimensions `dims` and element type `t` when known.
+pub(crate) fn set_tensor(ctx: &mut OpCtx, j: usize, dims: Vec<DimTerm>, t: Option<ElemType>) {
+    ctx.set_dims(j, dims);
+    if let Some(t) = t {
+        ctx.set_dtype(j, t);
+    }
+}
+
+/// Whether `t` is an integer type of at least 8 bits: the types whose
+/// elements the lowering keeps as [`Elem`] size terms.
+pub(crate) fn is_int_elem_type(t: ElemType) -> bool {
+    matches!(
+        t,
+        ElemType::Int8
+            | ElemType::Int16
+            | ElemType::Int32
+            | ElemType::Int64
+            | ElemType::Uint8
+            | ElemType::Uint16
+            | ElemType::Uint32
+            | ElemType::Uint64
+    )
+}
