@@ -31,8 +31,13 @@ pub fn to_json(report: &CheckReport, path: &Path) -> Value {
                 "code": d.code,
                 "node": d.node,
                 "op": d.op,
+                "node_index": d.node_index,
+                "graph": d.graph,
+                "operand": d.operand,
+                "axis": d.axis,
                 "message": d.message,
                 "chain": d.notes,
+                "help": d.help,
             })
         })
         .collect();

@@ -29,6 +29,10 @@ pub enum Origin {
         name: String,
         /// The node's operator type.
         op: String,
+        /// The node's index in its graph.
+        index: u32,
+        /// Where the graph sits: `""` for the main graph, `If_0/then_branch/` inside a subgraph.
+        graph: String,
         /// Which operand (`input 1`, `output 0`).
         operand: String,
     },
@@ -163,6 +167,22 @@ impl Causes {
     /// The chain as one line, innermost link first: `axis 0 of the row constraint ← line 5 \`x = [5]\``.
     pub fn chain_text(&self, id: CauseId) -> String {
         self.chain(id).join(" ← ")
+    }
+
+    /// The axis of the innermost `axis n of the row constraint` link of
+    /// `id`'s chain: which axis of the operand a failed constraint was about.
+    pub fn axis(&self, id: CauseId) -> Option<usize> {
+        let mut at = id;
+        loop {
+            let cause = self.get(at);
+            if let Rule::Axis(n) = cause.rule {
+                return Some(n);
+            }
+            match cause.link {
+                Link::Origin(_) => return None,
+                Link::Parent(parent) => at = parent,
+            }
+        }
     }
 
     /// The 1-based `.rows` line of `id`'s root, if it has one.

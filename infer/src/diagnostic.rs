@@ -94,6 +94,21 @@ pub struct Diagnostic {
     /// That node's operator type.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub op: Option<String>,
+    /// That node's index in its graph.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_index: Option<u32>,
+    /// The graph holding that node: `""` (omitted) for the main graph, `If_0/then_branch/` for a subgraph.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub graph: Option<String>,
+    /// The node's operand the failed constraint is about (`input 1`, `output 0`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operand: Option<String>,
+    /// The axis of that operand, when the failure is about one axis.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub axis: Option<usize>,
+    /// How to fix it, where that is clear.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub help: Option<String>,
     /// For each clashing fact, where it came from, outermost cause last.
     pub notes: Vec<String>,
 }

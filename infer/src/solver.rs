@@ -191,21 +191,8 @@ impl Solver {
     /// Records a diagnostic that no single constraint produced (an invalid
     /// attribute, an unsupported operator) with the chain of `cause`.
     pub fn report_fact(&mut self, code: Code, message: String, cause: CauseId, notes: Vec<String>) {
-        let (node, op) = match self.causes.origin(cause) {
-            Some(Origin::Operand { node, name, op, .. }) => {
-                (Some(if name.is_empty() { node.clone() } else { name.clone() }), Some(op.clone()))
-            }
-            _ => (None, None),
-        };
-        self.diagnostics.push(Diagnostic {
-            severity: code.severity(),
-            code,
-            message,
-            line: self.causes.line(cause),
-            node,
-            op,
-            notes,
-        });
+        let diagnostic = self.located(code, message, cause, notes);
+        self.diagnostics.push(diagnostic);
     }
 
     /// A root cause.
@@ -453,21 +440,35 @@ impl Solver {
     pub(crate) fn report(&mut self, code: Code, message: String, cause: CauseId, facts: Vec<String>) {
         let mut notes = facts;
         notes.push(format!("required by {}", self.causes.chain_text(cause)));
-        let (node, op) = match self.causes.origin(cause) {
-            Some(crate::cause::Origin::Operand { node, name, op, .. }) => {
-                (Some(if name.is_empty() { node.clone() } else { name.clone() }), Some(op.clone()))
-            }
-            _ => (None, None),
-        };
-        self.diagnostics.push(Diagnostic {
+        let diagnostic = self.located(code, message, cause, notes);
+        self.diagnostics.push(diagnostic);
+    }
+
+    /// A diagnostic located where `cause`'s chain starts: the `.rows` line,
+    /// or the node, operand and axis.
+    fn located(&self, code: Code, message: String, cause: CauseId, notes: Vec<String>) -> Diagnostic {
+        let mut d = Diagnostic {
             severity: code.severity(),
             code,
             message,
             line: self.causes.line(cause),
-            node,
-            op,
+            node: None,
+            op: None,
+            node_index: None,
+            graph: None,
+            operand: None,
+            axis: self.causes.axis(cause),
+            help: None,
             notes,
-        });
+        };
+        if let Some(Origin::Operand { node, name, op, index, graph, operand }) = self.causes.origin(cause) {
+            d.node = Some(if name.is_empty() { node.clone() } else { name.clone() });
+            d.op = Some(op.clone());
+            d.node_index = Some(*index);
+            d.graph = (!graph.is_empty()).then(|| graph.clone());
+            d.operand = (operand != "node").then(|| operand.clone());
+        }
+        d
     }
 
     /// How a term's value came about, for diagnostics: `'a is 3 because ...`.

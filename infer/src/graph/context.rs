@@ -14,6 +14,7 @@ use crate::cause::{CauseId, Origin, Rule};
 use crate::constraint::Constraint;
 use crate::diagnostic::Code;
 use crate::ops::Defer;
+use diamond_ir::entity::EntityId;
 use diamond_ir::term::{Dim, DimTerm, RowTerm, Size};
 use diamond_ir::{AttrValue, Attribute, ElemType, GraphId, Node, NodeId, Tensor};
 use std::sync::Arc;
@@ -446,6 +447,8 @@ impl<'l, 'm> OpCtx<'l, 'm> {
             node: self.label.clone(),
             name: self.node.name().to_string(),
             op: self.node.op_type().to_string(),
+            index: self.nid.index() as u32,
+            graph: self.low.instances[self.inst as usize].prefix.clone(),
             operand: operand.to_string(),
         };
         self.low.solver.cause(origin, rule)

@@ -314,6 +314,7 @@ impl<'m> Lowering<'m> {
                 if let Some(&first) = producer.get(&out) {
                     let other = node_label(graph, first);
                     self.graph_error(
+                        inst,
                         format!(
                             "value '{}' is produced twice: by {} and by {}",
                             graph.value_name(out),
@@ -342,6 +343,7 @@ impl<'m> Lowering<'m> {
                     }
                 } else if !graph.value_name(input).is_empty() && self.lookup(inst, input).is_none() {
                     self.graph_error(
+                inst,
                         format!(
                             "input '{}' of {} is not a graph input, an initializer, an outer-scope value or any node's output",
                             graph.value_name(input),
@@ -372,6 +374,7 @@ impl<'m> Lowering<'m> {
             let stuck: Vec<NodeId> = graph.nodes.iter().map(|(n, _)| n).filter(|n| pending[n.index()] > 0).collect();
             let names: Vec<String> = stuck.iter().take(8).map(|&n| node_label(graph, n)).collect();
             self.graph_error(
+                inst,
                 format!(
                     "the graph has a cycle: {} node(s) on or after it cannot be ordered: {}{}",
                     stuck.len(),
@@ -386,12 +389,14 @@ impl<'m> Lowering<'m> {
         order
     }
 
-    fn graph_error(&mut self, message: String, graph: &Graph, nid: NodeId) {
+    fn graph_error(&mut self, inst: u32, message: String, graph: &Graph, nid: NodeId) {
         let node = &graph.nodes[nid];
         let origin = Origin::Operand {
             node: node_label(graph, nid),
             name: node.name().to_string(),
             op: node.op_type().to_string(),
+            index: nid.index() as u32,
+            graph: self.instances[inst as usize].prefix.clone(),
             operand: "node".into(),
         };
         let cause = self.solver.cause(origin, "graph structure");

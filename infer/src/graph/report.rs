@@ -228,25 +228,42 @@ pub(crate) fn build(low: Lowering<'_>, main: GraphId) -> CheckReport {
         let Some(v) = index.get(name).map(|&i| &mut values[i]) else { continue };
         let Some(shape) = &v.shape else { continue };
         let clash = if declared.len() != shape.len() {
-            Some(format!("rank {} is stated but the graph implies rank {}", declared.len(), shape.len()))
+            Some((None, format!("rank {} is stated but the graph implies rank {}", declared.len(), shape.len())))
         } else {
             declared.iter().zip(shape).enumerate().find_map(|(axis, (d, s))| match (d, s) {
                 (Some(d), s) if *s != DimReport::Unknown && d != s => {
-                    Some(format!("axis {axis} is stated as {d} but the graph implies {s}"))
+                    Some((Some(axis), format!("axis {axis} is stated as {d} but the graph implies {s}")))
                 }
                 _ => None,
             })
         };
         match clash {
-            Some(what) => diagnostics.push(Diagnostic {
-                severity: Severity::Error,
-                code: Code::DeclaredShapeMismatch,
-                message: format!("declared shape of '{name}' disagrees with the graph: {what}"),
-                line: None,
-                node: None,
-                op: None,
-                notes: vec![format!("declared {}, inferred {}", show(&declared), v.shape_text())],
-            }),
+            Some((axis, what)) => {
+                // Located at the node producing the value.
+                let producer = graph.nodes.iter().find(|(_, n)| n.outputs.contains(&id));
+                diagnostics.push(Diagnostic {
+                    severity: Severity::Error,
+                    code: Code::DeclaredShapeMismatch,
+                    message: format!("declared shape of '{name}' disagrees with the graph: {what}"),
+                    line: None,
+                    node: producer.map(|(nid, n)| {
+                        if n.name().is_empty() {
+                            super::lowering::node_label(graph, nid)
+                        } else {
+                            n.name().to_string()
+                        }
+                    }),
+                    op: producer.map(|(_, n)| n.op_type().to_string()),
+                    node_index: producer.map(|(nid, _)| diamond_ir::entity::EntityId::index(nid) as u32),
+                    graph: None,
+                    operand: producer
+                        .and_then(|(_, n)| n.outputs.iter().position(|&o| o == id))
+                        .map(|j| format!("output {j}")),
+                    axis,
+                    help: Some(format!("fix or remove the declared shape of '{name}' (value_info or graph output)")),
+                    notes: vec![format!("declared {}, inferred {}", show(&declared), v.shape_text())],
+                })
+            }
             None => {
                 // Fill what only the declaration knows.
                 if let Some(shape) = v.shape.as_mut() {
