@@ -132,6 +132,11 @@ impl Solver {
     /// with a worklist, so a bound crosses a chain of any length. Bounds only
     /// shrink (they meet), so this ends; a cap guards against the unforeseen.
     fn propagate_bounds(&mut self) {
+        // Only a bound can cross an edge: with none, there is nothing to do
+        // (and no need to copy out every waiting constraint).
+        if !self.store.any_free_bounded() {
+            return;
+        }
         let waiting: Vec<Constraint> = self.parked().cloned().collect();
         let mut dim_edges: HashMap<u32, Vec<(DimVar, CauseId)>> = HashMap::new();
         let mut row_edges: HashMap<u32, Vec<(RowVar, RowTerm, CauseId)>> = HashMap::new();
