@@ -123,7 +123,7 @@ pub struct Solver {
     pub(crate) store: Store,
     pub(crate) causes: Causes,
     queue: VecDeque<Constraint>,
-    pending: Vec<Option<Constraint>>,
+    pub(crate) pending: Vec<Option<Constraint>>,
     free_slots: Vec<usize>,
     dim_watch: Watchers,
     row_watch: Watchers,
