@@ -16,7 +16,6 @@ use crate::diagnostic::Code;
 use crate::solver::{Solver, TensorKind};
 use crate::store::{DimState, RowState};
 use diamond_ir::term::{Dim, DimTerm, DimVar, RowTerm, RowVar};
-use std::collections::HashMap;
 
 impl Solver {
     /// Closes every free variable, leaves first.
@@ -132,28 +131,40 @@ impl Solver {
     /// with a worklist, so a bound crosses a chain of any length. Bounds only
     /// shrink (they meet), so this ends; a cap guards against the unforeseen.
     fn propagate_bounds(&mut self) {
-        let waiting: Vec<Constraint> = self.parked().cloned().collect();
-        let mut dim_edges: HashMap<u32, Vec<(DimVar, CauseId)>> = HashMap::new();
-        let mut row_edges: HashMap<u32, Vec<(RowVar, RowTerm, CauseId)>> = HashMap::new();
-        for c in &waiting {
-            match c {
-                Constraint::DimLe(a, b, cause) => {
-                    if let (DimTerm::Var(a), DimTerm::Var(b)) = (self.store.dim(a), self.store.dim(b)) {
-                        dim_edges.entry(b.0).or_default().push((a, *cause));
+        // Only a bound can cross an edge: with none, there is nothing to do.
+        if !self.store.any_free_bounded() {
+            return;
+        }
+        // Edges by source variable, as linked lists in two arenas (heads
+        // indexed by variable id): no per-variable vectors, no hashing, and
+        // the waiting constraints are read in place rather than copied out.
+        let mut dim_lists = vec![(NONE, NONE); self.store.dim_count()];
+        let mut row_lists = vec![(NONE, NONE); self.store.row_count()];
+        let mut dim_edges: Vec<(DimVar, CauseId, u32)> = Vec::new();
+        let mut row_edges: Vec<(RowVar, RowTerm, CauseId, u32)> = Vec::new();
+        let mut work: Vec<(bool, u32)> = Vec::new();
+        for slot in 0..self.pending.len() {
+            match &self.pending[slot] {
+                Some(Constraint::DimLe(a, b, cause)) => {
+                    let (a, b, cause) = (a.clone(), b.clone(), *cause);
+                    if let (DimTerm::Var(a), DimTerm::Var(b)) = (self.store.dim(&a), self.store.dim(&b)) {
+                        push_edge(&mut dim_lists, &mut dim_edges, &mut work, true, b.0, |next| (a, cause, next));
                     }
                 }
-                Constraint::RowLe(a, b, cause) => {
-                    let (a, b) = (self.store.row(a), self.store.row(b));
+                Some(Constraint::RowLe(a, b, cause)) => {
+                    let cause = *cause;
+                    let (a, b) = (a.clone(), b.clone());
+                    let (a, b) = (self.store.row(&a), self.store.row(&b));
                     let bare = a.leading.is_empty() && a.trailing.is_empty();
                     if let (Some(rho), true, Some(sigma)) = (a.var, bare, b.var) {
-                        row_edges.entry(sigma.0).or_default().push((rho, b, *cause));
+                        push_edge(&mut row_lists, &mut row_edges, &mut work, false, sigma.0, |next| {
+                            (rho, b, cause, next)
+                        });
                     }
                 }
                 _ => {}
             }
         }
-        let mut work: Vec<(bool, u32)> =
-            dim_edges.keys().map(|&v| (true, v)).chain(row_edges.keys().map(|&v| (false, v))).collect();
         let mut budget = 64 * (work.len() + 1);
         while let Some((is_dim, v)) = work.pop() {
             if budget == 0 {
@@ -161,16 +172,22 @@ impl Solver {
             }
             budget -= 1;
             if is_dim {
-                for (to, cause) in dim_edges.get(&v).cloned().unwrap_or_default() {
+                let mut at = dim_lists[v as usize].0;
+                while at != NONE {
+                    let (to, cause, next) = dim_edges[at as usize];
                     if self.push_dim_bound(DimVar(v), to, cause) {
                         work.push((true, self.store.find_dim(to).0));
                     }
+                    at = next;
                 }
             } else {
-                for (to, sup, cause) in row_edges.get(&v).cloned().unwrap_or_default() {
-                    if self.push_row_bound(RowVar(v), to, &sup, cause) {
+                let mut at = row_lists[v as usize].0;
+                while at != NONE {
+                    let (to, ref sup, cause, next) = row_edges[at as usize];
+                    if self.push_row_bound(RowVar(v), to, sup, cause) {
                         work.push((false, self.store.find_row(to).0));
                     }
+                    at = next;
                 }
             }
         }
@@ -259,5 +276,50 @@ impl Solver {
                 }
             }
         }
+    }
+}
+
+/// No edge.
+const NONE: u32 = u32::MAX;
+
+/// Appends the edge `make(NONE)` to the list of `from` (lists are `(first,
+/// last)` pairs indexed by source, threaded through `edges` by their last
+/// field, set by [`EdgeNext`]); a source seen for the first time joins the
+/// worklist (`is_dim` says which kind it is).
+fn push_edge<E: EdgeNext>(
+    lists: &mut [(u32, u32)],
+    edges: &mut Vec<E>,
+    work: &mut Vec<(bool, u32)>,
+    is_dim: bool,
+    from: u32,
+    make: impl FnOnce(u32) -> E,
+) {
+    let id = edges.len() as u32;
+    edges.push(make(NONE));
+    let list = &mut lists[from as usize];
+    if list.0 == NONE {
+        work.push((is_dim, from));
+        *list = (id, id);
+    } else {
+        edges[list.1 as usize].set_next(id);
+        list.1 = id;
+    }
+}
+
+/// An edge of a linked list in an arena.
+trait EdgeNext {
+    /// Links the edge after this one.
+    fn set_next(&mut self, next: u32);
+}
+
+impl EdgeNext for (DimVar, CauseId, u32) {
+    fn set_next(&mut self, next: u32) {
+        self.2 = next;
+    }
+}
+
+impl EdgeNext for (RowVar, RowTerm, CauseId, u32) {
+    fn set_next(&mut self, next: u32) {
+        self.3 = next;
     }
 }

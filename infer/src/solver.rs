@@ -47,32 +47,62 @@ pub(crate) enum Watch {
     Row(RowVar),
 }
 
-/// Parked-constraint slots per variable representative, indexed by id.
+/// Parked-constraint slots per variable representative, indexed by id: one
+/// singly linked list per variable, threaded through a single arena of
+/// nodes, so that a million watched variables cost no million small vectors
+/// to grow and to free. Lists keep insertion order (they are woken in it).
 #[derive(Debug, Default)]
-struct Watchers(Vec<Vec<usize>>);
+struct Watchers {
+    /// First and last node of each variable's list (`NONE` when empty).
+    ends: Vec<(u32, u32)>,
+    /// `(slot, next node)`.
+    nodes: Vec<(u32, u32)>,
+}
+
+/// No node.
+const NONE: u32 = u32::MAX;
 
 impl Watchers {
-    fn add(&mut self, var: u32, slot: usize) {
+    fn ends_mut(&mut self, var: u32) -> &mut (u32, u32) {
         let i = var as usize;
-        if self.0.len() <= i {
-            self.0.resize_with(i + 1, Vec::new);
+        if self.ends.len() <= i {
+            self.ends.resize(i + 1, (NONE, NONE));
         }
-        self.0[i].push(slot);
+        &mut self.ends[i]
     }
 
-    fn take(&mut self, var: u32) -> Vec<usize> {
-        self.0.get_mut(var as usize).map(std::mem::take).unwrap_or_default()
+    fn add(&mut self, var: u32, slot: usize) {
+        let node = self.nodes.len() as u32;
+        self.nodes.push((slot as u32, NONE));
+        let (head, tail) = *self.ends_mut(var);
+        if head == NONE {
+            *self.ends_mut(var) = (node, node);
+        } else {
+            self.nodes[tail as usize].1 = node;
+            self.ends_mut(var).1 = node;
+        }
     }
 
-    fn extend(&mut self, var: u32, slots: Vec<usize>) {
-        if slots.is_empty() {
+    /// Detaches `var`'s list; returns its first and last node.
+    fn take(&mut self, var: u32) -> (u32, u32) {
+        match self.ends.get_mut(var as usize) {
+            Some(ends) => std::mem::replace(ends, (NONE, NONE)),
+            None => (NONE, NONE),
+        }
+    }
+
+    /// Appends the detached list `list` to `var`'s.
+    fn append(&mut self, var: u32, list: (u32, u32)) {
+        if list.0 == NONE {
             return;
         }
-        let i = var as usize;
-        if self.0.len() <= i {
-            self.0.resize_with(i + 1, Vec::new);
+        let (head, tail) = *self.ends_mut(var);
+        if head == NONE {
+            *self.ends_mut(var) = list;
+        } else {
+            self.nodes[tail as usize].1 = list.0;
+            self.ends_mut(var).1 = list.1;
         }
-        self.0[i].extend(slots);
     }
 }
 
@@ -82,6 +112,9 @@ pub(crate) enum Step {
     Done,
     /// Needs more facts about these variables.
     Wait(Vec<Watch>),
+    /// Made progress (grew a row variable) and must run again: queued at the
+    /// back, as it is, without being rebuilt.
+    Again,
 }
 
 /// The constraint solver. See the module documentation.
@@ -90,7 +123,7 @@ pub struct Solver {
     pub(crate) store: Store,
     pub(crate) causes: Causes,
     queue: VecDeque<Constraint>,
-    pending: Vec<Option<Constraint>>,
+    pub(crate) pending: Vec<Option<Constraint>>,
     free_slots: Vec<usize>,
     dim_watch: Watchers,
     row_watch: Watchers,
@@ -217,6 +250,7 @@ impl Solver {
             match self.apply(&constraint) {
                 Step::Done => {}
                 Step::Wait(watches) => self.park(constraint, watches),
+                Step::Again => self.queue.push_back(constraint),
             }
         }
     }
@@ -279,12 +313,28 @@ impl Solver {
         }
     }
 
-    fn wake(&mut self, slots: Vec<usize>) {
-        for slot in slots {
-            if let Some(c) = self.pending.get_mut(slot).and_then(Option::take) {
-                self.free_slots.push(slot);
-                self.queue.push_back(c);
-            }
+    fn wake_dims(&mut self, list: (u32, u32)) {
+        let mut at = list.0;
+        while at != NONE {
+            let (slot, next) = self.dim_watch.nodes[at as usize];
+            self.wake(slot as usize);
+            at = next;
+        }
+    }
+
+    fn wake_rows(&mut self, list: (u32, u32)) {
+        let mut at = list.0;
+        while at != NONE {
+            let (slot, next) = self.row_watch.nodes[at as usize];
+            self.wake(slot as usize);
+            at = next;
+        }
+    }
+
+    fn wake(&mut self, slot: usize) {
+        if let Some(c) = self.pending.get_mut(slot).and_then(Option::take) {
+            self.free_slots.push(slot);
+            self.queue.push_back(c);
         }
     }
 
@@ -301,8 +351,10 @@ impl Solver {
     /// it if it lacks facts). Only for dimension constraints, whose rules
     /// never apply further constraints themselves, so this never recurses.
     pub(crate) fn apply_now(&mut self, c: Constraint) {
-        if let Step::Wait(watches) = self.apply(&c) {
-            self.park(c, watches);
+        match self.apply(&c) {
+            Step::Done => {}
+            Step::Wait(watches) => self.park(c, watches),
+            Step::Again => self.queue.push_back(c),
         }
     }
 
@@ -319,7 +371,7 @@ impl Solver {
             self.enqueue(Constraint::DimLe(DimTerm::Dim(value), DimTerm::Dim(bound), c));
         }
         let woken = self.dim_watch.take(root.0);
-        self.wake(woken);
+        self.wake_dims(woken);
     }
 
     /// Merges two free dimension variables.
@@ -348,9 +400,9 @@ impl Solver {
     /// woken: merging adds no ground fact, and whatever binds the class later
     /// wakes them all.
     fn merge_dim_watchers(&mut self, a: DimVar, b: DimVar, root: DimVar) {
-        let mut slots = self.dim_watch.take(a.0);
-        slots.extend(self.dim_watch.take(b.0));
-        self.dim_watch.extend(root.0, slots);
+        let (la, lb) = (self.dim_watch.take(a.0), self.dim_watch.take(b.0));
+        self.dim_watch.append(root.0, la);
+        self.dim_watch.append(root.0, lb);
     }
 
     fn dim_upper(&mut self, v: DimVar) -> Option<(Dim, CauseId)> {
@@ -383,13 +435,16 @@ impl Solver {
             RowState::Free { upper } => upper.clone(),
             RowState::Solved { .. } => return,
         };
-        self.store.set_row(root, RowState::Solved { value: value.clone(), cause });
-        if let Some((bound, bound_cause)) = upper {
-            let c = self.causes.derived(bound_cause, "the row variable was bounded above here");
-            self.enqueue(Constraint::RowLe(value, bound, c));
+        match upper {
+            Some((bound, bound_cause)) => {
+                self.store.set_row(root, RowState::Solved { value: value.clone(), cause });
+                let c = self.causes.derived(bound_cause, "the row variable was bounded above here");
+                self.enqueue(Constraint::RowLe(value, bound, c));
+            }
+            None => self.store.set_row(root, RowState::Solved { value, cause }),
         }
         let woken = self.row_watch.take(root.0);
-        self.wake(woken);
+        self.wake_rows(woken);
     }
 
     /// Merges two free row variables.
@@ -405,9 +460,9 @@ impl Solver {
             (None, None) => None,
         };
         self.store.set_row(root, RowState::Free { upper: merged });
-        let mut slots = self.row_watch.take(ra.0);
-        slots.extend(self.row_watch.take(rb.0));
-        self.row_watch.extend(root.0, slots);
+        let (la, lb) = (self.row_watch.take(ra.0), self.row_watch.take(rb.0));
+        self.row_watch.append(root.0, la);
+        self.row_watch.append(root.0, lb);
     }
 
     pub(crate) fn row_upper(&mut self, v: RowVar) -> Option<(RowTerm, CauseId)> {

@@ -149,8 +149,7 @@ impl Solver {
         } else if l > sup.leading.len() || r > sup.trailing.len() {
             let (dl, dr) = (l.saturating_sub(sup.leading.len()), r.saturating_sub(sup.trailing.len()));
             self.grow(sigma, dl, dr, cause);
-            self.enqueue(Constraint::RowLe(sub_term.clone(), sup_term.clone(), cause));
-            return Step::Done;
+            return Step::Again;
         }
         if l == 0 && r == 0 {
             if let Some(rho) = sub.var.filter(|&rho| rho != sigma) {
