@@ -157,3 +157,17 @@ fn invalid_attributes_and_types_are_reported_at_their_node() {
     assert_eq!(found.len(), 4, "one diagnostic per fault: {found:?}");
     assert_eq!(v["values"]["t"]["shape"], Value::Null, "no shape is guessed for an invalid node");
 }
+
+#[test]
+fn slicing_a_fixed_table_by_a_dynamic_length_is_an_implied_bound() {
+    let (v, code) = json(&[&fixture("implied_bound.onnx"), "--json"]);
+    assert_eq!(code, 0, "an assumption is a warning: {v}");
+    let diags = v["diagnostics"].as_array().unwrap();
+    assert_eq!(diags.len(), 1, "{diags:?}");
+    assert_eq!(diags[0]["code"], "implied-bound");
+    assert_eq!(diags[0]["severity"], "warning");
+    assert_eq!(diags[0]["node"], "add_positions");
+    assert!(diags[0]["message"].as_str().unwrap().contains("seq ≤ 512"), "{}", diags[0]["message"]);
+    assert_eq!(v["values"]["pos_ids"]["shape"], serde_json::json!([1, "min(512, seq)"]));
+    assert_eq!(v["values"]["y"]["shape"], serde_json::json!(["batch", "seq", 64]));
+}

@@ -9,7 +9,7 @@
 use crate::cause::CauseId;
 use crate::diagnostic::Code;
 use crate::solver::{is_rigid, Solver, Step, Watch};
-use diamond_ir::term::{Dim, DimTerm};
+use diamond_ir::term::{Dim, DimTerm, Size, SizeExpr};
 
 impl Solver {
     pub(crate) fn dim_eq(&mut self, a: &DimTerm, b: &DimTerm, cause: CauseId) -> Step {
@@ -63,6 +63,11 @@ impl Solver {
             return;
         }
         let facts: Vec<String> = [a, b].into_iter().filter_map(|t| self.explain_dim(t)).collect();
+        if let Some(bound) = implied_bound(x, y).or_else(|| implied_bound(y, x)) {
+            let message = format!("`{x} {relation} {y}` holds only when {bound}: the model assumes it");
+            self.report(Code::ImpliedBound, message, cause, facts);
+            return;
+        }
         if is_rigid(x) || is_rigid(y) {
             let (symbol, other) = if is_rigid(x) { (x, y) } else { (y, x) };
             let message =
@@ -90,4 +95,20 @@ impl Solver {
             }
         }
     }
+}
+
+/// When `m` is `min(e, rest...)` and `e` is the other side, the two are equal
+/// exactly when `e` is at most each other operand: the bound (`seq ≤ 512`)
+/// a graph that slices a fixed-size table by a dynamic length relies on.
+fn implied_bound(m: &Dim, e: &Dim) -> Option<String> {
+    let (Size::Symbolic(mx), ex) = (&m.size, &e.size) else { return None };
+    let operands = mx.min_operands()?;
+    let e_expr = match ex {
+        Size::Known(n) => SizeExpr::constant(i64::try_from(*n).ok()?),
+        Size::Symbolic(x) => (**x).clone(),
+    };
+    let at = operands.iter().position(|o| *o == e_expr)?;
+    let others: Vec<String> =
+        operands.iter().enumerate().filter(|(i, _)| *i != at).map(|(_, o)| o.to_string()).collect();
+    Some(format!("{e_expr} ≤ {}", others.join(" and ")))
 }

@@ -151,6 +151,20 @@ impl SizeExpr {
         SizeExpr::extremum(a, b, false)
     }
 
+    /// The operands when the expression is exactly `min(a, b, ...)`.
+    pub fn min_operands(&self) -> Option<&[SizeExpr]> {
+        if self.terms.len() != 1 {
+            return None;
+        }
+        match self.terms.iter().next()? {
+            (atoms, 1) => match atoms.as_slice() {
+                [Atom::Min(operands)] => Some(operands),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     fn extremum(a: &SizeExpr, b: &SizeExpr, is_min: bool) -> SizeExpr {
         if a == b {
             return a.clone();
