@@ -72,7 +72,7 @@ fn each_conflict_is_reported_once_with_its_provenance() {
               |
               = note: required by line 7 `[2, 3, 4] <= [3, 4]`
 
-            warning[dynamic-axis-specialized]: dynamic axis batch assumed to be 8: `batch ⊑ 8` holds only when batch = 8
+            warning[dynamic-axis-specialized]: dynamic axis batch assumed to be 8: `batch ⊑ 8` holds only when batch = 8 or batch = 1
              --> line 9
               |
             9 | z <= [8, 4]

@@ -171,7 +171,7 @@ fn rigid_symbols_are_never_bound_and_specialization_is_a_warning() {
             x  principal [batch, 4]  closed [batch, 4]
             y  principal [batch]  closed [batch]
 
-            warning[dynamic-axis-specialized]: dynamic axis batch assumed to be 8: `batch ⊑ 8` holds only when batch = 8
+            warning[dynamic-axis-specialized]: dynamic axis batch assumed to be 8: `batch ⊑ 8` holds only when batch = 8 or batch = 1
              --> line 2
               |
             2 | x <= [8, 4]

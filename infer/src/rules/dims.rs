@@ -70,8 +70,15 @@ impl Solver {
         }
         if is_rigid(x) || is_rigid(y) {
             let (symbol, other) = if is_rigid(x) { (x, y) } else { (y, x) };
-            let message =
-                format!("dynamic axis {symbol} assumed to be {other}: `{x} {relation} {y}` holds only when {x} = {y}");
+            // `s ⊑ d` also holds when the symbol is 1 (it broadcasts); `d ⊑ s` only when s = d.
+            let condition = if relation == "⊑" && is_rigid(x) && !y.is_unit() {
+                format!("{x} = {y} or {x} = 1")
+            } else {
+                format!("{x} = {y}")
+            };
+            let message = format!(
+                "dynamic axis {symbol} assumed to be {other}: `{x} {relation} {y}` holds only when {condition}"
+            );
             self.report(Code::DynamicAxisSpecialized, message, cause, facts);
             return;
         }
