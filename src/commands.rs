@@ -70,10 +70,10 @@ pub fn solve(path: &Path, json: bool) -> Result<(), Failure> {
 }
 
 /// `diamond check MODEL [--json] [--bind DIR|FILE...]`.
-pub fn check(path: &Path, json: bool, bind: &[std::path::PathBuf]) -> Result<(), Failure> {
+pub fn check(path: &Path, json: bool, bind: &[std::path::PathBuf], strict_units: bool) -> Result<(), Failure> {
     let model = load_model(path).map_err(unreadable)?;
     let graph = model.main_graph().ok_or_else(|| unreadable(format!("{}: the model has no graph", path.display())))?;
-    let options = diamond_infer::CheckOptions { bind: crate::bind::bind_inputs(graph, bind)?, strict_units: false };
+    let options = diamond_infer::CheckOptions { bind: crate::bind::bind_inputs(graph, bind)?, strict_units };
     let report = diamond_infer::check_model(&model, &options);
     if json {
         let text = serde_json::to_string_pretty(&crate::check_report::to_json(&report, path)).map_err(unreadable)?;

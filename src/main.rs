@@ -56,6 +56,9 @@ enum Command {
         /// Bind graph inputs to constant tensors: `.pb` TensorProto or `.npy` files, or directories of them.
         #[arg(long, num_args = 1..)]
         bind: Vec<PathBuf>,
+        /// Treat stated size-1 axes as claims: report every place broadcasting widens one (`unit-axis-widened`).
+        #[arg(long)]
+        strict_units: bool,
     },
     /// Import a model and write it back out as ONNX (with its external data).
     Convert {
@@ -95,7 +98,7 @@ fn main() -> ExitCode {
         Command::Inspect { model, json } => commands::inspect(&model, json),
         Command::Convert { model, output } => commands::convert(&model, &output),
         Command::Solve { file, json } => commands::solve(&file, json),
-        Command::Check { model, json, bind } => commands::check(&model, json, &bind),
+        Command::Check { model, json, bind, strict_units } => commands::check(&model, json, &bind, strict_units),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -171,3 +171,17 @@ fn slicing_a_fixed_table_by_a_dynamic_length_is_an_implied_bound() {
     assert_eq!(v["values"]["pos_ids"]["shape"], serde_json::json!([1, "min(512, seq)"]));
     assert_eq!(v["values"]["y"]["shape"], serde_json::json!(["batch", "seq", 64]));
 }
+
+#[test]
+fn strict_units_reports_each_widened_stated_unit_and_only_those() {
+    let (v, code) = json(&[&fixture("stated_unit.onnx"), "--json", "--strict-units"]);
+    assert_eq!(code, 0, "widening is a warning: {v}");
+    let diags = v["diagnostics"].as_array().unwrap();
+    assert_eq!(diags.len(), 1, "the keepdims 1 of ReduceMean is computed, not stated: {diags:?}");
+    assert_eq!(diags[0]["code"], "unit-axis-widened");
+    assert_eq!(diags[0]["node"], "add_bias");
+    assert_eq!(diags[0]["axis"], 0);
+    assert_eq!(v["values"]["y"]["shape"], serde_json::json!([3, 4]));
+    let (plain, _) = json(&[&fixture("stated_unit.onnx"), "--json"]);
+    assert_eq!(plain["diagnostics"], serde_json::json!([]), "without --strict-units a stated 1 broadcasts");
+}

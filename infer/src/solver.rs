@@ -139,6 +139,10 @@ pub struct Solver {
     /// Whether a size 1 the arithmetic rules compute is the claim-free unit
     /// (`_`) rather than a claimed `1` (see [`Solver::set_computed_units_claim_free`]).
     pub(crate) computed_units_claim_free: bool,
+    /// `--strict-units`: widening a stated unit is a warning, not a conflict.
+    pub(crate) unit_widening_warns: bool,
+    /// Stated units that bounded a variable from below, to check once solved.
+    pub(crate) unit_claims: Vec<(DimVar, CauseId)>,
 }
 
 /// One tensor's shapes in a solution.
@@ -192,6 +196,13 @@ impl Solver {
     /// `--strict-units` sets this: there, no size 1 is a claim unless stated.
     pub fn set_computed_units_claim_free(&mut self, on: bool) {
         self.computed_units_claim_free = on;
+    }
+
+    /// `--strict-units`: a stated unit (`1`, a claim) broadcast to a larger
+    /// size is reported as a `unit-axis-widened` warning, and solving goes on
+    /// as NumPy would.
+    pub fn set_unit_widening_warns(&mut self, on: bool) {
+        self.unit_widening_warns = on;
     }
 
     /// A fresh dimension variable that closing never commits without a bound:
@@ -261,6 +272,7 @@ impl Solver {
         let (store, tensors) = (&mut self.store, &self.tensors);
         let principal: Vec<RowTerm> = tensors.iter().map(|t| store.row(&t.row)).collect();
         self.close();
+        self.check_unit_claims();
         // Report in source order; within a line, in the order found.
         self.diagnostics.sort_by_key(|d| d.line.unwrap_or(u32::MAX));
         let entries = std::mem::take(&mut self.tensors);

@@ -375,9 +375,10 @@ impl<'l, 'm> OpCtx<'l, 'm> {
 
     // ---- terms and constraints ----
 
-    /// The dimension of a known size (`1` is the claim-free unit unless `--strict-units`).
+    /// The dimension of a size a rule computes (`1` is the claim-free unit:
+    /// only sizes the file states are claims, even under `--strict-units`).
     pub fn known(&self, n: u64) -> DimTerm {
-        DimTerm::Dim(size_dim(n, self.strict_units()))
+        DimTerm::Dim(size_dim(n, false))
     }
 
     /// A fresh dimension variable for a size the constraints will determine.

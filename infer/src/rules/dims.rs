@@ -21,6 +21,8 @@ impl Solver {
                 self.bind_dim(*v, d.clone(), cause)
             }
             (DimTerm::Dim(x), DimTerm::Dim(y)) if x == y => {}
+            // `--strict-units`: a stated unit equals a computed one (which asserts nothing).
+            (DimTerm::Dim(x), DimTerm::Dim(y)) if self.unit_widening_warns && is_one(x) && is_one(y) => {}
             (DimTerm::Dim(x), DimTerm::Dim(y)) => {
                 let (x, y) = (x.clone(), y.clone());
                 self.dim_clash(a, b, &x, &y, Code::DimMismatch, "=", cause);
@@ -35,13 +37,23 @@ impl Solver {
             (DimTerm::Var(x), DimTerm::Var(y)) if x == y => Step::Done,
             (DimTerm::Var(x), DimTerm::Var(y)) => Step::Wait(vec![Watch::Dim(*x), Watch::Dim(*y)]),
             (DimTerm::Dim(d), DimTerm::Var(v)) => {
-                if !d.is_unit() {
+                if self.unit_widening_warns && is_claimed_unit(d) {
+                    // `--strict-units`: a stated unit is a lower bound that
+                    // does not solve; whether it is widened is checked at the end.
+                    self.unit_claims.push((*v, cause));
+                } else if !d.is_unit() {
                     self.bind_dim(*v, d.clone(), cause);
                 }
                 Step::Done
             }
             (DimTerm::Var(v), DimTerm::Dim(d)) => {
                 self.bound_dim(*v, d.clone(), cause);
+                Step::Done
+            }
+            (DimTerm::Dim(x), DimTerm::Dim(y)) if self.unit_widening_warns && is_one(x) && is_one(y) => Step::Done,
+            (DimTerm::Dim(x), DimTerm::Dim(y)) if self.unit_widening_warns && is_claimed_unit(x) => {
+                let message = format!("a stated unit axis is widened to {y} by broadcasting");
+                self.report(Code::UnitAxisWidened, message, cause, Vec::new());
                 Step::Done
             }
             (DimTerm::Dim(x), DimTerm::Dim(y)) => {
@@ -118,4 +130,29 @@ fn implied_bound(m: &Dim, e: &Dim) -> Option<String> {
     let others: Vec<String> =
         operands.iter().enumerate().filter(|(i, _)| *i != at).map(|(_, o)| o.to_string()).collect();
     Some(format!("{e_expr} ≤ {}", others.join(" and ")))
+}
+
+/// Whether `d` has size 1, claimed or not.
+fn is_one(d: &Dim) -> bool {
+    d.size == Size::Known(1)
+}
+
+/// Whether `d` is a unit that makes a claim (`1` stated in the file, not `_`).
+fn is_claimed_unit(d: &Dim) -> bool {
+    is_one(d) && !d.is_unit()
+}
+
+impl Solver {
+    /// `--strict-units`: reports every stated unit that broadcasting widened
+    /// (its lower-bounded variable ended up a size other than 1).
+    pub(crate) fn check_unit_claims(&mut self) {
+        for (v, cause) in std::mem::take(&mut self.unit_claims) {
+            if let DimTerm::Dim(d) = self.store.dim(&DimTerm::Var(v)) {
+                if !is_one(&d) {
+                    let message = format!("a stated unit axis is widened to {d} by broadcasting");
+                    self.report(Code::UnitAxisWidened, message, cause, Vec::new());
+                }
+            }
+        }
+    }
 }
