@@ -467,7 +467,7 @@ impl Solver {
         let child = if root == ra { rb } else { ra };
         self.inherit_name(root.0, child.0, false);
         let merged = match (upper_a, upper_b) {
-            (Some(x), Some(y)) => Some((crate::rules::meet_rows(&x.0, &y.0), cause)),
+            (Some(x), Some(y)) => Some((self.meet_bounds(&x.0, &y.0, cause), cause)),
             (Some(x), None) | (None, Some(x)) => Some(x),
             (None, None) => None,
         };
@@ -488,9 +488,46 @@ impl Solver {
     pub(crate) fn bound_row(&mut self, v: RowVar, bound: RowTerm, cause: CauseId) {
         let merged = match self.row_upper(v) {
             None => bound,
-            Some((old, _)) => crate::rules::meet_rows(&old, &bound),
+            Some((old, _)) => self.meet_bounds(&old, &bound, cause),
         };
         self.store.set_row(v, RowState::Free { upper: Some((merged, cause)) });
+    }
+
+    /// The meet of two upper-bound rows. Where two axes differ and one is a
+    /// variable, the meet is not known yet (`1 ⊓ 'a` is `1` if `'a` becomes
+    /// 1, `_` otherwise): it becomes a fresh variable bounded by both, so the
+    /// result does not depend on the order constraints arrive in.
+    fn meet_bounds(&mut self, a: &RowTerm, b: &RowTerm, cause: CauseId) -> RowTerm {
+        let (a, b) = (self.store.row(a), self.store.row(b));
+        let mut met = crate::rules::meet_rows(&a, &b);
+        let lead = met.leading.len();
+        let trail = met.trailing.len();
+        let pairs: Vec<(usize, bool, DimTerm, DimTerm)> = (0..lead)
+            .map(|i| (i, true, a.leading[i].clone(), b.leading[i].clone()))
+            .chain((0..trail).map(|i| {
+                (
+                    i,
+                    false,
+                    a.trailing[a.trailing.len() - trail + i].clone(),
+                    b.trailing[b.trailing.len() - trail + i].clone(),
+                )
+            }))
+            .collect();
+        for (i, leading, x, y) in pairs {
+            if x == y || !(matches!(x, DimTerm::Var(_)) || matches!(y, DimTerm::Var(_))) {
+                continue;
+            }
+            let m = DimTerm::Var(self.store.fresh_dim());
+            let c = self.causes.derived(cause, "the meet of two upper bounds");
+            self.enqueue(Constraint::DimLe(m.clone(), x, c));
+            self.enqueue(Constraint::DimLe(m.clone(), y, c));
+            if leading {
+                met.leading[i] = m;
+            } else {
+                met.trailing[i] = m;
+            }
+        }
+        met
     }
 
     fn inherit_name(&mut self, root: u32, child: u32, dim: bool) {
