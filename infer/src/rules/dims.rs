@@ -8,46 +8,41 @@
 
 use crate::cause::CauseId;
 use crate::diagnostic::Code;
-use crate::solver::{is_rigid, Solver, Step, Watch};
-use diamond_ir::term::{Dim, DimTerm};
+use crate::interned::D;
+use crate::solver::{Solver, Step, Watch};
 
 impl Solver {
-    pub(crate) fn dim_eq(&mut self, a: &DimTerm, b: &DimTerm, cause: CauseId) -> Step {
+    pub(crate) fn dim_eq(&mut self, a: D, b: D, cause: CauseId) -> Step {
         let (ra, rb) = (self.store.dim(a), self.store.dim(b));
-        match (&ra, &rb) {
-            (DimTerm::Var(x), DimTerm::Var(y)) if x == y => {}
-            (DimTerm::Var(x), DimTerm::Var(y)) => self.union_dim(*x, *y, cause),
-            (DimTerm::Var(v), DimTerm::Dim(d)) | (DimTerm::Dim(d), DimTerm::Var(v)) => {
-                self.bind_dim(*v, d.clone(), cause)
-            }
-            (DimTerm::Dim(x), DimTerm::Dim(y)) if x == y => {}
-            (DimTerm::Dim(x), DimTerm::Dim(y)) => {
-                let (x, y) = (x.clone(), y.clone());
-                self.dim_clash(a, b, &x, &y, Code::DimMismatch, "=", cause);
-            }
+        match (ra.as_var(), rb.as_var()) {
+            (Some(x), Some(y)) if x == y => {}
+            (Some(x), Some(y)) => self.union_dim(x, y, cause),
+            (Some(v), None) => self.bind_dim(v, rb, cause),
+            (None, Some(v)) => self.bind_dim(v, ra, cause),
+            (None, None) if ra == rb => {}
+            (None, None) => self.dim_clash(a, b, ra, rb, Code::DimMismatch, "=", cause),
         }
         Step::Done
     }
 
-    pub(crate) fn dim_le(&mut self, a: &DimTerm, b: &DimTerm, cause: CauseId) -> Step {
+    pub(crate) fn dim_le(&mut self, a: D, b: D, cause: CauseId) -> Step {
         let (ra, rb) = (self.store.dim(a), self.store.dim(b));
-        match (&ra, &rb) {
-            (DimTerm::Var(x), DimTerm::Var(y)) if x == y => Step::Done,
-            (DimTerm::Var(x), DimTerm::Var(y)) => Step::Wait(vec![Watch::Dim(*x), Watch::Dim(*y)]),
-            (DimTerm::Dim(d), DimTerm::Var(v)) => {
-                if !d.is_unit() {
-                    self.bind_dim(*v, d.clone(), cause);
+        match (ra.as_var(), rb.as_var()) {
+            (Some(x), Some(y)) if x == y => Step::Done,
+            (Some(x), Some(y)) => Step::Wait(vec![Watch::Dim(x), Watch::Dim(y)]),
+            (None, Some(v)) => {
+                if !self.store.table.is_unit(ra) {
+                    self.bind_dim(v, ra, cause);
                 }
                 Step::Done
             }
-            (DimTerm::Var(v), DimTerm::Dim(d)) => {
-                self.bound_dim(*v, d.clone(), cause);
+            (Some(v), None) => {
+                self.bound_dim(v, rb, cause);
                 Step::Done
             }
-            (DimTerm::Dim(x), DimTerm::Dim(y)) => {
-                if !x.broadcasts_to(y) {
-                    let (x, y) = (x.clone(), y.clone());
-                    self.dim_clash(a, b, &x, &y, Code::BroadcastConflict, "⊑", cause);
+            (None, None) => {
+                if !(ra == rb || self.store.table.is_unit(ra)) {
+                    self.dim_clash(a, b, ra, rb, Code::BroadcastConflict, "⊑", cause);
                 }
                 Step::Done
             }
@@ -58,13 +53,16 @@ impl Solver {
     /// `⊑`); a rigid symbol on either side makes it an assumption instead of
     /// an error.
     #[allow(clippy::too_many_arguments)]
-    fn dim_clash(&mut self, a: &DimTerm, b: &DimTerm, x: &Dim, y: &Dim, code: Code, relation: &str, cause: CauseId) {
+    fn dim_clash(&mut self, a: D, b: D, x: D, y: D, code: Code, relation: &str, cause: CauseId) {
         if self.poisoned_dims(a, b) {
             return;
         }
         let facts: Vec<String> = [a, b].into_iter().filter_map(|t| self.explain_dim(t)).collect();
-        if is_rigid(x) || is_rigid(y) {
-            let (symbol, other) = if is_rigid(x) { (x, y) } else { (y, x) };
+        let table = &self.store.table;
+        let (x_rigid, y_rigid) = (table.is_rigid(x), table.is_rigid(y));
+        let (x, y) = (table.dim(x), table.dim(y));
+        if x_rigid || y_rigid {
+            let (symbol, other) = if x_rigid { (&x, &y) } else { (&y, &x) };
             let message =
                 format!("dynamic axis {symbol} assumed to be {other}: `{x} {relation} {y}` holds only when {x} = {y}");
             self.report(Code::DynamicAxisSpecialized, message, cause, facts);
@@ -79,14 +77,14 @@ impl Solver {
         self.poison_dims(a, b);
     }
 
-    fn poisoned_dims(&mut self, a: &DimTerm, b: &DimTerm) -> bool {
-        [a, b].into_iter().any(|t| matches!(t, DimTerm::Var(v) if self.store.dim_poisoned(*v)))
+    fn poisoned_dims(&mut self, a: D, b: D) -> bool {
+        [a, b].into_iter().any(|t| t.as_var().is_some_and(|v| self.store.dim_poisoned(v)))
     }
 
-    fn poison_dims(&mut self, a: &DimTerm, b: &DimTerm) {
+    fn poison_dims(&mut self, a: D, b: D) {
         for t in [a, b] {
-            if let DimTerm::Var(v) = t {
-                self.store.poison_dim(*v);
+            if let Some(v) = t.as_var() {
+                self.store.poison_dim(v);
             }
         }
     }

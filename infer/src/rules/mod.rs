@@ -5,28 +5,28 @@ mod arith;
 mod dims;
 mod rows;
 
-use diamond_ir::term::{Dim, DimTerm, RowTerm};
+use crate::interned::{D, R};
+use crate::store::Store;
+use smallvec::SmallVec;
 
 /// The greatest row below both `a` and `b` in the broadcast order: flanks
 /// aligned from the outer edges, each kept to the shorter length, pointwise
 /// meets (equal terms stay, anything else meets at `_`).
-pub(crate) fn meet_rows(a: &RowTerm, b: &RowTerm) -> RowTerm {
-    let meet = |x: &DimTerm, y: &DimTerm| if x == y { x.clone() } else { DimTerm::Dim(Dim::unit()) };
-    let lead = a.leading.len().min(b.leading.len());
-    let trail = a.trailing.len().min(b.trailing.len());
-    let leading = (0..lead).map(|i| meet(&a.leading[i], &b.leading[i])).collect();
-    let trailing = (0..trail)
-        .map(|i| {
-            let (x, y) = (&a.trailing[a.trailing.len() - trail + i], &b.trailing[b.trailing.len() - trail + i]);
-            meet(x, y)
-        })
-        .collect();
-    RowTerm { leading, var: None, trailing }
+pub(crate) fn meet_rows(store: &mut Store, a: R, b: R) -> R {
+    let meet = |x: D, y: D| if x == y { x } else { D::UNIT };
+    let (al, bl) = (store.leading(a), store.leading(b));
+    let leading: SmallVec<[D; 8]> = al.iter().zip(bl).map(|(&x, &y)| meet(x, y)).collect();
+    let (at, bt) = (store.trailing(a), store.trailing(b));
+    let trail = at.len().min(bt.len());
+    let trailing: SmallVec<[D; 8]> =
+        at[at.len() - trail..].iter().zip(&bt[bt.len() - trail..]).map(|(&x, &y)| meet(x, y)).collect();
+    store.alloc(&leading, None, &trailing)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use diamond_ir::term::{Dim, DimTerm, RowTerm};
 
     fn d(n: u64) -> DimTerm {
         DimTerm::Dim(Dim::known(n))
@@ -34,9 +34,12 @@ mod tests {
 
     #[test]
     fn meets_align_from_the_outer_edges() {
-        let a = RowTerm::closed(vec![d(2), d(3), d(4)]);
-        let b = RowTerm::closed(vec![d(5), d(4)]);
-        assert_eq!(meet_rows(&a, &b).to_string(), "[_, 4]");
-        assert_eq!(meet_rows(&a, &a), a);
+        let mut store = Store::default();
+        let a = store.intern_row(&RowTerm::closed(vec![d(2), d(3), d(4)]));
+        let b = store.intern_row(&RowTerm::closed(vec![d(5), d(4)]));
+        let m = meet_rows(&mut store, a, b);
+        assert_eq!(store.row_term(m).to_string(), "[_, 4]");
+        let m = meet_rows(&mut store, a, a);
+        assert_eq!(store.row_term(m), store.row_term(a));
     }
 }
