@@ -6,7 +6,7 @@
 //! points at its parent. Following parents gives the chain a diagnostic
 //! prints, in the manner of rustc's `note:` lines.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::fmt;
 
 /// The rule of a root fact that was simply stated (a `.rows` line).
@@ -128,7 +128,9 @@ pub struct Causes {
     origins: Vec<Origin>,
     /// The static descriptions in use, and their indices by address.
     statics: Vec<&'static str>,
-    static_index: HashMap<(usize, usize), u32>,
+    static_index: FxHashMap<(usize, usize), u32>,
+    /// The static description added last, and its index: most causes repeat it.
+    last_static: Option<(&'static str, u32)>,
     texts: Vec<Box<str>>,
 }
 
@@ -156,6 +158,9 @@ impl Causes {
     fn push(&mut self, rule: Rule, link: u32) -> CauseId {
         let rule = match rule {
             Rule::Axis(n) if (n as u64) < (1 << 30) => AXIS | n as u32,
+            Rule::Static(s) if self.last_static.is_some_and(|(last, _)| std::ptr::eq(last, s)) => {
+                STATIC | self.last_static.map_or(0, |(_, i)| i)
+            }
             Rule::Static(s) => {
                 let key = (s.as_ptr() as usize, s.len());
                 let next = self.statics.len() as u32;
@@ -163,6 +168,7 @@ impl Causes {
                 if index == next {
                     self.statics.push(s);
                 }
+                self.last_static = Some((s, index));
                 STATIC | index
             }
             Rule::Axis(n) => {

@@ -9,8 +9,8 @@
 //! public [`DimTerm`]/[`RowTerm`] are converted at the solver's boundary only.
 
 use diamond_ir::term::{Basis, Dim, DimTerm, DimVar, RowVar, Size};
+use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
-use std::collections::HashMap;
 
 /// An interned dimension term.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -42,7 +42,7 @@ impl D {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct DimTable {
     table: Vec<Dim>,
-    index: HashMap<Dim, u32>,
+    index: FxHashMap<Dim, u32>,
 }
 
 impl DimTable {

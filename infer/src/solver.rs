@@ -16,7 +16,9 @@ use crate::interned::{Flat, D, R};
 use crate::names::Names;
 use crate::store::{DimState, RowState, Store};
 use diamond_ir::term::{DimTerm, DimVar, RowTerm, RowVar};
-use std::collections::{HashMap, VecDeque};
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+use std::collections::VecDeque;
 
 /// How a tensor's shape closes when the solver leaves it open.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,7 +114,7 @@ pub(crate) enum Step {
     /// Discharged (satisfied, reported, or replaced by derived constraints).
     Done,
     /// Needs more facts about these variables.
-    Wait(Vec<Watch>),
+    Wait(SmallVec<[Watch; 2]>),
     /// Made progress (grew a row variable) and must run again: queued at the
     /// back, as it is, without being rebuilt.
     Again,
@@ -128,7 +130,7 @@ pub struct Solver {
     free_slots: Vec<usize>,
     dim_watch: Watchers,
     row_watch: Watchers,
-    pub(crate) templates: HashMap<(u32, usize, usize), R>,
+    pub(crate) templates: FxHashMap<(u32, usize, usize), R>,
     pub(crate) diagnostics: Vec<Diagnostic>,
     pub(crate) tensors: Vec<TensorEntry>,
     pub(crate) names: Names,
@@ -331,7 +333,7 @@ impl Solver {
     /// constraints are reused; a watcher left behind on the other variable of
     /// a reused slot can only wake an unrelated constraint early, which then
     /// finds it still lacks facts and parks again.
-    fn park(&mut self, constraint: Item, watches: Vec<Watch>) {
+    fn park(&mut self, constraint: Item, watches: SmallVec<[Watch; 2]>) {
         let slot = match self.free_slots.pop() {
             Some(slot) => {
                 self.pending[slot] = Some(constraint);
@@ -583,7 +585,13 @@ impl Solver {
 
     /// Names a variable made for `base` (a template's fresh variables are
     /// named after the row variable they grew from: `c.0`, `c.r`).
-    pub(crate) fn name_derived(&mut self, base: RowVar, dim: Option<DimVar>, row: Option<RowVar>, suffix: &str) {
+    pub(crate) fn name_derived(
+        &mut self,
+        base: RowVar,
+        dim: Option<DimVar>,
+        row: Option<RowVar>,
+        suffix: &dyn std::fmt::Display,
+    ) {
         let root = self.store.find_row(base);
         // Unnamed variables print by id; only named ones pass their name on.
         let Some(base) = self.names.rows.get(&root.0).or_else(|| self.names.rows.get(&base.0)).cloned() else {

@@ -12,6 +12,7 @@ use crate::diagnostic::Code;
 use crate::interned::{DimTable, Flat, D, R};
 use crate::solver::{Solver, Step, Watch};
 use diamond_ir::term::{Basis, Dim, DimVar, Size, SizeExpr};
+use smallvec::{smallvec, SmallVec};
 
 /// A dimension's size as an expression.
 fn size_expr(d: &Dim) -> SizeExpr {
@@ -50,7 +51,7 @@ fn split_row(table: &DimTable, r: &Flat) -> Option<(SizeExpr, Vec<DimVar>)> {
 impl Solver {
     pub(crate) fn numel(&mut self, a: R, b: R, cause: CauseId) -> Step {
         let (ra, rb) = (self.store.row(a), self.store.row(b));
-        let open: Vec<Watch> = [ra.var, rb.var].into_iter().flatten().map(Watch::Row).collect();
+        let open: SmallVec<[Watch; 2]> = [ra.var, rb.var].into_iter().flatten().map(Watch::Row).collect();
         if !open.is_empty() {
             return Step::Wait(open);
         }
@@ -137,7 +138,7 @@ impl Solver {
             }
             (None, Some(k)) if stride == 1 => {
                 let v = i_var.expect("a variable");
-                let Some(o) = &o_dim else { return Step::Wait(vec![Watch::Dim(v), self.watch_of(o)]) };
+                let Some(o) = &o_dim else { return Step::Wait(smallvec![Watch::Dim(v), self.watch_of(o)]) };
                 // Stride 1: in = out − pads + dil·(k − 1), the same in ceil mode.
                 let value = size_expr(k)
                     .add(&SizeExpr::constant(-1))
@@ -206,7 +207,7 @@ impl Solver {
                 }
             }
             _ => {
-                let mut watches: Vec<Watch> = unknown.iter().filter_map(|&i| self.var_watch(resolved[i])).collect();
+                let mut watches: SmallVec<[Watch; 2]> = unknown.iter().filter_map(|&i| self.var_watch(resolved[i])).collect();
                 watches.extend(self.var_watch(t));
                 return Step::Wait(watches);
             }

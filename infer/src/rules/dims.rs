@@ -10,6 +10,7 @@ use crate::cause::CauseId;
 use crate::diagnostic::Code;
 use crate::interned::D;
 use crate::solver::{Solver, Step, Watch};
+use smallvec::smallvec;
 
 impl Solver {
     pub(crate) fn dim_eq(&mut self, a: D, b: D, cause: CauseId) -> Step {
@@ -29,7 +30,7 @@ impl Solver {
         let (ra, rb) = (self.store.dim(a), self.store.dim(b));
         match (ra.as_var(), rb.as_var()) {
             (Some(x), Some(y)) if x == y => Step::Done,
-            (Some(x), Some(y)) => Step::Wait(vec![Watch::Dim(x), Watch::Dim(y)]),
+            (Some(x), Some(y)) => Step::Wait(smallvec![Watch::Dim(x), Watch::Dim(y)]),
             (None, Some(v)) => {
                 if !self.store.table.is_unit(ra) {
                     self.bind_dim(v, ra, cause);

@@ -13,6 +13,7 @@ use crate::diagnostic::Code;
 use crate::interned::{Flat, D, R};
 use crate::solver::{Solver, Step, Watch};
 use diamond_ir::term::RowVar;
+use smallvec::smallvec;
 
 impl Solver {
     pub(crate) fn row_eq(&mut self, a: R, b: R, cause: CauseId) -> Step {
@@ -140,7 +141,7 @@ impl Solver {
         }
         if l == 0 && r == 0 {
             if let Some(rho) = sub.var.filter(|&rho| rho != sigma) {
-                return Step::Wait(vec![Watch::Row(rho), Watch::Row(sigma)]);
+                return Step::Wait(smallvec![Watch::Row(rho), Watch::Row(sigma)]);
             }
             return Step::Done;
         }
@@ -197,7 +198,7 @@ impl Solver {
                     (0..count)
                         .map(|i| {
                             let v = solver.fresh_dim(None);
-                            solver.name_derived(sigma, Some(v), None, &(offset + i).to_string());
+                            solver.name_derived(sigma, Some(v), None, &(offset + i));
                             D::var(v)
                         })
                         .collect()
@@ -205,7 +206,7 @@ impl Solver {
                 let leading = fresh_dims(self, dl, 0);
                 let trailing = fresh_dims(self, dr, dl);
                 let inner = self.fresh_row(None);
-                self.name_derived(sigma, None, Some(inner), "r");
+                self.name_derived(sigma, None, Some(inner), &"r");
                 let t = self.store.alloc(&leading, Some(inner), &trailing);
                 self.templates.insert(key, t);
                 t
