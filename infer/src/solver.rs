@@ -16,7 +16,6 @@ use crate::interned::{Flat, D, R};
 use crate::names::Names;
 use crate::store::{DimState, RowState, Store};
 use diamond_ir::term::{DimTerm, DimVar, RowTerm, RowVar};
-use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 use std::collections::VecDeque;
 
@@ -130,7 +129,6 @@ pub struct Solver {
     free_slots: Vec<usize>,
     dim_watch: Watchers,
     row_watch: Watchers,
-    pub(crate) templates: FxHashMap<(u32, usize, usize), R>,
     pub(crate) diagnostics: Vec<Diagnostic>,
     pub(crate) tensors: Vec<TensorEntry>,
     pub(crate) names: Names,

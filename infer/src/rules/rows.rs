@@ -13,7 +13,7 @@ use crate::diagnostic::Code;
 use crate::interned::{Flat, D, R};
 use crate::solver::{Solver, Step, Watch};
 use diamond_ir::term::RowVar;
-use smallvec::smallvec;
+use smallvec::{smallvec, SmallVec};
 
 impl Solver {
     pub(crate) fn row_eq(&mut self, a: R, b: R, cause: CauseId) -> Step {
@@ -188,30 +188,28 @@ impl Solver {
     }
 
     /// Grows the open row variable `sigma` by `dl` leading and `dr` trailing
-    /// fresh axes, reusing the template made for the same deficit before.
+    /// fresh axes: binds it to the template `'σ.0 … <..σ.r> …`.
+    ///
+    /// The template is memoized by the binding itself: `sigma` is a free
+    /// representative here (the resolved marker of the larger row), and
+    /// binding it solves its class for good, so the same variable never has
+    /// a deficit again; every later constraint on it resolves through the
+    /// template. No table of templates is needed.
     fn grow(&mut self, sigma: RowVar, dl: usize, dr: usize, cause: CauseId) {
-        let key = (self.store.find_row(sigma).0, dl, dr);
-        let template = match self.templates.get(&key) {
-            Some(&t) => t,
-            None => {
-                let fresh_dims = |solver: &mut Solver, count: usize, offset: usize| -> Vec<D> {
-                    (0..count)
-                        .map(|i| {
-                            let v = solver.fresh_dim(None);
-                            solver.name_derived(sigma, Some(v), None, &(offset + i));
-                            D::var(v)
-                        })
-                        .collect()
-                };
-                let leading = fresh_dims(self, dl, 0);
-                let trailing = fresh_dims(self, dr, dl);
-                let inner = self.fresh_row(None);
-                self.name_derived(sigma, None, Some(inner), &"r");
-                let t = self.store.alloc(&leading, Some(inner), &trailing);
-                self.templates.insert(key, t);
-                t
-            }
+        let fresh_dims = |solver: &mut Solver, count: usize, offset: usize| -> SmallVec<[D; 8]> {
+            (0..count)
+                .map(|i| {
+                    let v = solver.fresh_dim(None);
+                    solver.name_derived(sigma, Some(v), None, &(offset + i));
+                    D::var(v)
+                })
+                .collect()
         };
+        let leading = fresh_dims(self, dl, 0);
+        let trailing = fresh_dims(self, dr, dl);
+        let inner = self.fresh_row(None);
+        self.name_derived(sigma, None, Some(inner), &"r");
+        let template = self.store.alloc(&leading, Some(inner), &trailing);
         let c =
             self.causes.derived(cause, "the larger row's variable grows by a template to fit the smaller row's axes");
         self.bind_row(sigma, template, c);
