@@ -207,7 +207,8 @@ impl Solver {
                 }
             }
             _ => {
-                let mut watches: SmallVec<[Watch; 2]> = unknown.iter().filter_map(|&i| self.var_watch(resolved[i])).collect();
+                let mut watches: SmallVec<[Watch; 2]> =
+                    unknown.iter().filter_map(|&i| self.var_watch(resolved[i])).collect();
                 watches.extend(self.var_watch(t));
                 return Step::Wait(watches);
             }
