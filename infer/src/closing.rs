@@ -13,10 +13,11 @@
 use crate::cause::CauseId;
 use crate::constraint::Item;
 use crate::diagnostic::Code;
-use crate::interned::{Flat, D, R};
+use crate::interned::{D, R};
 use crate::solver::{Solver, TensorKind};
 use crate::store::{DimState, RowState};
 use diamond_ir::term::{DimVar, RowVar};
+use smallvec::SmallVec;
 
 impl Solver {
     /// Closes every free variable, leaves first.
@@ -137,7 +138,9 @@ impl Solver {
         let mut dim_lists = vec![(NONE, NONE); self.store.dim_count()];
         let mut row_lists = vec![(NONE, NONE); self.store.row_count()];
         let mut dim_edges: Vec<(DimVar, CauseId, u32)> = Vec::new();
-        let mut row_edges: Vec<(RowVar, Flat, CauseId, u32)> = Vec::new();
+        // A row edge's `l·⟨σ⟩·r` keeps its flanks in `sups`, a local arena.
+        let mut row_edges: Vec<(RowVar, Sup, CauseId, u32)> = Vec::new();
+        let mut sups: Vec<D> = Vec::new();
         let mut work: Vec<(bool, u32)> = Vec::new();
         for slot in 0..self.pending.len() {
             match self.pending[slot] {
@@ -150,8 +153,10 @@ impl Solver {
                     let (a, b) = (self.store.row(a), self.store.row(b));
                     let bare = a.dims.is_empty();
                     if let (Some(rho), true, Some(sigma)) = (a.var, bare, b.var) {
+                        let sup = Sup { start: sups.len() as u32, lead: b.lead as u32, len: b.dims.len() as u32 };
+                        sups.extend_from_slice(&b.dims);
                         push_edge(&mut row_lists, &mut row_edges, &mut work, false, sigma.0, |next| {
-                            (rho, b, cause, next)
+                            (rho, sup, cause, next)
                         });
                     }
                 }
@@ -176,8 +181,10 @@ impl Solver {
             } else {
                 let mut at = row_lists[v as usize].0;
                 while at != NONE {
-                    let (to, ref sup, cause, next) = row_edges[at as usize];
-                    if self.push_row_bound(RowVar(v), to, sup, cause) {
+                    let (to, sup, cause, next) = row_edges[at as usize];
+                    let dims = &sups[sup.start as usize..(sup.start + sup.len) as usize];
+                    let (l, r) = dims.split_at(sup.lead as usize);
+                    if self.push_row_bound(RowVar(v), to, (l, r), cause) {
                         work.push((false, self.store.find_row(to).0));
                     }
                     at = next;
@@ -204,13 +211,13 @@ impl Solver {
 
     /// Gives `to` the bound `l·U·r` where `U` is the upper bound of `from`
     /// and `sup = l·⟨from⟩·r`; whether `to`'s bound changed.
-    fn push_row_bound(&mut self, from: RowVar, to: RowVar, sup: &Flat, cause: CauseId) -> bool {
+    fn push_row_bound(&mut self, from: RowVar, to: RowVar, sup: (&[D], &[D]), cause: CauseId) -> bool {
         let Some((upper, _)) = self.row_upper(from) else { return false };
         if !matches!(self.store.row_state(to), RowState::Free { .. }) {
             return false;
         }
-        let leading: Vec<D> = sup.leading().iter().chain(self.store.leading(upper)).copied().collect();
-        let trailing: Vec<D> = self.store.trailing(upper).iter().chain(sup.trailing()).copied().collect();
+        let leading: SmallVec<[D; 8]> = sup.0.iter().chain(self.store.leading(upper)).copied().collect();
+        let trailing: SmallVec<[D; 8]> = self.store.trailing(upper).iter().chain(sup.1).copied().collect();
         let candidate = self.store.alloc(&leading, None, &trailing);
         let before = self.row_upper(to).map(|(b, _)| b);
         self.bound_row(to, candidate, cause);
@@ -316,7 +323,16 @@ impl EdgeNext for (DimVar, CauseId, u32) {
     }
 }
 
-impl EdgeNext for (RowVar, Flat, CauseId, u32) {
+/// The flanks of a row edge's larger row: `len` axes from `start` in the
+/// edges' arena, the first `lead` of them leading.
+#[derive(Clone, Copy)]
+struct Sup {
+    start: u32,
+    lead: u32,
+    len: u32,
+}
+
+impl EdgeNext for (RowVar, Sup, CauseId, u32) {
     fn set_next(&mut self, next: u32) {
         self.3 = next;
     }

@@ -4,8 +4,9 @@
 //! root holds the class's state: free with an optional least upper bound, or
 //! solved to a term with the cause of the binding. Solving a variable never
 //! rewrites the constraint set: terms are resolved lazily ([`Store::dim`],
-//! [`Store::row`]), and a solved row's stored value is replaced by its
-//! resolved form each time it is read, the row analogue of path compression.
+//! [`Store::row`]), and a solved row's stored value has the solved row
+//! variables at its marker spliced in when it is read, the row analogue of
+//! path compression.
 //!
 //! Terms are the interned [`D`]s and arena rows [`R`] of [`crate::interned`];
 //! the store owns the dimension table and the row arena.
