@@ -6,6 +6,7 @@
 //! points at its parent. Following parents gives the chain a diagnostic
 //! prints, in the manner of rustc's `note:` lines.
 
+use rustc_hash::FxHashMap;
 use std::fmt;
 
 /// The rule of a root fact that was simply stated (a `.rows` line).
@@ -78,9 +79,8 @@ impl fmt::Display for Rule {
     }
 }
 
-/// One link of a provenance chain: a root (an index into the origins) or a
-/// rule applied to a parent. Kept small — solving a large graph records
-/// several per constraint — so origins live in their own table.
+/// One link of a provenance chain: a root (with its origin) or a rule
+/// applied to a parent, as [`Causes::get`] gives it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cause {
     /// What the rule did, e.g. `axis 2 of the row constraint`.
@@ -89,48 +89,138 @@ pub struct Cause {
     link: Link,
 }
 
+impl Cause {
+    /// The cause this one was derived from; `None` for a root.
+    pub fn parent(&self) -> Option<CauseId> {
+        match self.link {
+            Link::Parent(p) => Some(p),
+            Link::Origin(_) => None,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Link {
     Origin(u32),
     Parent(CauseId),
 }
 
+/// A cause as stored: 8 bytes, since solving a large graph records several
+/// per constraint. `rule` is tagged in its top two bits — an axis number, an
+/// index into the static descriptions, or an index into the texts — and
+/// `link`'s top bit says whether the rest is an origin or a parent id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Packed {
+    rule: u32,
+    link: u32,
+}
+
+const TAG: u32 = 3 << 30;
+const AXIS: u32 = 0;
+const STATIC: u32 = 1 << 30;
+const TEXT: u32 = 2 << 30;
+const ORIGIN: u32 = 1 << 31;
+
 /// All causes of one solver run.
 #[derive(Clone, Debug, Default)]
 pub struct Causes {
-    items: Vec<Cause>,
+    items: Vec<Packed>,
     origins: Vec<Origin>,
+    /// The static descriptions in use, and their indices by address.
+    statics: Vec<&'static str>,
+    static_index: FxHashMap<(usize, usize), u32>,
+    /// The static description added last, and its index: most causes repeat it.
+    last_static: Option<(&'static str, u32)>,
+    texts: Vec<Box<str>>,
 }
 
 impl Causes {
     /// Adds a root cause.
     pub fn root(&mut self, origin: Origin, rule: impl Into<Rule>) -> CauseId {
         self.origins.push(origin);
-        let link = Link::Origin(self.origins.len() as u32 - 1);
-        self.push(Cause { rule: rule.into(), link })
+        let link = (self.origins.len() as u32 - 1) | ORIGIN;
+        self.push(rule.into(), link)
     }
 
     /// Adds a cause derived from `parent`.
     pub fn derived(&mut self, parent: CauseId, rule: impl Into<Rule>) -> CauseId {
-        self.push(Cause { rule: rule.into(), link: Link::Parent(parent) })
+        self.push(rule.into(), parent.0)
     }
 
-    fn push(&mut self, cause: Cause) -> CauseId {
+    /// Adds `axis n of the row constraint`, derived from `parent`.
+    pub(crate) fn axis_of(&mut self, parent: CauseId, n: usize) -> CauseId {
+        match u32::try_from(n) {
+            Ok(n) if n & TAG == 0 => self.push_packed(Packed { rule: AXIS | n, link: parent.0 }),
+            _ => self.push(Rule::Axis(n), parent.0),
+        }
+    }
+
+    fn push(&mut self, rule: Rule, link: u32) -> CauseId {
+        let rule = match rule {
+            Rule::Axis(n) if (n as u64) < (1 << 30) => AXIS | n as u32,
+            Rule::Static(s) if self.last_static.is_some_and(|(last, _)| std::ptr::eq(last, s)) => {
+                STATIC | self.last_static.map_or(0, |(_, i)| i)
+            }
+            Rule::Static(s) => {
+                let key = (s.as_ptr() as usize, s.len());
+                let next = self.statics.len() as u32;
+                let index = *self.static_index.entry(key).or_insert(next);
+                if index == next {
+                    self.statics.push(s);
+                }
+                self.last_static = Some((s, index));
+                STATIC | index
+            }
+            Rule::Axis(n) => {
+                self.texts.push(Rule::Axis(n).to_string().into_boxed_str());
+                TEXT | (self.texts.len() as u32 - 1)
+            }
+            Rule::Text(t) => {
+                self.texts.push(t);
+                TEXT | (self.texts.len() as u32 - 1)
+            }
+        };
+        self.push_packed(Packed { rule, link })
+    }
+
+    fn push_packed(&mut self, cause: Packed) -> CauseId {
         let id = CauseId(self.items.len() as u32);
         self.items.push(cause);
         id
     }
 
+    fn rule(&self, rule: u32) -> Rule {
+        let index = (rule & !TAG) as usize;
+        match rule & TAG {
+            AXIS => Rule::Axis(index),
+            STATIC => Rule::Static(self.statics[index]),
+            _ => Rule::Text(self.texts[index].clone()),
+        }
+    }
+
+    fn is_stated(&self, rule: u32) -> bool {
+        rule & TAG == STATIC && self.statics[(rule & !TAG) as usize] == STATED
+    }
+
+    fn link(&self, id: CauseId) -> Link {
+        let link = self.items[id.0 as usize].link;
+        if link & ORIGIN != 0 {
+            Link::Origin(link & !ORIGIN)
+        } else {
+            Link::Parent(CauseId(link))
+        }
+    }
+
     /// The cause `id`.
-    pub fn get(&self, id: CauseId) -> &Cause {
-        &self.items[id.0 as usize]
+    pub fn get(&self, id: CauseId) -> Cause {
+        Cause { rule: self.rule(self.items[id.0 as usize].rule), link: self.link(id) }
     }
 
     /// The root origin of `id`'s chain.
     pub fn origin(&self, id: CauseId) -> Option<&Origin> {
         let mut at = id;
         loop {
-            match self.get(at).link {
+            match self.link(at) {
                 Link::Origin(o) => return self.origins.get(o as usize),
                 Link::Parent(parent) => at = parent,
             }
@@ -144,19 +234,19 @@ impl Causes {
         let mut out = Vec::new();
         let mut at = Some(id);
         while let Some(current) = at {
-            let cause = self.get(current);
+            let rule = self.items[current.0 as usize].rule;
             at = None;
-            match cause.link {
+            match self.link(current) {
                 Link::Origin(o) => {
                     let origin = &self.origins[o as usize];
-                    if cause.rule == Rule::Static(STATED) {
+                    if self.is_stated(rule) {
                         out.push(origin.to_string());
                     } else {
-                        out.push(format!("{origin}: {}", cause.rule));
+                        out.push(format!("{origin}: {}", self.rule(rule)));
                     }
                 }
                 Link::Parent(parent) => {
-                    out.push(cause.rule.to_string());
+                    out.push(self.rule(rule).to_string());
                     at = Some(parent);
                 }
             }
@@ -174,11 +264,11 @@ impl Causes {
     pub fn axis(&self, id: CauseId) -> Option<usize> {
         let mut at = id;
         loop {
-            let cause = self.get(at);
-            if let Rule::Axis(n) = cause.rule {
-                return Some(n);
+            let rule = self.items[at.0 as usize].rule;
+            if rule & TAG == AXIS {
+                return Some(rule as usize);
             }
-            match cause.link {
+            match self.link(at) {
                 Link::Origin(_) => return None,
                 Link::Parent(parent) => at = parent,
             }

@@ -11,11 +11,13 @@
 //! empty row, and a last round checks what was waiting.
 
 use crate::cause::CauseId;
-use crate::constraint::Constraint;
+use crate::constraint::Item;
 use crate::diagnostic::Code;
+use crate::interned::{D, R};
 use crate::solver::{Solver, TensorKind};
 use crate::store::{DimState, RowState};
-use diamond_ir::term::{Dim, DimTerm, DimVar, RowTerm, RowVar};
+use diamond_ir::term::{DimVar, RowVar};
+use smallvec::SmallVec;
 
 impl Solver {
     /// Closes every free variable, leaves first.
@@ -30,12 +32,13 @@ impl Solver {
         self.solve();
         let cause = self.cause(crate::cause::Origin::Solver("closing"), "free interior variables close downward");
         let (opaque_dims, opaque_rows) = self.opaque_roots();
+        let empty = self.store.alloc(&[], None, &[]);
         for v in 0..self.store.row_count() {
             let v = RowVar(v as u32);
             if matches!(self.store.row_state(v), RowState::Free { .. })
                 && !opaque_rows.contains(&self.store.find_row(v).0)
             {
-                self.bind_row(v, RowTerm::closed(Vec::new()), cause);
+                self.bind_row(v, empty, cause);
             }
         }
         for v in 0..self.store.dim_count() {
@@ -43,7 +46,7 @@ impl Solver {
             if matches!(self.store.dim_state(v), DimState::Free { .. })
                 && !opaque_dims.contains(&self.store.find_dim(v).0)
             {
-                self.bind_dim(v, Dim::unit(), cause);
+                self.bind_dim(v, D::UNIT, cause);
             }
         }
         self.solve();
@@ -59,12 +62,12 @@ impl Solver {
         // An opaque row a rule matched against a pattern (`[d0, d1, ..r]`) is
         // solved, but the pattern's variables still stand for the unknown.
         for v in self.opaque_rows.clone() {
-            let value = self.store.row(&RowTerm { leading: Vec::new(), var: Some(v), trailing: Vec::new() });
+            let value = self.store.row(R::open(v));
             if let Some(r) = value.var {
                 rows.insert(r.0);
             }
-            for d in value.leading.iter().chain(&value.trailing) {
-                if let DimTerm::Var(d) = d {
+            for d in &value.dims {
+                if let Some(d) = d.as_var() {
                     dims.insert(d.0);
                 }
             }
@@ -72,7 +75,7 @@ impl Solver {
         if dims.is_empty() && rows.is_empty() {
             return (dims, rows);
         }
-        let waiting: Vec<Constraint> = self.parked().cloned().collect();
+        let waiting: Vec<Item> = self.parked().cloned().collect();
         let groups: Vec<(Vec<u32>, Vec<u32>)> = waiting.iter().map(|c| self.free_vars(c)).collect();
         loop {
             let mut grew = false;
@@ -94,35 +97,29 @@ impl Solver {
     }
 
     /// The free variables (representatives) a constraint mentions.
-    fn free_vars(&mut self, c: &Constraint) -> (Vec<u32>, Vec<u32>) {
+    fn free_vars(&mut self, c: &Item) -> (Vec<u32>, Vec<u32>) {
         let mut rows_seen = Vec::new();
-        let mut dim_terms: Vec<DimTerm> = Vec::new();
-        let mut row = |s: &mut Solver, r: &RowTerm, dim_terms: &mut Vec<DimTerm>| {
+        let mut dim_terms: Vec<D> = Vec::new();
+        let mut row = |s: &mut Solver, r: R, dim_terms: &mut Vec<D>| {
             let r = s.store.row(r);
             if let Some(v) = r.var {
                 rows_seen.push(v.0);
             }
-            dim_terms.extend(r.leading.into_iter().chain(r.trailing));
+            dim_terms.extend(r.dims);
         };
         match c {
-            Constraint::DimEq(a, b, _) | Constraint::DimLe(a, b, _) => dim_terms.extend([a.clone(), b.clone()]),
-            Constraint::RowEq(a, b, _) | Constraint::RowLe(a, b, _) | Constraint::Numel(a, b, _) => {
-                row(self, a, &mut dim_terms);
-                row(self, b, &mut dim_terms);
+            Item::DimEq(a, b, _) | Item::DimLe(a, b, _) => dim_terms.extend([*a, *b]),
+            Item::RowEq(a, b, _) | Item::RowLe(a, b, _) | Item::Numel(a, b, _) => {
+                row(self, *a, &mut dim_terms);
+                row(self, *b, &mut dim_terms);
             }
-            Constraint::Affine(a) => dim_terms.extend([a.out.clone(), a.input.clone(), a.kernel.clone()]),
-            Constraint::Sum(s) => {
-                dim_terms.push(s.total.clone());
-                dim_terms.extend(s.parts.iter().cloned());
+            Item::Affine(a) => dim_terms.extend([a.out, a.input, a.kernel]),
+            Item::Sum(s) => {
+                dim_terms.push(s.total);
+                dim_terms.extend(s.parts.iter().copied());
             }
         }
-        let dims = dim_terms
-            .iter()
-            .filter_map(|d| match self.store.dim(d) {
-                DimTerm::Var(v) => Some(v.0),
-                DimTerm::Dim(_) => None,
-            })
-            .collect();
+        let dims = dim_terms.iter().filter_map(|&d| self.store.dim(d).as_var().map(|v| v.0)).collect();
         (dims, rows_seen)
     }
 
@@ -141,24 +138,25 @@ impl Solver {
         let mut dim_lists = vec![(NONE, NONE); self.store.dim_count()];
         let mut row_lists = vec![(NONE, NONE); self.store.row_count()];
         let mut dim_edges: Vec<(DimVar, CauseId, u32)> = Vec::new();
-        let mut row_edges: Vec<(RowVar, RowTerm, CauseId, u32)> = Vec::new();
+        // A row edge's `l·⟨σ⟩·r` keeps its flanks in `sups`, a local arena.
+        let mut row_edges: Vec<(RowVar, Sup, CauseId, u32)> = Vec::new();
+        let mut sups: Vec<D> = Vec::new();
         let mut work: Vec<(bool, u32)> = Vec::new();
         for slot in 0..self.pending.len() {
-            match &self.pending[slot] {
-                Some(Constraint::DimLe(a, b, cause)) => {
-                    let (a, b, cause) = (a.clone(), b.clone(), *cause);
-                    if let (DimTerm::Var(a), DimTerm::Var(b)) = (self.store.dim(&a), self.store.dim(&b)) {
+            match self.pending[slot] {
+                Some(Item::DimLe(a, b, cause)) => {
+                    if let (Some(a), Some(b)) = (self.store.dim(a).as_var(), self.store.dim(b).as_var()) {
                         push_edge(&mut dim_lists, &mut dim_edges, &mut work, true, b.0, |next| (a, cause, next));
                     }
                 }
-                Some(Constraint::RowLe(a, b, cause)) => {
-                    let cause = *cause;
-                    let (a, b) = (a.clone(), b.clone());
-                    let (a, b) = (self.store.row(&a), self.store.row(&b));
-                    let bare = a.leading.is_empty() && a.trailing.is_empty();
+                Some(Item::RowLe(a, b, cause)) => {
+                    let (a, b) = (self.store.row(a), self.store.row(b));
+                    let bare = a.dims.is_empty();
                     if let (Some(rho), true, Some(sigma)) = (a.var, bare, b.var) {
+                        let sup = Sup { start: sups.len() as u32, lead: b.lead as u32, len: b.dims.len() as u32 };
+                        sups.extend_from_slice(&b.dims);
                         push_edge(&mut row_lists, &mut row_edges, &mut work, false, sigma.0, |next| {
-                            (rho, b, cause, next)
+                            (rho, sup, cause, next)
                         });
                     }
                 }
@@ -183,8 +181,10 @@ impl Solver {
             } else {
                 let mut at = row_lists[v as usize].0;
                 while at != NONE {
-                    let (to, ref sup, cause, next) = row_edges[at as usize];
-                    if self.push_row_bound(RowVar(v), to, sup, cause) {
+                    let (to, sup, cause, next) = row_edges[at as usize];
+                    let dims = &sups[sup.start as usize..(sup.start + sup.len) as usize];
+                    let (l, r) = dims.split_at(sup.lead as usize);
+                    if self.push_row_bound(RowVar(v), to, (l, r), cause) {
                         work.push((false, self.store.find_row(to).0));
                     }
                     at = next;
@@ -195,12 +195,12 @@ impl Solver {
 
     /// Gives `to` the upper bound of `from`; whether `to` changed.
     fn push_dim_bound(&mut self, from: DimVar, to: DimVar, cause: CauseId) -> bool {
-        let bound = match self.store.dim_state(from) {
-            DimState::Free { upper: Some((bound, _)) } => bound.clone(),
+        let bound = match *self.store.dim_state(from) {
+            DimState::Free { upper: Some((bound, _)) } => bound,
             _ => return false,
         };
-        match self.store.dim_state(to) {
-            DimState::Free { upper: Some((old, _)) } if *old == bound => false,
+        match *self.store.dim_state(to) {
+            DimState::Free { upper: Some((old, _)) } if old == bound => false,
             DimState::Free { .. } => {
                 self.bound_dim(to, bound, cause);
                 true
@@ -211,25 +211,27 @@ impl Solver {
 
     /// Gives `to` the bound `l·U·r` where `U` is the upper bound of `from`
     /// and `sup = l·⟨from⟩·r`; whether `to`'s bound changed.
-    fn push_row_bound(&mut self, from: RowVar, to: RowVar, sup: &RowTerm, cause: CauseId) -> bool {
+    fn push_row_bound(&mut self, from: RowVar, to: RowVar, sup: (&[D], &[D]), cause: CauseId) -> bool {
         let Some((upper, _)) = self.row_upper(from) else { return false };
-        let candidate = RowTerm {
-            leading: sup.leading.iter().chain(&upper.leading).cloned().collect(),
-            var: None,
-            trailing: upper.trailing.iter().chain(&sup.trailing).cloned().collect(),
-        };
         if !matches!(self.store.row_state(to), RowState::Free { .. }) {
             return false;
         }
+        let leading: SmallVec<[D; 8]> = sup.0.iter().chain(self.store.leading(upper)).copied().collect();
+        let trailing: SmallVec<[D; 8]> = self.store.trailing(upper).iter().chain(sup.1).copied().collect();
+        let candidate = self.store.alloc(&leading, None, &trailing);
         let before = self.row_upper(to).map(|(b, _)| b);
         self.bound_row(to, candidate, cause);
-        self.row_upper(to).map(|(b, _)| b) != before
+        let after = self.row_upper(to).map(|(b, _)| b);
+        match (before, after) {
+            (Some(b), Some(a)) => !self.store.same_row(a, b),
+            (b, a) => b.is_some() != a.is_some(),
+        }
     }
 
     fn close_leaf(&mut self, index: usize, opaque: &(std::collections::HashSet<u32>, std::collections::HashSet<u32>)) {
         let (name, kind, row, declared) = {
             let t = &self.tensors[index];
-            (t.name.clone(), t.kind, t.row.clone(), t.declared)
+            (t.name.clone(), t.kind, t.row, t.declared)
         };
         let what = if kind == TensorKind::Param { "parameter" } else { "leaf" };
         let rule = format!("closing: {what} '{name}' closes upward to what its uses require");
@@ -237,33 +239,36 @@ impl Solver {
             Some(decl) => self.causes.derived(decl, rule),
             None => self.cause(crate::cause::Origin::Solver("closing"), rule),
         };
-        let resolved = self.store.row(&row);
+        let resolved = self.store.row(row);
         if let Some(rho) = resolved.var {
             match self.row_upper(rho) {
                 Some((bound, _)) => self.bind_row(rho, bound, cause),
                 None if kind == TensorKind::Param => {
                     let message =
-                        format!("nothing determines the rank of parameter '{name}' ({})", self.show_row(&resolved));
+                        format!("nothing determines the rank of parameter '{name}' ({})", self.show_flat(&resolved));
                     self.report(Code::UndeterminedParameter, message, cause, Vec::new());
-                    self.bind_row(rho, RowTerm::closed(Vec::new()), cause);
+                    let empty = self.store.alloc(&[], None, &[]);
+                    self.bind_row(rho, empty, cause);
                 }
                 None if opaque.1.contains(&self.store.find_row(rho).0) => {}
-                None => self.bind_row(rho, RowTerm::closed(Vec::new()), cause),
+                None => {
+                    let empty = self.store.alloc(&[], None, &[]);
+                    self.bind_row(rho, empty, cause)
+                }
             }
         }
-        let resolved = self.store.row(&row);
-        let dims: Vec<DimTerm> = resolved.leading.iter().chain(&resolved.trailing).cloned().collect();
-        for (axis, d) in dims.iter().enumerate() {
-            let DimTerm::Var(v) = self.store.dim(d) else { continue };
-            let upper = match self.store.dim_state(v) {
-                DimState::Free { upper } => upper.clone(),
+        let resolved = self.store.row(row);
+        for (axis, &d) in resolved.dims.iter().enumerate() {
+            let Some(v) = self.store.dim(d).as_var() else { continue };
+            let upper = match *self.store.dim_state(v) {
+                DimState::Free { upper } => upper,
                 DimState::Solved { .. } => continue,
             };
             match upper {
                 Some((bound, _)) => self.bind_dim(v, bound, cause),
                 None => {
                     if kind == TensorKind::Param {
-                        let shown = self.show_row(&resolved);
+                        let shown = self.show_flat(&resolved);
                         let message = format!(
                             "nothing determines dimension {axis} ({}) of parameter '{name}' {shown}",
                             self.dim_name(v)
@@ -272,7 +277,7 @@ impl Solver {
                     } else if opaque.0.contains(&self.store.find_dim(v).0) {
                         continue;
                     }
-                    self.bind_dim(v, Dim::unit(), cause);
+                    self.bind_dim(v, D::UNIT, cause);
                 }
             }
         }
@@ -318,7 +323,16 @@ impl EdgeNext for (DimVar, CauseId, u32) {
     }
 }
 
-impl EdgeNext for (RowVar, RowTerm, CauseId, u32) {
+/// The flanks of a row edge's larger row: `len` axes from `start` in the
+/// edges' arena, the first `lead` of them leading.
+#[derive(Clone, Copy)]
+struct Sup {
+    start: u32,
+    lead: u32,
+    len: u32,
+}
+
+impl EdgeNext for (RowVar, Sup, CauseId, u32) {
     fn set_next(&mut self, next: u32) {
         self.3 = next;
     }

@@ -1,6 +1,7 @@
 //! The constraint language.
 
 use crate::cause::CauseId;
+use crate::interned::{D, R};
 use diamond_ir::term::{DimTerm, RowTerm};
 
 /// One constraint, with the cause that made it.
@@ -69,4 +70,46 @@ impl Constraint {
             Constraint::Sum(s) => s.cause,
         }
     }
+}
+
+/// A constraint as the solver queues and parks it: interned terms, rows as
+/// arena handles, so that an entry is small and `Copy` but for the rare boxed
+/// arithmetic. Made from a [`Constraint`] when it is added.
+#[derive(Clone, Debug)]
+pub(crate) enum Item {
+    /// `a = b` on dimensions.
+    DimEq(D, D, CauseId),
+    /// `a ⊑ b` on dimensions.
+    DimLe(D, D, CauseId),
+    /// `a = b` on rows.
+    RowEq(R, R, CauseId),
+    /// `sub ⊑ sup` on rows.
+    RowLe(R, R, CauseId),
+    /// Equal element counts.
+    Numel(R, R, CauseId),
+    /// A sliding window's output size.
+    Affine(Box<Affine>),
+    /// `total = Σ parts`.
+    Sum(Box<Sum>),
+}
+
+/// [`AffineSize`] with interned terms.
+#[derive(Clone, Debug)]
+pub(crate) struct Affine {
+    pub(crate) out: D,
+    pub(crate) input: D,
+    pub(crate) kernel: D,
+    pub(crate) pads: i64,
+    pub(crate) stride: u64,
+    pub(crate) dilation: u64,
+    pub(crate) ceil: bool,
+    pub(crate) cause: CauseId,
+}
+
+/// [`SizeSum`] with interned terms.
+#[derive(Clone, Debug)]
+pub(crate) struct Sum {
+    pub(crate) total: D,
+    pub(crate) parts: Vec<D>,
+    pub(crate) cause: CauseId,
 }

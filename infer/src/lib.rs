@@ -17,6 +17,7 @@ mod closing;
 pub mod constraint;
 pub mod diagnostic;
 pub mod graph;
+mod interned;
 pub mod names;
 pub mod ops;
 pub mod rows;

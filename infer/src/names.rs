@@ -6,13 +6,13 @@
 //! representative inherits a name, so looking up a representative suffices.
 
 use diamond_ir::term::{write_row, DimTerm, DimVar, RowTerm, RowVar};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// Variable names by variable id.
 #[derive(Clone, Debug, Default)]
 pub struct Names {
-    pub(crate) dims: HashMap<u32, String>,
-    pub(crate) rows: HashMap<u32, String>,
+    pub(crate) dims: FxHashMap<u32, String>,
+    pub(crate) rows: FxHashMap<u32, String>,
 }
 
 impl Names {

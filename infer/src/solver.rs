@@ -10,12 +10,14 @@
 //! the union-find [`Store`].
 
 use crate::cause::{CauseId, Causes, Origin};
-use crate::constraint::Constraint;
+use crate::constraint::{Affine, Constraint, Item, Sum};
 use crate::diagnostic::{Code, Diagnostic};
+use crate::interned::{Flat, D, R};
 use crate::names::Names;
 use crate::store::{DimState, RowState, Store};
-use diamond_ir::term::{Dim, DimTerm, DimVar, RowTerm, RowVar, Size};
-use std::collections::{HashMap, VecDeque};
+use diamond_ir::term::{DimTerm, DimVar, RowTerm, RowVar};
+use smallvec::SmallVec;
+use std::collections::VecDeque;
 
 /// How a tensor's shape closes when the solver leaves it open.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,7 +38,7 @@ pub struct TensorId(pub u32);
 pub(crate) struct TensorEntry {
     pub(crate) name: String,
     pub(crate) kind: TensorKind,
-    pub(crate) row: RowTerm,
+    pub(crate) row: R,
     pub(crate) declared: Option<CauseId>,
 }
 
@@ -111,7 +113,7 @@ pub(crate) enum Step {
     /// Discharged (satisfied, reported, or replaced by derived constraints).
     Done,
     /// Needs more facts about these variables.
-    Wait(Vec<Watch>),
+    Wait(SmallVec<[Watch; 2]>),
     /// Made progress (grew a row variable) and must run again: queued at the
     /// back, as it is, without being rebuilt.
     Again,
@@ -122,12 +124,11 @@ pub(crate) enum Step {
 pub struct Solver {
     pub(crate) store: Store,
     pub(crate) causes: Causes,
-    queue: VecDeque<Constraint>,
-    pub(crate) pending: Vec<Option<Constraint>>,
+    queue: VecDeque<Item>,
+    pub(crate) pending: Vec<Option<Item>>,
     free_slots: Vec<usize>,
     dim_watch: Watchers,
     row_watch: Watchers,
-    pub(crate) templates: HashMap<(u32, usize, usize), RowTerm>,
     pub(crate) diagnostics: Vec<Diagnostic>,
     pub(crate) tensors: Vec<TensorEntry>,
     pub(crate) names: Names,
@@ -223,13 +224,17 @@ impl Solver {
     /// `row` as far as the constraints so far determine it (solving first).
     pub fn resolve_row(&mut self, row: &RowTerm) -> RowTerm {
         self.solve();
-        self.store.row(row)
+        let r = self.store.intern_row(row);
+        let resolved = self.store.row(r);
+        self.store.flat_term(&resolved)
     }
 
     /// `dim` as far as the constraints so far determine it (solving first).
     pub fn resolve_dim(&mut self, dim: &DimTerm) -> DimTerm {
         self.solve();
-        self.store.dim(dim)
+        let d = self.store.table.term(dim);
+        let resolved = self.store.dim(d);
+        self.store.table.to_term(resolved)
     }
 
     /// Records a diagnostic that no single constraint produced (an invalid
@@ -246,13 +251,42 @@ impl Solver {
 
     /// Registers a named tensor whose shape is `row`, declared by `declared`.
     pub fn add_tensor(&mut self, name: &str, kind: TensorKind, row: RowTerm, declared: Option<CauseId>) -> TensorId {
+        let row = self.store.intern_row(&row);
         self.tensors.push(TensorEntry { name: name.to_string(), kind, row, declared });
         TensorId(self.tensors.len() as u32 - 1)
     }
 
     /// Adds a constraint (processed by the next [`Solver::solve`]).
     pub fn add(&mut self, constraint: Constraint) {
-        self.queue.push_back(constraint);
+        let item = self.intern(&constraint);
+        self.queue.push_back(item);
+    }
+
+    /// The internal form of a constraint.
+    fn intern(&mut self, c: &Constraint) -> Item {
+        let store = &mut self.store;
+        match c {
+            Constraint::DimEq(a, b, cause) => Item::DimEq(store.table.term(a), store.table.term(b), *cause),
+            Constraint::DimLe(a, b, cause) => Item::DimLe(store.table.term(a), store.table.term(b), *cause),
+            Constraint::RowEq(a, b, cause) => Item::RowEq(store.intern_row(a), store.intern_row(b), *cause),
+            Constraint::RowLe(a, b, cause) => Item::RowLe(store.intern_row(a), store.intern_row(b), *cause),
+            Constraint::Numel(a, b, cause) => Item::Numel(store.intern_row(a), store.intern_row(b), *cause),
+            Constraint::Affine(a) => Item::Affine(Box::new(Affine {
+                out: store.table.term(&a.out),
+                input: store.table.term(&a.input),
+                kernel: store.table.term(&a.kernel),
+                pads: a.pads,
+                stride: a.stride,
+                dilation: a.dilation,
+                ceil: a.ceil,
+                cause: a.cause,
+            })),
+            Constraint::Sum(s) => Item::Sum(Box::new(Sum {
+                total: store.table.term(&s.total),
+                parts: s.parts.iter().map(|p| store.table.term(p)).collect(),
+                cause: s.cause,
+            })),
+        }
     }
 
     /// Runs the rules to a fixpoint.
@@ -270,7 +304,13 @@ impl Solver {
     pub fn finish(mut self) -> Solution {
         self.solve();
         let (store, tensors) = (&mut self.store, &self.tensors);
-        let principal: Vec<RowTerm> = tensors.iter().map(|t| store.row(&t.row)).collect();
+        let principal: Vec<RowTerm> = tensors
+            .iter()
+            .map(|t| {
+                let resolved = store.row(t.row);
+                store.flat_term(&resolved)
+            })
+            .collect();
         self.close();
         self.check_unit_claims();
         // Report in source order; within a line, in the order found.
@@ -279,20 +319,23 @@ impl Solver {
         let tensors = entries
             .into_iter()
             .zip(principal)
-            .map(|(entry, principal)| SolvedTensor { closed: self.store.row(&entry.row), name: entry.name, principal })
+            .map(|(entry, principal)| {
+                let closed = self.store.row(entry.row);
+                SolvedTensor { closed: self.store.flat_term(&closed), name: entry.name, principal }
+            })
             .collect();
         Solution { tensors, diagnostics: self.diagnostics, names: self.names }
     }
 
-    fn apply(&mut self, c: &Constraint) -> Step {
+    fn apply(&mut self, c: &Item) -> Step {
         match c {
-            Constraint::DimEq(a, b, cause) => self.dim_eq(a, b, *cause),
-            Constraint::DimLe(a, b, cause) => self.dim_le(a, b, *cause),
-            Constraint::RowEq(a, b, cause) => self.row_eq(a, b, *cause),
-            Constraint::RowLe(a, b, cause) => self.row_le(a, b, *cause),
-            Constraint::Numel(a, b, cause) => self.numel(a, b, *cause),
-            Constraint::Affine(a) => self.affine(a),
-            Constraint::Sum(s) => self.sum(&s.total, &s.parts, s.cause),
+            Item::DimEq(a, b, cause) => self.dim_eq(*a, *b, *cause),
+            Item::DimLe(a, b, cause) => self.dim_le(*a, *b, *cause),
+            Item::RowEq(a, b, cause) => self.row_eq(*a, *b, *cause),
+            Item::RowLe(a, b, cause) => self.row_le(*a, *b, *cause),
+            Item::Numel(a, b, cause) => self.numel(*a, *b, *cause),
+            Item::Affine(a) => self.affine(a),
+            Item::Sum(s) => self.sum(s.total, &s.parts, s.cause),
         }
     }
 
@@ -300,7 +343,7 @@ impl Solver {
     /// constraints are reused; a watcher left behind on the other variable of
     /// a reused slot can only wake an unrelated constraint early, which then
     /// finds it still lacks facts and parks again.
-    fn park(&mut self, constraint: Constraint, watches: Vec<Watch>) {
+    fn park(&mut self, constraint: Item, watches: SmallVec<[Watch; 2]>) {
         let slot = match self.free_slots.pop() {
             Some(slot) => {
                 self.pending[slot] = Some(constraint);
@@ -351,18 +394,18 @@ impl Solver {
     }
 
     /// Parked constraints that are still waiting.
-    pub(crate) fn parked(&self) -> impl Iterator<Item = &Constraint> {
+    pub(crate) fn parked(&self) -> impl Iterator<Item = &Item> {
         self.pending.iter().flatten()
     }
 
-    pub(crate) fn enqueue(&mut self, c: Constraint) {
+    pub(crate) fn enqueue(&mut self, c: Item) {
         self.queue.push_back(c);
     }
 
     /// Applies a derived constraint at once instead of queueing it (parking
     /// it if it lacks facts). Only for dimension constraints, whose rules
     /// never apply further constraints themselves, so this never recurses.
-    pub(crate) fn apply_now(&mut self, c: Constraint) {
+    pub(crate) fn apply_now(&mut self, c: Item) {
         match self.apply(&c) {
             Step::Done => {}
             Step::Wait(watches) => self.park(c, watches),
@@ -371,16 +414,16 @@ impl Solver {
     }
 
     /// Binds the free dimension variable `v` to `value`.
-    pub(crate) fn bind_dim(&mut self, v: DimVar, value: Dim, cause: CauseId) {
+    pub(crate) fn bind_dim(&mut self, v: DimVar, value: D, cause: CauseId) {
         let root = self.store.find_dim(v);
-        let upper = match self.store.dim_state(root) {
-            DimState::Free { upper } => upper.clone(),
+        let upper = match *self.store.dim_state(root) {
+            DimState::Free { upper } => upper,
             DimState::Solved { .. } => return,
         };
-        self.store.set_dim(root, DimState::Solved { value: value.clone(), cause });
+        self.store.set_dim(root, DimState::Solved { value, cause });
         if let Some((bound, bound_cause)) = upper {
             let c = self.causes.derived(bound_cause, "the variable was bounded above here");
-            self.enqueue(Constraint::DimLe(DimTerm::Dim(value), DimTerm::Dim(bound), c));
+            self.enqueue(Item::DimLe(value, bound, c));
         }
         let woken = self.dim_watch.take(root.0);
         self.wake_dims(woken);
@@ -395,10 +438,11 @@ impl Solver {
         self.inherit_name(root.0, child.0, true);
         let merged = match (upper_a, upper_b) {
             (Some(x), Some(y)) if x.0 != y.0 => {
-                let c = self.causes.derived(cause, format!("upper bounds {} and {} meet at _", x.0, y.0));
+                let (bx, by) = (self.store.table.dim(x.0), self.store.table.dim(y.0));
+                let c = self.causes.derived(cause, format!("upper bounds {bx} and {by} meet at _"));
                 self.store.set_dim(root, DimState::Free { upper: None });
                 self.merge_dim_watchers(ra, rb, root);
-                self.bind_dim(root, Dim::unit(), c);
+                self.bind_dim(root, D::UNIT, c);
                 return;
             }
             (Some(x), _) | (None, Some(x)) => Some(x),
@@ -417,43 +461,41 @@ impl Solver {
         self.dim_watch.append(root.0, lb);
     }
 
-    fn dim_upper(&mut self, v: DimVar) -> Option<(Dim, CauseId)> {
-        match self.store.dim_state(v) {
-            DimState::Free { upper } => upper.clone(),
+    fn dim_upper(&mut self, v: DimVar) -> Option<(D, CauseId)> {
+        match *self.store.dim_state(v) {
+            DimState::Free { upper } => upper,
             DimState::Solved { .. } => None,
         }
     }
 
     /// Records `v ⊑ bound`; a second, different bound collapses `v` to `_`.
-    pub(crate) fn bound_dim(&mut self, v: DimVar, bound: Dim, cause: CauseId) {
-        if bound.is_unit() {
-            self.bind_dim(v, Dim::unit(), cause);
+    pub(crate) fn bound_dim(&mut self, v: DimVar, bound: D, cause: CauseId) {
+        if self.store.table.is_unit(bound) {
+            self.bind_dim(v, D::UNIT, cause);
             return;
         }
         match self.dim_upper(v) {
             None => self.store.set_dim(v, DimState::Free { upper: Some((bound, cause)) }),
             Some((old, _)) if old == bound => {}
             Some((old, _)) => {
+                let (old, bound) = (self.store.table.dim(old), self.store.table.dim(bound));
                 let c = self.causes.derived(cause, format!("upper bounds {old} and {bound} meet at _"));
-                self.bind_dim(v, Dim::unit(), c);
+                self.bind_dim(v, D::UNIT, c);
             }
         }
     }
 
     /// Binds the free row variable `v` to `value` (already resolved).
-    pub(crate) fn bind_row(&mut self, v: RowVar, value: RowTerm, cause: CauseId) {
+    pub(crate) fn bind_row(&mut self, v: RowVar, value: R, cause: CauseId) {
         let root = self.store.find_row(v);
-        let upper = match self.store.row_state(root) {
-            RowState::Free { upper } => upper.clone(),
+        let upper = match *self.store.row_state(root) {
+            RowState::Free { upper } => upper,
             RowState::Solved { .. } => return,
         };
-        match upper {
-            Some((bound, bound_cause)) => {
-                self.store.set_row(root, RowState::Solved { value: value.clone(), cause });
-                let c = self.causes.derived(bound_cause, "the row variable was bounded above here");
-                self.enqueue(Constraint::RowLe(value, bound, c));
-            }
-            None => self.store.set_row(root, RowState::Solved { value, cause }),
+        self.store.set_row(root, RowState::Solved { value, cause });
+        if let Some((bound, bound_cause)) = upper {
+            let c = self.causes.derived(bound_cause, "the row variable was bounded above here");
+            self.enqueue(Item::RowLe(value, bound, c));
         }
         let woken = self.row_watch.take(root.0);
         self.wake_rows(woken);
@@ -467,7 +509,7 @@ impl Solver {
         let child = if root == ra { rb } else { ra };
         self.inherit_name(root.0, child.0, false);
         let merged = match (upper_a, upper_b) {
-            (Some(x), Some(y)) => Some((self.meet_bounds(&x.0, &y.0, cause), cause)),
+            (Some(x), Some(y)) => Some((self.meet_bounds(x.0, y.0, cause), cause)),
             (Some(x), None) | (None, Some(x)) => Some(x),
             (None, None) => None,
         };
@@ -477,18 +519,18 @@ impl Solver {
         self.row_watch.append(root.0, lb);
     }
 
-    pub(crate) fn row_upper(&mut self, v: RowVar) -> Option<(RowTerm, CauseId)> {
-        match self.store.row_state(v) {
-            RowState::Free { upper } => upper.clone(),
+    pub(crate) fn row_upper(&mut self, v: RowVar) -> Option<(R, CauseId)> {
+        match *self.store.row_state(v) {
+            RowState::Free { upper } => upper,
             RowState::Solved { .. } => None,
         }
     }
 
     /// Records `v ⊑ bound`; a second bound is met with the first.
-    pub(crate) fn bound_row(&mut self, v: RowVar, bound: RowTerm, cause: CauseId) {
+    pub(crate) fn bound_row(&mut self, v: RowVar, bound: R, cause: CauseId) {
         let merged = match self.row_upper(v) {
             None => bound,
-            Some((old, _)) => self.meet_bounds(&old, &bound, cause),
+            Some((old, _)) => self.meet_bounds(old, bound, cause),
         };
         self.store.set_row(v, RowState::Free { upper: Some((merged, cause)) });
     }
@@ -497,37 +539,38 @@ impl Solver {
     /// variable, the meet is not known yet (`1 ⊓ 'a` is `1` if `'a` becomes
     /// 1, `_` otherwise): it becomes a fresh variable bounded by both, so the
     /// result does not depend on the order constraints arrive in.
-    fn meet_bounds(&mut self, a: &RowTerm, b: &RowTerm, cause: CauseId) -> RowTerm {
-        let (a, b) = (self.store.row(a), self.store.row(b));
-        let mut met = crate::rules::meet_rows(&a, &b);
-        let lead = met.leading.len();
-        let trail = met.trailing.len();
-        let pairs: Vec<(usize, bool, DimTerm, DimTerm)> = (0..lead)
-            .map(|i| (i, true, a.leading[i].clone(), b.leading[i].clone()))
-            .chain((0..trail).map(|i| {
-                (
-                    i,
-                    false,
-                    a.trailing[a.trailing.len() - trail + i].clone(),
-                    b.trailing[b.trailing.len() - trail + i].clone(),
-                )
-            }))
-            .collect();
-        for (i, leading, x, y) in pairs {
-            if x == y || !(matches!(x, DimTerm::Var(_)) || matches!(y, DimTerm::Var(_))) {
-                continue;
-            }
-            let m = DimTerm::Var(self.store.fresh_dim());
-            let c = self.causes.derived(cause, "the meet of two upper bounds");
-            self.enqueue(Constraint::DimLe(m.clone(), x, c));
-            self.enqueue(Constraint::DimLe(m.clone(), y, c));
-            if leading {
-                met.leading[i] = m;
-            } else {
-                met.trailing[i] = m;
-            }
+    fn meet_bounds(&mut self, a: R, b: R, cause: CauseId) -> R {
+        let (al, bl): (SmallVec<[D; 8]>, SmallVec<[D; 8]>) =
+            (self.store.leading(a).iter().copied().collect(), self.store.leading(b).iter().copied().collect());
+        let (at, bt): (SmallVec<[D; 8]>, SmallVec<[D; 8]>) =
+            (self.store.trailing(a).iter().copied().collect(), self.store.trailing(b).iter().copied().collect());
+        let trail = at.len().min(bt.len());
+        let mut leading: SmallVec<[D; 8]> = SmallVec::new();
+        for (&x, &y) in al.iter().zip(&bl) {
+            leading.push(self.meet_dims(x, y, cause));
         }
-        met
+        let mut trailing: SmallVec<[D; 8]> = SmallVec::new();
+        for (&x, &y) in at[at.len() - trail..].iter().zip(&bt[bt.len() - trail..]) {
+            trailing.push(self.meet_dims(x, y, cause));
+        }
+        self.store.alloc(&leading, None, &trailing)
+    }
+
+    /// The meet of two dimensions: equal ones stay, two different ground
+    /// ones meet at `_`, and a variable's meet waits in a fresh variable.
+    fn meet_dims(&mut self, x: D, y: D, cause: CauseId) -> D {
+        let (x, y) = (self.store.dim(x), self.store.dim(y));
+        if x == y {
+            return x;
+        }
+        if x.as_var().is_none() && y.as_var().is_none() {
+            return D::UNIT;
+        }
+        let m = D::var(self.store.fresh_dim());
+        let c = self.causes.derived(cause, "the meet of two upper bounds");
+        self.enqueue(Item::DimLe(m, x, c));
+        self.enqueue(Item::DimLe(m, y, c));
+        m
     }
 
     fn inherit_name(&mut self, root: u32, child: u32, dim: bool) {
@@ -576,11 +619,12 @@ impl Solver {
     }
 
     /// How a term's value came about, for diagnostics: `'a is 3 because ...`.
-    pub(crate) fn explain_dim(&mut self, t: &DimTerm) -> Option<String> {
-        let DimTerm::Var(v) = t else { return None };
-        let name = self.dim_name(*v);
-        match self.store.dim_state(*v).clone() {
+    pub(crate) fn explain_dim(&mut self, t: D) -> Option<String> {
+        let v = t.as_var()?;
+        let name = self.dim_name(v);
+        match *self.store.dim_state(v) {
             DimState::Solved { value, cause } => {
+                let value = self.store.table.dim(value);
                 Some(format!("{name} is {value} because of {}", self.causes.chain_text(cause)))
             }
             DimState::Free { .. } => None,
@@ -589,7 +633,13 @@ impl Solver {
 
     /// Names a variable made for `base` (a template's fresh variables are
     /// named after the row variable they grew from: `c.0`, `c.r`).
-    pub(crate) fn name_derived(&mut self, base: RowVar, dim: Option<DimVar>, row: Option<RowVar>, suffix: &str) {
+    pub(crate) fn name_derived(
+        &mut self,
+        base: RowVar,
+        dim: Option<DimVar>,
+        row: Option<RowVar>,
+        suffix: &dyn std::fmt::Display,
+    ) {
         let root = self.store.find_row(base);
         // Unnamed variables print by id; only named ones pass their name on.
         let Some(base) = self.names.rows.get(&root.0).or_else(|| self.names.rows.get(&base.0)).cloned() else {
@@ -609,14 +659,17 @@ impl Solver {
         self.names.dim(root)
     }
 
-    /// A row term in row notation, with variable names.
-    pub(crate) fn show_row(&mut self, r: &RowTerm) -> String {
+    /// A row in row notation, with variable names.
+    pub(crate) fn show_row(&mut self, r: R) -> String {
         let resolved = self.store.row(r);
-        self.names.row(&resolved)
+        let term = self.store.flat_term(&resolved);
+        self.names.row(&term)
     }
-}
 
-/// Whether a dimension is a rigid symbol (or an expression over them).
-pub(crate) fn is_rigid(d: &Dim) -> bool {
-    matches!(d.size, Size::Symbolic(_))
+    /// A resolved row in row notation, resolved again (what it holds may
+    /// have been solved since).
+    pub(crate) fn show_flat(&mut self, f: &Flat) -> String {
+        let r = self.store.alloc_flat(f);
+        self.show_row(r)
+    }
 }

@@ -4,30 +4,35 @@
 //! root holds the class's state: free with an optional least upper bound, or
 //! solved to a term with the cause of the binding. Solving a variable never
 //! rewrites the constraint set: terms are resolved lazily ([`Store::dim`],
-//! [`Store::row`]), and a solved row's stored value is replaced by its
-//! resolved form each time it is read, the row analogue of path compression.
+//! [`Store::row`]), and a solved row's stored value has the solved row
+//! variables at its marker spliced in when it is read, the row analogue of
+//! path compression.
+//!
+//! Terms are the interned [`D`]s and arena rows [`R`] of [`crate::interned`];
+//! the store owns the dimension table and the row arena.
 
 use crate::cause::CauseId;
-use diamond_ir::term::{Dim, DimTerm, DimVar, RowTerm, RowVar};
+use crate::interned::{DimTable, Flat, D, R};
+use diamond_ir::term::{DimVar, RowTerm, RowVar};
 
 /// What is known about a dimension variable's class.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) enum DimState {
     /// Unknown; `upper` is its least upper bound, if any.
-    Free { upper: Option<(Dim, CauseId)> },
-    /// Bound to a dimension.
-    Solved { value: Dim, cause: CauseId },
+    Free { upper: Option<(D, CauseId)> },
+    /// Bound to a dimension (never a variable).
+    Solved { value: D, cause: CauseId },
 }
 
 /// What is known about a row variable's class.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) enum RowState {
     /// Unknown; `upper` is its least upper bound, if any.
-    Free { upper: Option<(RowTerm, CauseId)> },
+    Free { upper: Option<(R, CauseId)> },
     /// Bound to a row term (which may be open). The binding's cause is kept
     /// for provenance, though no diagnostic prints it yet.
     Solved {
-        value: RowTerm,
+        value: R,
         #[allow(dead_code)]
         cause: CauseId,
     },
@@ -80,11 +85,15 @@ impl<S> Table<S> {
     }
 }
 
-/// The variable tables.
+/// The variable tables, the dimension table and the row arena.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Store {
     dims: Table<DimState>,
     rows: Table<RowState>,
+    /// Every dimension not encoded in its id.
+    pub(crate) table: DimTable,
+    /// The axes of every row, flank after flank.
+    arena: Vec<D>,
 }
 
 macro_rules! union_find {
@@ -164,25 +173,85 @@ impl Store {
             || self.rows.state.iter().any(|s| matches!(s, RowState::Free { upper: Some(_) }))
     }
 
+    /// Stores `leading · ⟨var⟩ · trailing` in the arena.
+    pub(crate) fn alloc(&mut self, leading: &[D], var: Option<RowVar>, trailing: &[D]) -> R {
+        let start = self.arena.len() as u32;
+        self.arena.extend_from_slice(leading);
+        self.arena.extend_from_slice(trailing);
+        R::new(start, leading.len() as u32, trailing.len() as u32, var)
+    }
+
+    /// Stores a resolved row in the arena.
+    pub(crate) fn alloc_flat(&mut self, f: &Flat) -> R {
+        self.alloc(f.leading(), f.var, f.trailing())
+    }
+
+    /// The leading flank of `r` as stored.
+    pub(crate) fn leading(&self, r: R) -> &[D] {
+        &self.arena[r.start as usize..(r.start + r.lead) as usize]
+    }
+
+    /// The trailing flank of `r` as stored.
+    pub(crate) fn trailing(&self, r: R) -> &[D] {
+        let from = (r.start + r.lead) as usize;
+        &self.arena[from..from + r.trail as usize]
+    }
+
+    /// Whether two stored rows have the same terms.
+    pub(crate) fn same_row(&self, a: R, b: R) -> bool {
+        a.var() == b.var() && self.leading(a) == self.leading(b) && self.trailing(a) == self.trailing(b)
+    }
+
+    /// Interns a public row.
+    pub(crate) fn intern_row(&mut self, r: &RowTerm) -> R {
+        let start = self.arena.len() as u32;
+        for d in r.leading.iter().chain(&r.trailing) {
+            let d = self.table.term(d);
+            self.arena.push(d);
+        }
+        R::new(start, r.leading.len() as u32, r.trailing.len() as u32, r.var)
+    }
+
+    /// The public form of a stored row, as it is (nothing resolved).
+    #[cfg(test)]
+    pub(crate) fn row_term(&self, r: R) -> RowTerm {
+        let term = |ds: &[D]| ds.iter().map(|&d| self.table.to_term(d)).collect();
+        RowTerm { leading: term(self.leading(r)), var: r.var(), trailing: term(self.trailing(r)) }
+    }
+
+    /// The public form of a resolved row.
+    pub(crate) fn flat_term(&self, f: &Flat) -> RowTerm {
+        let term = |ds: &[D]| ds.iter().map(|&d| self.table.to_term(d)).collect();
+        RowTerm { leading: term(f.leading()), var: f.var, trailing: term(f.trailing()) }
+    }
+
     /// `t` with its variable replaced by the class's value or representative.
-    pub(crate) fn dim(&mut self, t: &DimTerm) -> DimTerm {
-        match t {
-            DimTerm::Dim(_) => t.clone(),
-            DimTerm::Var(v) => match self.dim_state(*v) {
-                DimState::Solved { value, .. } => DimTerm::Dim(value.clone()),
-                DimState::Free { .. } => DimTerm::Var(self.find_dim(*v)),
+    pub(crate) fn dim(&mut self, t: D) -> D {
+        match t.as_var() {
+            None => t,
+            Some(v) => match *self.dim_state(v) {
+                DimState::Solved { value, .. } => value,
+                DimState::Free { .. } => D::var(self.find_dim(v)),
             },
+        }
+    }
+
+    /// A dimension variable's representative (solved or not); dims unchanged.
+    fn dim_rep(&mut self, t: D) -> D {
+        match t.as_var() {
+            Some(v) => D::var(self.find_dim(v)),
+            None => t,
         }
     }
 
     /// `r` with every solved variable substituted (splicing at the marker)
     /// and every free one replaced by its representative.
-    pub(crate) fn row(&mut self, r: &RowTerm) -> RowTerm {
+    pub(crate) fn row(&mut self, r: R) -> Flat {
         let mut row = self.row_shallow(r);
-        for d in row.leading.iter_mut().chain(row.trailing.iter_mut()) {
-            if let DimTerm::Var(v) = d {
-                if let DimState::Solved { value, .. } = self.dim_state(*v) {
-                    *d = DimTerm::Dim(value.clone());
+        for i in 0..row.dims.len() {
+            if let Some(v) = row.dims[i].as_var() {
+                if let DimState::Solved { value, .. } = *self.dim_state(v) {
+                    row.dims[i] = value;
                 }
             }
         }
@@ -193,112 +262,95 @@ impl Store {
     /// kept (as their representatives), so that rules decomposing rows still
     /// know which variable each axis came from.
     ///
-    /// The stored value of a solved row variable is compressed in place
-    /// first ([`Store::compress_row`]), so the result is built with one
-    /// allocation per flank and nothing stored is cloned whole.
-    pub(crate) fn row_shallow(&mut self, r: &RowTerm) -> RowTerm {
-        let solved = match r.var {
-            None => None,
-            Some(var) => {
-                let root = self.find_row(var);
-                match self.rows.state[root.0 as usize] {
-                    RowState::Solved { .. } => {
-                        self.compress_row(root);
-                        Some(root)
+    /// The stored value of a solved row variable is compressed first
+    /// ([`Store::compress_row`]), so its chain is walked once.
+    pub(crate) fn row_shallow(&mut self, r: R) -> Flat {
+        let mut out = Flat::default();
+        for i in 0..r.lead {
+            let d = self.arena[(r.start + i) as usize];
+            let d = self.dim_rep(d);
+            out.dims.push(d);
+        }
+        let mut var = None;
+        if let Some(v) = r.var() {
+            let root = self.find_row(v);
+            match self.rows.state[root.0 as usize] {
+                RowState::Solved { .. } => {
+                    let value = self.compress_row(root);
+                    for i in 0..value.lead {
+                        let d = self.arena[(value.start + i) as usize];
+                        let d = self.dim_rep(d);
+                        out.dims.push(d);
                     }
-                    RowState::Free { .. } => return self.flanks_around(r, &[], Some(root), &[]),
+                    out.lead = out.dims.len();
+                    var = value.var();
+                    for i in value.lead..value.lead + value.trail {
+                        let d = self.arena[(value.start + i) as usize];
+                        let d = self.dim_rep(d);
+                        out.dims.push(d);
+                    }
+                }
+                RowState::Free { .. } => {
+                    out.lead = out.dims.len();
+                    var = Some(root);
                 }
             }
-        };
-        let Some(root) = solved else { return self.flanks_around(r, &[], None, &[]) };
-        // Move the (already compressed) value out while `r`'s flanks are
-        // resolved, then put it back: no clone of the stored row.
-        let value = match &mut self.rows.state[root.0 as usize] {
-            RowState::Solved { value, .. } => std::mem::replace(value, RowTerm::closed(Vec::new())),
-            RowState::Free { .. } => unreachable!("checked above"),
-        };
-        let out = self.flanks_around(r, &value.leading, value.var, &value.trailing);
-        if let RowState::Solved { value: slot, .. } = &mut self.rows.state[root.0 as usize] {
-            *slot = value;
+        } else {
+            out.lead = out.dims.len();
+        }
+        out.var = var;
+        for i in r.lead..r.lead + r.trail {
+            let d = self.arena[(r.start + i) as usize];
+            let d = self.dim_rep(d);
+            out.dims.push(d);
         }
         out
     }
 
-    /// `r.leading · inner_leading · ⟨var⟩ · inner_trailing · r.trailing`,
-    /// with `r`'s dimension variables replaced by their representatives
-    /// (the inner flanks are taken as they are: they come from a compressed
-    /// stored value).
-    fn flanks_around(
-        &mut self,
-        r: &RowTerm,
-        inner_leading: &[DimTerm],
-        var: Option<RowVar>,
-        inner_trailing: &[DimTerm],
-    ) -> RowTerm {
-        let mut leading = Vec::with_capacity(r.leading.len() + inner_leading.len());
-        leading.extend(r.leading.iter().map(|d| self.dim_rep(d)));
-        leading.extend_from_slice(inner_leading);
-        let mut trailing = Vec::with_capacity(inner_trailing.len() + r.trailing.len());
-        trailing.extend_from_slice(inner_trailing);
-        trailing.extend(r.trailing.iter().map(|d| self.dim_rep(d)));
-        RowTerm { leading, var, trailing }
-    }
-
-    /// Rewrites the stored value of the solved root `root` to its shallow
-    /// resolution: solved row variables at its marker spliced in (their own
-    /// values compressed first), dimension variables replaced by their
-    /// representatives. The row analogue of path compression, done in place.
-    fn compress_row(&mut self, root: RowVar) {
-        let (next, mut value) = match &mut self.rows.state[root.0 as usize] {
-            RowState::Solved { value, .. } => (value.var, std::mem::replace(value, RowTerm::closed(Vec::new()))),
-            RowState::Free { .. } => return,
+    /// Rewrites the stored value of the solved root `root` so that its row
+    /// variable is free: solved row variables at its marker spliced in
+    /// (their own values compressed first). The row analogue of path
+    /// compression; a new arena row is made only when something is spliced.
+    /// Returns the compressed value.
+    fn compress_row(&mut self, root: RowVar) -> R {
+        let RowState::Solved { value, cause } = self.rows.state[root.0 as usize] else {
+            return R::new(0, 0, 0, Some(root));
         };
-        for d in value.leading.iter_mut().chain(value.trailing.iter_mut()) {
-            if let DimTerm::Var(v) = d {
-                *v = self.find_dim(*v);
+        let Some(next) = value.var() else { return value };
+        let next = self.find_row(next);
+        let compressed = match self.rows.state[next.0 as usize] {
+            RowState::Solved { .. } => {
+                let inner = self.compress_row(next);
+                let start = self.arena.len();
+                self.arena.extend_from_within(value.start as usize..(value.start + value.lead) as usize);
+                self.arena.extend_from_within(inner.start as usize..(inner.start + inner.lead + inner.trail) as usize);
+                let from = (value.start + value.lead) as usize;
+                self.arena.extend_from_within(from..from + value.trail as usize);
+                R::new(start as u32, value.lead + inner.lead, inner.trail + value.trail, inner.var())
             }
-        }
-        if let Some(next) = next {
-            let next = self.find_row(next);
-            value.var = Some(next);
-            if matches!(self.rows.state[next.0 as usize], RowState::Solved { .. }) {
-                self.compress_row(next);
-                if let RowState::Solved { value: inner, .. } = &self.rows.state[next.0 as usize] {
-                    value.leading.extend_from_slice(&inner.leading);
-                    if !inner.trailing.is_empty() {
-                        value.trailing.splice(0..0, inner.trailing.iter().cloned());
-                    }
-                    value.var = inner.var;
-                }
+            RowState::Free { .. } if next.0 != value.var().map_or(u32::MAX, |v| v.0) => {
+                R::new(value.start, value.lead, value.trail, Some(next))
             }
-        }
-        if let RowState::Solved { value: slot, .. } = &mut self.rows.state[root.0 as usize] {
-            *slot = value;
-        }
-    }
-
-    /// A dimension variable's representative (solved or not); dims unchanged.
-    fn dim_rep(&mut self, t: &DimTerm) -> DimTerm {
-        match t {
-            DimTerm::Var(v) => DimTerm::Var(self.find_dim(*v)),
-            DimTerm::Dim(_) => t.clone(),
-        }
+            RowState::Free { .. } => return value,
+        };
+        self.rows.state[root.0 as usize] = RowState::Solved { value: compressed, cause };
+        compressed
     }
 
     /// Whether a row mentions a poisoned variable.
-    pub(crate) fn row_mentions_poison(&mut self, r: &RowTerm) -> bool {
+    pub(crate) fn row_mentions_poison(&mut self, r: &Flat) -> bool {
         r.var.is_some_and(|v| self.row_poisoned(v))
-            || r.leading.iter().chain(&r.trailing).any(|d| matches!(d, DimTerm::Var(v) if self.dim_poisoned(*v)))
+            || r.dims.iter().any(|d| d.as_var().is_some_and(|v| self.dim_poisoned(v)))
     }
 
     /// Poisons every variable of a resolved row.
-    pub(crate) fn poison_row_term(&mut self, r: &RowTerm) {
+    pub(crate) fn poison_row_term(&mut self, r: &Flat) {
         if let Some(v) = r.var {
             self.poison_row(v);
         }
-        for d in r.leading.iter().chain(&r.trailing) {
-            if let DimTerm::Var(v) = d {
-                self.poison_dim(*v);
+        for d in &r.dims {
+            if let Some(v) = d.as_var() {
+                self.poison_dim(v);
             }
         }
     }

@@ -7,10 +7,12 @@
 //! (`numel [batch, 4, 'a] = numel [batch, 8]` gives `'a := 2`).
 
 use crate::cause::CauseId;
-use crate::constraint::{AffineSize, Constraint};
+use crate::constraint::{Affine, Item};
 use crate::diagnostic::Code;
+use crate::interned::{DimTable, Flat, D, R};
 use crate::solver::{Solver, Step, Watch};
-use diamond_ir::term::{Basis, Dim, DimTerm, DimVar, RowTerm, Size, SizeExpr};
+use diamond_ir::term::{Basis, Dim, DimVar, Size, SizeExpr};
+use smallvec::{smallvec, SmallVec};
 
 /// A dimension's size as an expression.
 fn size_expr(d: &Dim) -> SizeExpr {
@@ -34,26 +36,27 @@ fn expr_dim(e: SizeExpr, unit_claim_free: bool) -> Option<Dim> {
 }
 
 /// The product of the known dims of a closed row, and its unknown variables.
-fn split_row(r: &RowTerm) -> Option<(SizeExpr, Vec<DimVar>)> {
+fn split_row(table: &DimTable, r: &Flat) -> Option<(SizeExpr, Vec<DimVar>)> {
     let mut product = SizeExpr::constant(1);
     let mut unknown = Vec::new();
-    for d in r.leading.iter().chain(&r.trailing) {
-        match d {
-            DimTerm::Dim(dim) => product = product.mul(&size_expr(dim))?,
-            DimTerm::Var(v) => unknown.push(*v),
+    for &d in &r.dims {
+        match d.as_var() {
+            None => product = product.mul(&size_expr(&table.dim(d)))?,
+            Some(v) => unknown.push(v),
         }
     }
     Some((product, unknown))
 }
 
 impl Solver {
-    pub(crate) fn numel(&mut self, a: &RowTerm, b: &RowTerm, cause: CauseId) -> Step {
+    pub(crate) fn numel(&mut self, a: R, b: R, cause: CauseId) -> Step {
         let (ra, rb) = (self.store.row(a), self.store.row(b));
-        let open: Vec<Watch> = [ra.var, rb.var].into_iter().flatten().map(Watch::Row).collect();
+        let open: SmallVec<[Watch; 2]> = [ra.var, rb.var].into_iter().flatten().map(Watch::Row).collect();
         if !open.is_empty() {
             return Step::Wait(open);
         }
-        let (Some((pa, ua)), Some((pb, ub))) = (split_row(&ra), split_row(&rb)) else {
+        let table = &self.store.table;
+        let (Some((pa, ua)), Some((pb, ub))) = (split_row(table, &ra), split_row(table, &rb)) else {
             self.report(Code::ElementCountMismatch, "element count overflows".to_string(), cause, Vec::new());
             return Step::Done;
         };
@@ -76,6 +79,7 @@ impl Solver {
             Some(dim) => {
                 let rule = format!("{} = {total} / {known}", self.dim_name(v));
                 let c = self.causes.derived(cause, rule);
+                let dim = self.store.table.intern(&dim);
                 self.bind_dim(v, dim, c);
             }
             None => {
@@ -86,11 +90,11 @@ impl Solver {
         }
     }
 
-    fn count_clash(&mut self, a: &RowTerm, b: &RowTerm, pa: &SizeExpr, pb: &SizeExpr, cause: CauseId) {
+    fn count_clash(&mut self, a: &Flat, b: &Flat, pa: &SizeExpr, pb: &SizeExpr, cause: CauseId) {
         if self.store.row_mentions_poison(a) || self.store.row_mentions_poison(b) {
             return;
         }
-        let (sa, sb) = (self.show_row(a), self.show_row(b));
+        let (sa, sb) = (self.show_flat(a), self.show_flat(b));
         if pa.as_constant().is_none() || pb.as_constant().is_none() {
             let message = format!("dynamic axis assumed specialized: {sa} and {sb} hold the same number of elements only when {pa} = {pb}");
             self.report(Code::DynamicAxisSpecialized, message, cause, Vec::new());
@@ -100,13 +104,16 @@ impl Solver {
         self.report(Code::ElementCountMismatch, message, cause, Vec::new());
     }
 
-    pub(crate) fn affine(&mut self, a: &AffineSize) -> Step {
-        let AffineSize { out, input, kernel, pads, stride, dilation, ceil, cause } = a;
-        let (pads, stride, dilation, ceil, cause) = (*pads, *stride, *dilation, *ceil, *cause);
+    pub(crate) fn affine(&mut self, a: &Affine) -> Step {
+        let Affine { out, input, kernel, pads, stride, dilation, ceil, cause } = *a;
         let (o, i, k) = (self.store.dim(out), self.store.dim(input), self.store.dim(kernel));
         let dil = SizeExpr::constant(dilation as i64);
-        match (&i, &k) {
-            (DimTerm::Dim(i), DimTerm::Dim(k)) => {
+        let (i_var, k_var) = (i.as_var(), k.as_var());
+        let table = &self.store.table;
+        let known = |d: D| d.as_var().is_none().then(|| table.dim(d));
+        let (o_dim, i_dim, k_dim) = (known(o), known(i), known(k));
+        match (&i_dim, &k_dim) {
+            (Some(i), Some(k)) => {
                 // (in + pads − dil·(k − 1) − 1) / stride + 1
                 let span = dil.mul(&size_expr(k).add(&SizeExpr::constant(-1)).unwrap_or_default());
                 let numerator = span.and_then(|s| {
@@ -119,7 +126,8 @@ impl Solver {
                 {
                     Some(dim) => {
                         let c = self.causes.derived(cause, format!("the window gives an output size of {dim}"));
-                        self.enqueue(Constraint::DimEq(out.clone(), DimTerm::Dim(dim), c));
+                        let dim = self.store.table.intern(&dim);
+                        self.enqueue(Item::DimEq(out, dim, c));
                     }
                     None => {
                         let message = format!("the window (kernel {k}, dilation {dilation}, pads {pads}) does not fit in an input of size {i}");
@@ -128,15 +136,19 @@ impl Solver {
                 }
                 Step::Done
             }
-            (DimTerm::Var(v), DimTerm::Dim(k)) if stride == 1 => {
-                let DimTerm::Dim(o) = &o else { return Step::Wait(vec![Watch::Dim(*v), self.watch_of(&o)]) };
+            (None, Some(k)) if stride == 1 => {
+                let v = i_var.expect("a variable");
+                let Some(o) = &o_dim else { return Step::Wait(smallvec![Watch::Dim(v), self.watch_of(o)]) };
                 // Stride 1: in = out − pads + dil·(k − 1), the same in ceil mode.
                 let value = size_expr(k)
                     .add(&SizeExpr::constant(-1))
                     .and_then(|km1| dil.mul(&km1))
                     .and_then(|s| size_expr(o).add(&SizeExpr::constant(-pads))?.add(&s));
                 match value.and_then(|e| expr_dim(e, self.computed_units_claim_free)) {
-                    Some(dim) => self.bind_dim(*v, dim, cause),
+                    Some(dim) => {
+                        let dim = self.store.table.intern(&dim);
+                        self.bind_dim(v, dim, cause)
+                    }
                     None => self.report(
                         Code::DimMismatch,
                         format!("no input size gives output size {o}"),
@@ -146,27 +158,30 @@ impl Solver {
                 }
                 Step::Done
             }
-            _ => Step::Wait([&i, &k].into_iter().filter_map(|t| self.var_watch(t)).collect()),
+            _ => Step::Wait([i_var, k_var].into_iter().flatten().map(Watch::Dim).collect()),
         }
     }
 
-    pub(crate) fn sum(&mut self, total: &DimTerm, parts: &[DimTerm], cause: CauseId) -> Step {
-        let resolved: Vec<DimTerm> = parts.iter().map(|p| self.store.dim(p)).collect();
-        let unknown: Vec<usize> = (0..resolved.len()).filter(|&i| matches!(resolved[i], DimTerm::Var(_))).collect();
-        let known_sum = resolved.iter().try_fold(SizeExpr::constant(0), |acc, p| match p {
-            DimTerm::Dim(d) => acc.add(&size_expr(d)),
-            DimTerm::Var(_) => Some(acc),
+    pub(crate) fn sum(&mut self, total: D, parts: &[D], cause: CauseId) -> Step {
+        let resolved: Vec<D> = parts.iter().map(|&p| self.store.dim(p)).collect();
+        let unknown: Vec<usize> = (0..resolved.len()).filter(|&i| resolved[i].as_var().is_some()).collect();
+        let table = &self.store.table;
+        let known_sum = resolved.iter().try_fold(SizeExpr::constant(0), |acc, &p| match p.as_var() {
+            None => acc.add(&size_expr(&table.dim(p))),
+            Some(_) => Some(acc),
         });
         let Some(known_sum) = known_sum else {
             self.report(Code::DimMismatch, "sum of sizes overflows".to_string(), cause, Vec::new());
             return Step::Done;
         };
         let t = self.store.dim(total);
-        match (unknown.as_slice(), &t) {
+        let whole = t.as_var().is_none().then(|| self.store.table.dim(t));
+        match (unknown.as_slice(), &whole) {
             ([], _) => match expr_dim(known_sum, self.computed_units_claim_free) {
                 Some(dim) => {
                     let c = self.causes.derived(cause, format!("the parts add up to {dim}"));
-                    self.enqueue(Constraint::DimEq(total.clone(), DimTerm::Dim(dim), c));
+                    let dim = self.store.table.intern(&dim);
+                    self.enqueue(Item::DimEq(total, dim, c));
                 }
                 None => self.report(
                     Code::DimMismatch,
@@ -175,12 +190,13 @@ impl Solver {
                     Vec::new(),
                 ),
             },
-            ([one], DimTerm::Dim(whole)) => {
+            ([one], Some(whole)) => {
                 let rest = known_sum.mul(&SizeExpr::constant(-1)).and_then(|neg| size_expr(whole).add(&neg));
-                let DimTerm::Var(v) = resolved[*one] else { return Step::Done };
+                let Some(v) = resolved[*one].as_var() else { return Step::Done };
                 match rest.and_then(|e| expr_dim(e, self.computed_units_claim_free)) {
                     Some(dim) => {
                         let c = self.causes.derived(cause, format!("the whole {whole} minus the other parts"));
+                        let dim = self.store.table.intern(&dim);
                         self.bind_dim(v, dim, c);
                     }
                     None => {
@@ -191,22 +207,20 @@ impl Solver {
                 }
             }
             _ => {
-                let mut watches: Vec<Watch> = unknown.iter().filter_map(|&i| self.var_watch(&resolved[i])).collect();
-                watches.extend(self.var_watch(&t));
+                let mut watches: SmallVec<[Watch; 2]> =
+                    unknown.iter().filter_map(|&i| self.var_watch(resolved[i])).collect();
+                watches.extend(self.var_watch(t));
                 return Step::Wait(watches);
             }
         }
         Step::Done
     }
 
-    fn var_watch(&self, t: &DimTerm) -> Option<Watch> {
-        match t {
-            DimTerm::Var(v) => Some(Watch::Dim(*v)),
-            DimTerm::Dim(_) => None,
-        }
+    fn var_watch(&self, t: D) -> Option<Watch> {
+        t.as_var().map(Watch::Dim)
     }
 
-    fn watch_of(&self, t: &DimTerm) -> Watch {
+    fn watch_of(&self, t: D) -> Watch {
         self.var_watch(t).expect("a variable")
     }
 }

@@ -8,58 +8,55 @@
 
 use crate::cause::CauseId;
 use crate::diagnostic::Code;
-use crate::solver::{is_rigid, Solver, Step, Watch};
-use diamond_ir::term::{Dim, DimTerm, Size, SizeExpr};
+use crate::interned::D;
+use crate::solver::{Solver, Step, Watch};
+use diamond_ir::term::{Dim, Size, SizeExpr};
+use smallvec::smallvec;
 
 impl Solver {
-    pub(crate) fn dim_eq(&mut self, a: &DimTerm, b: &DimTerm, cause: CauseId) -> Step {
+    pub(crate) fn dim_eq(&mut self, a: D, b: D, cause: CauseId) -> Step {
         let (ra, rb) = (self.store.dim(a), self.store.dim(b));
-        match (&ra, &rb) {
-            (DimTerm::Var(x), DimTerm::Var(y)) if x == y => {}
-            (DimTerm::Var(x), DimTerm::Var(y)) => self.union_dim(*x, *y, cause),
-            (DimTerm::Var(v), DimTerm::Dim(d)) | (DimTerm::Dim(d), DimTerm::Var(v)) => {
-                self.bind_dim(*v, d.clone(), cause)
-            }
-            (DimTerm::Dim(x), DimTerm::Dim(y)) if x == y => {}
+        match (ra.as_var(), rb.as_var()) {
+            (Some(x), Some(y)) if x == y => {}
+            (Some(x), Some(y)) => self.union_dim(x, y, cause),
+            (Some(v), None) => self.bind_dim(v, rb, cause),
+            (None, Some(v)) => self.bind_dim(v, ra, cause),
+            (None, None) if ra == rb => {}
             // `--strict-units`: a stated unit equals a computed one (which asserts nothing).
-            (DimTerm::Dim(x), DimTerm::Dim(y)) if self.unit_widening_warns && is_one(x) && is_one(y) => {}
-            (DimTerm::Dim(x), DimTerm::Dim(y)) => {
-                let (x, y) = (x.clone(), y.clone());
-                self.dim_clash(a, b, &x, &y, Code::DimMismatch, "=", cause);
-            }
+            (None, None) if self.unit_widening_warns && self.is_one(ra) && self.is_one(rb) => {}
+            (None, None) => self.dim_clash(a, b, ra, rb, Code::DimMismatch, "=", cause),
         }
         Step::Done
     }
 
-    pub(crate) fn dim_le(&mut self, a: &DimTerm, b: &DimTerm, cause: CauseId) -> Step {
+    pub(crate) fn dim_le(&mut self, a: D, b: D, cause: CauseId) -> Step {
         let (ra, rb) = (self.store.dim(a), self.store.dim(b));
-        match (&ra, &rb) {
-            (DimTerm::Var(x), DimTerm::Var(y)) if x == y => Step::Done,
-            (DimTerm::Var(x), DimTerm::Var(y)) => Step::Wait(vec![Watch::Dim(*x), Watch::Dim(*y)]),
-            (DimTerm::Dim(d), DimTerm::Var(v)) => {
-                if self.unit_widening_warns && is_claimed_unit(d) {
+        match (ra.as_var(), rb.as_var()) {
+            (Some(x), Some(y)) if x == y => Step::Done,
+            (Some(x), Some(y)) => Step::Wait(smallvec![Watch::Dim(x), Watch::Dim(y)]),
+            (None, Some(v)) => {
+                if self.unit_widening_warns && self.is_claimed_unit(ra) {
                     // `--strict-units`: a stated unit is a lower bound that
                     // does not solve; whether it is widened is checked at the end.
-                    self.unit_claims.push((*v, cause));
-                } else if !d.is_unit() {
-                    self.bind_dim(*v, d.clone(), cause);
+                    self.unit_claims.push((v, cause));
+                } else if !self.store.table.is_unit(ra) {
+                    self.bind_dim(v, ra, cause);
                 }
                 Step::Done
             }
-            (DimTerm::Var(v), DimTerm::Dim(d)) => {
-                self.bound_dim(*v, d.clone(), cause);
+            (Some(v), None) => {
+                self.bound_dim(v, rb, cause);
                 Step::Done
             }
-            (DimTerm::Dim(x), DimTerm::Dim(y)) if self.unit_widening_warns && is_one(x) && is_one(y) => Step::Done,
-            (DimTerm::Dim(x), DimTerm::Dim(y)) if self.unit_widening_warns && is_claimed_unit(x) => {
-                let message = format!("a stated unit axis is widened to {y} by broadcasting");
+            (None, None) if self.unit_widening_warns && self.is_one(ra) && self.is_one(rb) => Step::Done,
+            (None, None) if self.unit_widening_warns && self.is_claimed_unit(ra) => {
+                let message = format!("a stated unit axis is widened to {} by broadcasting", self.store.table.dim(rb));
                 self.report(Code::UnitAxisWidened, message, cause, Vec::new());
                 Step::Done
             }
-            (DimTerm::Dim(x), DimTerm::Dim(y)) => {
-                if !x.broadcasts_to(y) {
-                    let (x, y) = (x.clone(), y.clone());
-                    self.dim_clash(a, b, &x, &y, Code::BroadcastConflict, "⊑", cause);
+            (None, None) => {
+                if !(ra == rb || self.store.table.is_unit(ra)) {
+                    self.dim_clash(a, b, ra, rb, Code::BroadcastConflict, "⊑", cause);
                 }
                 Step::Done
             }
@@ -70,20 +67,23 @@ impl Solver {
     /// `⊑`); a rigid symbol on either side makes it an assumption instead of
     /// an error.
     #[allow(clippy::too_many_arguments)]
-    fn dim_clash(&mut self, a: &DimTerm, b: &DimTerm, x: &Dim, y: &Dim, code: Code, relation: &str, cause: CauseId) {
+    fn dim_clash(&mut self, a: D, b: D, x: D, y: D, code: Code, relation: &str, cause: CauseId) {
         if self.poisoned_dims(a, b) {
             return;
         }
         let facts: Vec<String> = [a, b].into_iter().filter_map(|t| self.explain_dim(t)).collect();
-        if let Some(bound) = implied_bound(x, y).or_else(|| implied_bound(y, x)) {
+        let table = &self.store.table;
+        let (x_rigid, y_rigid) = (table.is_rigid(x), table.is_rigid(y));
+        let (x, y) = (table.dim(x), table.dim(y));
+        if let Some(bound) = implied_bound(&x, &y).or_else(|| implied_bound(&y, &x)) {
             let message = format!("`{x} {relation} {y}` holds only when {bound}: the model assumes it");
             self.report(Code::ImpliedBound, message, cause, facts);
             return;
         }
-        if is_rigid(x) || is_rigid(y) {
-            let (symbol, other) = if is_rigid(x) { (x, y) } else { (y, x) };
+        if x_rigid || y_rigid {
+            let (symbol, other) = if x_rigid { (&x, &y) } else { (&y, &x) };
             // `s ⊑ d` also holds when the symbol is 1 (it broadcasts); `d ⊑ s` only when s = d.
-            let condition = if relation == "⊑" && is_rigid(x) && !y.is_unit() {
+            let condition = if relation == "⊑" && x_rigid && !y.is_unit() {
                 format!("{x} = {y} or {x} = 1")
             } else {
                 format!("{x} = {y}")
@@ -103,14 +103,38 @@ impl Solver {
         self.poison_dims(a, b);
     }
 
-    fn poisoned_dims(&mut self, a: &DimTerm, b: &DimTerm) -> bool {
-        [a, b].into_iter().any(|t| matches!(t, DimTerm::Var(v) if self.store.dim_poisoned(*v)))
+    fn poisoned_dims(&mut self, a: D, b: D) -> bool {
+        [a, b].into_iter().any(|t| t.as_var().is_some_and(|v| self.store.dim_poisoned(v)))
     }
 
-    fn poison_dims(&mut self, a: &DimTerm, b: &DimTerm) {
+    fn poison_dims(&mut self, a: D, b: D) {
         for t in [a, b] {
-            if let DimTerm::Var(v) = t {
-                self.store.poison_dim(*v);
+            if let Some(v) = t.as_var() {
+                self.store.poison_dim(v);
+            }
+        }
+    }
+}
+
+impl Solver {
+    /// Whether `d` has size 1, claimed or not.
+    fn is_one(&self, d: D) -> bool {
+        self.store.table.dim(d).size == Size::Known(1)
+    }
+
+    /// Whether `d` is a unit that makes a claim (`1` stated in the file, not `_`).
+    fn is_claimed_unit(&self, d: D) -> bool {
+        self.is_one(d) && !self.store.table.is_unit(d)
+    }
+
+    /// `--strict-units`: reports every stated unit that broadcasting widened
+    /// (its lower-bounded variable ended up a size other than 1).
+    pub(crate) fn check_unit_claims(&mut self) {
+        for (v, cause) in std::mem::take(&mut self.unit_claims) {
+            let d = self.store.dim(D::var(v));
+            if d.as_var().is_none() && !self.is_one(d) {
+                let message = format!("a stated unit axis is widened to {} by broadcasting", self.store.table.dim(d));
+                self.report(Code::UnitAxisWidened, message, cause, Vec::new());
             }
         }
     }
@@ -130,29 +154,4 @@ fn implied_bound(m: &Dim, e: &Dim) -> Option<String> {
     let others: Vec<String> =
         operands.iter().enumerate().filter(|(i, _)| *i != at).map(|(_, o)| o.to_string()).collect();
     Some(format!("{e_expr} ≤ {}", others.join(" and ")))
-}
-
-/// Whether `d` has size 1, claimed or not.
-fn is_one(d: &Dim) -> bool {
-    d.size == Size::Known(1)
-}
-
-/// Whether `d` is a unit that makes a claim (`1` stated in the file, not `_`).
-fn is_claimed_unit(d: &Dim) -> bool {
-    is_one(d) && !d.is_unit()
-}
-
-impl Solver {
-    /// `--strict-units`: reports every stated unit that broadcasting widened
-    /// (its lower-bounded variable ended up a size other than 1).
-    pub(crate) fn check_unit_claims(&mut self) {
-        for (v, cause) in std::mem::take(&mut self.unit_claims) {
-            if let DimTerm::Dim(d) = self.store.dim(&DimTerm::Var(v)) {
-                if !is_one(&d) {
-                    let message = format!("a stated unit axis is widened to {d} by broadcasting");
-                    self.report(Code::UnitAxisWidened, message, cause, Vec::new());
-                }
-            }
-        }
-    }
 }
