@@ -212,13 +212,6 @@ impl Store {
         R::new(start, r.leading.len() as u32, r.trailing.len() as u32, r.var)
     }
 
-    /// The public form of a stored row, as it is (nothing resolved).
-    #[cfg(test)]
-    pub(crate) fn row_term(&self, r: R) -> RowTerm {
-        let term = |ds: &[D]| ds.iter().map(|&d| self.table.to_term(d)).collect();
-        RowTerm { leading: term(self.leading(r)), var: r.var(), trailing: term(self.trailing(r)) }
-    }
-
     /// The public form of a resolved row.
     pub(crate) fn flat_term(&self, f: &Flat) -> RowTerm {
         let term = |ds: &[D]| ds.iter().map(|&d| self.table.to_term(d)).collect();
