@@ -303,3 +303,26 @@ fn sarif_to_an_unwritable_path_exits_2_and_leaves_nothing() {
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left, vec![std::ffi::OsString::from("a-directory")], "no temporary file left behind");
 }
+
+/// `auto` colours a terminal unless `NO_COLOR` is set: run under a pseudo-terminal with util-linux `script`
+/// (the check is skipped where `script` is missing).
+#[test]
+fn auto_colours_a_terminal_unless_no_color_is_set() {
+    let on_tty = |no_color: Option<&str>| {
+        let command = format!("{} check fixtures/check/custom_op.onnx", env!("CARGO_BIN_EXE_diamond"));
+        let mut script = Command::new("script");
+        script.current_dir(common::root()).env_remove("NO_COLOR").args(["-qec", &command, "/dev/null"]);
+        if let Some(value) = no_color {
+            script.env("NO_COLOR", value);
+        }
+        script
+            .output()
+            .ok()
+            .filter(|out| out.status.success())
+            .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let Some(coloured) = on_tty(None) else { return };
+    assert!(coloured.contains("\x1b[1;33mwarning[unsupported-op]"), "{coloured:?}");
+    assert!(!on_tty(Some("1")).unwrap().contains("\x1b["), "NO_COLOR=1 turns colour off");
+    assert!(on_tty(Some("")).unwrap().contains("\x1b["), "an empty NO_COLOR does not");
+}
