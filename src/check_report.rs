@@ -1,8 +1,8 @@
-//! Rendering a [`CheckReport`] as text (a table of values, then the
-//! diagnostics) and as the JSON documented in the README.
+//! Rendering a [`CheckReport`] as the JSON documented in the README, and the
+//! values table that opens the text report (the rest is `render::text`).
 
 use diamond_infer::graph::report_json_dtype;
-use diamond_infer::{CheckReport, Severity};
+use diamond_infer::CheckReport;
 use serde_json::{json, Map, Value};
 use std::fmt::Write;
 use std::path::Path;
@@ -52,8 +52,11 @@ pub fn to_json(report: &CheckReport, path: &Path) -> Value {
     })
 }
 
-/// The text report.
-pub fn render_text(report: &CheckReport) -> String {
+/// The values table of the text report: each graph input and computed value
+/// (initializers left out) with its element type and shape, then the inputs
+/// inferred from use and the values only a declaration shapes. The
+/// diagnostics follow it (`render::text`).
+pub fn render_values(report: &CheckReport) -> String {
     let mut out = String::new();
     let shown: Vec<_> = report.values.iter().filter(|v| !v.initializer).collect();
     let width = shown.iter().map(|v| v.name.len()).max().unwrap_or(0).min(48);
@@ -68,16 +71,16 @@ pub fn render_text(report: &CheckReport) -> String {
     if !report.from_declaration.is_empty() {
         let _ = writeln!(out, "shapes taken from declarations only: {}", report.from_declaration.join(", "));
     }
-    for d in &report.diagnostics {
-        let _ = write!(out, "\n{d}");
-    }
-    let errors = report.diagnostics.iter().filter(|d| d.severity == Severity::Error).count();
-    let warnings = report.diagnostics.len() - errors;
-    let hidden = report.values.len() - shown.len();
-    let _ = writeln!(
-        out,
-        "\n{} values ({hidden} initializers not listed; --json has them), {errors} error(s), {warnings} warning(s)",
-        report.values.len()
-    );
     out
+}
+
+/// The values part of the summary line: `8 values (1 initializers not listed; --json has them)`.
+pub fn values_summary(report: &CheckReport) -> String {
+    let hidden = report.values.iter().filter(|v| v.initializer).count();
+    let total = report.values.len();
+    if hidden == 0 {
+        format!("{total} values")
+    } else {
+        format!("{total} values ({hidden} initializers not listed; --json has them)")
+    }
 }

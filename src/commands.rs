@@ -69,17 +69,30 @@ pub fn solve(path: &Path, json: bool) -> Result<(), Failure> {
     Ok(())
 }
 
-/// `diamond check MODEL [--json] [--bind DIR|FILE...]`.
-pub fn check(path: &Path, json: bool, bind: &[std::path::PathBuf], strict_units: bool) -> Result<(), Failure> {
+/// `diamond check MODEL [--json] [--bind DIR|FILE...] [--strict-units] [--sarif FILE] [--deny-warnings]
+/// [--max-diagnostics N] [--color WHEN]`.
+pub fn check(
+    path: &Path,
+    json: bool,
+    bind: &[std::path::PathBuf],
+    strict_units: bool,
+    render: &crate::render::Options,
+) -> Result<(), Failure> {
     let model = load_model(path).map_err(unreadable)?;
     let graph = model.main_graph().ok_or_else(|| unreadable(format!("{}: the model has no graph", path.display())))?;
     let options = diamond_infer::CheckOptions { bind: crate::bind::bind_inputs(graph, bind)?, strict_units };
     let report = diamond_infer::check_model(&model, &options);
+    if let Some(sarif) = &render.sarif {
+        let document = crate::render::sarif::document(&report, path);
+        crate::render::sarif::write(sarif, &document)
+            .map_err(|e| unreadable(format!("cannot write SARIF to {}: {e}", sarif.display())))?;
+    }
     if json {
         let text = serde_json::to_string_pretty(&crate::check_report::to_json(&report, path)).map_err(unreadable)?;
         crate::emit(&format!("{text}\n"));
     } else {
-        crate::emit(&crate::check_report::render_text(&report));
+        let painter = crate::render::colour::Painter::new(render.color.enabled());
+        crate::emit(&crate::render::text::render(&report, painter, render.max_diagnostics));
     }
     // A structurally malformed graph (cycle, dangling name, value produced
     // twice) is bad input: exit 2, like an unreadable file.
@@ -97,6 +110,12 @@ pub fn check(path: &Path, json: bool, bind: &[std::path::PathBuf], strict_units:
         return Err(Failure {
             code: 1,
             message: format!("{}: {} error(s) in the model", path.display(), report.errors()),
+        });
+    }
+    if render.deny_warnings && report.warnings() > 0 {
+        return Err(Failure {
+            code: 1,
+            message: format!("{}: {} warning(s) in the model (--deny-warnings)", path.display(), report.warnings()),
         });
     }
     Ok(())

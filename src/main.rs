@@ -9,6 +9,7 @@
 mod bind;
 mod check_report;
 mod commands;
+mod render;
 
 use clap::{Parser, Subcommand};
 
@@ -59,6 +60,18 @@ enum Command {
         /// Treat stated size-1 axes as claims: report every place broadcasting widens one (`unit-axis-widened`).
         #[arg(long)]
         strict_units: bool,
+        /// Also write the diagnostics as SARIF 2.1.0 to this file.
+        #[arg(long, value_name = "FILE")]
+        sarif: Option<PathBuf>,
+        /// Treat warnings as errors: any warning makes the exit code 1.
+        #[arg(long)]
+        deny_warnings: bool,
+        /// Render at most N diagnostics in the text report (--json and --sarif carry all).
+        #[arg(long, value_name = "N")]
+        max_diagnostics: Option<usize>,
+        /// Colour the text report: auto (a terminal, NO_COLOR unset), always, never.
+        #[arg(long, value_enum, default_value_t = render::ColorChoice::Auto)]
+        color: render::ColorChoice,
     },
     /// Import a model and write it back out as ONNX (with its external data).
     Convert {
@@ -98,7 +111,10 @@ fn main() -> ExitCode {
         Command::Inspect { model, json } => commands::inspect(&model, json),
         Command::Convert { model, output } => commands::convert(&model, &output),
         Command::Solve { file, json } => commands::solve(&file, json),
-        Command::Check { model, json, bind, strict_units } => commands::check(&model, json, &bind, strict_units),
+        Command::Check { model, json, bind, strict_units, sarif, deny_warnings, max_diagnostics, color } => {
+            let render = render::Options { color, max_diagnostics, sarif, deny_warnings };
+            commands::check(&model, json, &bind, strict_units, &render)
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
