@@ -69,12 +69,15 @@ pub fn solve(path: &Path, json: bool) -> Result<(), Failure> {
     Ok(())
 }
 
-/// `diamond check MODEL [--json] [--bind DIR|FILE...]`.
-pub fn check(path: &Path, json: bool, bind: &[std::path::PathBuf]) -> Result<(), Failure> {
+/// `diamond check MODEL [--json] [--bind DIR|FILE...] [--html FILE]`.
+pub fn check(path: &Path, json: bool, bind: &[std::path::PathBuf], html: Option<&Path>) -> Result<(), Failure> {
     let model = load_model(path).map_err(unreadable)?;
     let graph = model.main_graph().ok_or_else(|| unreadable(format!("{}: the model has no graph", path.display())))?;
     let options = diamond_infer::CheckOptions { bind: crate::bind::bind_inputs(graph, bind)?, strict_units: false };
     let report = diamond_infer::check_model(&model, &options);
+    if let Some(out) = html {
+        crate::html::write_report(out, &model, &report, path)?;
+    }
     if json {
         let text = serde_json::to_string_pretty(&crate::check_report::to_json(&report, path)).map_err(unreadable)?;
         crate::emit(&format!("{text}\n"));

@@ -9,6 +9,7 @@
 mod bind;
 mod check_report;
 mod commands;
+mod html;
 
 use clap::{Parser, Subcommand};
 
@@ -56,6 +57,9 @@ enum Command {
         /// Bind graph inputs to constant tensors: `.pb` TensorProto or `.npy` files, or directories of them.
         #[arg(long, num_args = 1..)]
         bind: Vec<PathBuf>,
+        /// Also write a self-contained HTML report (values, diagnostics, a picture around each one's node) to FILE.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
     },
     /// Import a model and write it back out as ONNX (with its external data).
     Convert {
@@ -95,7 +99,7 @@ fn main() -> ExitCode {
         Command::Inspect { model, json } => commands::inspect(&model, json),
         Command::Convert { model, output } => commands::convert(&model, &output),
         Command::Solve { file, json } => commands::solve(&file, json),
-        Command::Check { model, json, bind } => commands::check(&model, json, &bind),
+        Command::Check { model, json, bind, html } => commands::check(&model, json, &bind, html.as_deref()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
