@@ -50,7 +50,7 @@ fn the_page_words_each_diagnostic_and_draws_one_picture_for_it() {
     assert!(html.contains("--&gt; Add &#39;add1&#39; (node 0), input 1, axis 1"));
     assert_eq!(html.matches("<svg").count(), 1, "one picture per diagnostic");
     // The node is highlighted, and so are the operand y = [5] (its only axis) and the output axis it must match.
-    assert!(html.contains(r#"<g class="op focus"><title>Add &#39;add1&#39;</title>"#));
+    assert!(html.contains(r#"<g class="op focus"><title>Add 'add1'</title>"#));
     assert!(html.contains(r##"float [<tspan class="axis" font-weight="bold" fill="#c62828">5</tspan>]"##));
     assert!(html.contains(r##"float [3, <tspan class="axis" font-weight="bold" fill="#c62828">4</tspan>]"##));
     // Self-contained: nothing is fetched.
@@ -170,9 +170,11 @@ fn render(browser: &Path, page: &str, dir: &Path) -> Value {
     };
     assert!(status.success(), "{} failed: {status}", browser.display());
     let dom = std::fs::read_to_string(&dumped).unwrap();
-    let start = dom.find(r#"<pre id="probe">"#).expect("the probe ran and wrote its element") + r#"<pre id="probe">"#.len();
+    let start =
+        dom.find(r#"<pre id="probe">"#).expect("the probe ran and wrote its element") + r#"<pre id="probe">"#.len();
     let end = start + dom[start..].find("</pre>").unwrap();
-    let text = dom[start..end].replace("&lt;", "<").replace("&gt;", ">").replace("&nbsp;", "\u{a0}").replace("&amp;", "&");
+    let text =
+        dom[start..end].replace("&lt;", "<").replace("&gt;", ">").replace("&nbsp;", "\u{a0}").replace("&amp;", "&");
     serde_json::from_str(&text).expect("the probe wrote JSON")
 }
 
@@ -204,7 +206,11 @@ fn the_pictures_render_in_headless_chromium() {
         for (d, article) in diags.iter().zip(articles) {
             let shown = article.as_str().unwrap();
             let code = d["code"].as_str().unwrap();
-            assert!(shown.contains(&format!("{}[{code}]: {}", d["severity"].as_str().unwrap(), d["message"].as_str().unwrap())));
+            assert!(shown.contains(&format!(
+                "{}[{code}]: {}",
+                d["severity"].as_str().unwrap(),
+                d["message"].as_str().unwrap()
+            )));
             for note in d["chain"].as_array().unwrap() {
                 assert!(shown.contains(note.as_str().unwrap()), "{model}: {note} is shown");
             }

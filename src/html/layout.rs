@@ -73,24 +73,58 @@ pub fn layout(sizes: &[(f64, f64)], edges: &[(usize, usize)]) -> Layout {
     let boxes: Vec<Rect> = (0..n)
         .map(|i| Rect { x: xs[i] - sizes[i].0 / 2.0, y: ys[i] - sizes[i].1 / 2.0, w: sizes[i].0, h: sizes[i].1 })
         .collect();
-    let routes = edges
+    // Routes from top to bottom; the ends are spread over the boxes' edges below.
+    let mut routes: Vec<Vec<(f64, f64)>> = edges
         .iter()
         .enumerate()
         .map(|(e, &(s, t))| {
             if s == t {
                 return Vec::new();
             }
-            let (top, bottom) = if oriented[e].2 { (t, s) } else { (s, t) };
+            let (top, bottom) = (oriented[e].0, oriented[e].1);
             let mut points = vec![(boxes[top].cx(), boxes[top].bottom())];
             points.extend(graph.chains[e].iter().map(|&d| (xs[d], ys[d])));
             points.push((boxes[bottom].cx(), boxes[bottom].y));
-            if oriented[e].2 {
-                points.reverse();
-            }
             points
         })
         .collect();
+    spread_ports(&boxes, &oriented, &mut routes);
+    for (route, &(_, _, reversed)) in routes.iter_mut().zip(&oriented) {
+        if reversed {
+            route.reverse();
+        }
+    }
     Layout { boxes, layers: layer, routes, width, height }
+}
+
+/// Spreads the ends of the edges meeting a box's top (or bottom) edge across it, in the order of where they come
+/// from, so that arrows into one box do not all meet at one point.
+fn spread_ports(boxes: &[Rect], oriented: &[(usize, usize, bool)], routes: &mut [Vec<(f64, f64)>]) {
+    // For each box and side (false: top, true: bottom), the (route, x of the neighbouring point).
+    let mut ports: Vec<[Vec<(usize, f64)>; 2]> = vec![[Vec::new(), Vec::new()]; boxes.len()];
+    for (e, route) in routes.iter().enumerate() {
+        if route.len() < 2 {
+            continue;
+        }
+        let (top, bottom, _) = oriented[e];
+        ports[top][1].push((e, route[1].0));
+        ports[bottom][0].push((e, route[route.len() - 2].0));
+    }
+    for (v, sides) in ports.iter_mut().enumerate() {
+        for (side, list) in sides.iter_mut().enumerate() {
+            if list.len() < 2 {
+                continue;
+            }
+            list.sort_by(|a, b| a.1.total_cmp(&b.1));
+            let k = list.len() as f64;
+            let spread = (boxes[v].w - 16.0).max(0.0).min((k - 1.0) * 14.0);
+            for (i, &(e, _)) in list.iter().enumerate() {
+                let x = boxes[v].cx() - spread / 2.0 + spread * i as f64 / (k - 1.0);
+                let at = if side == 1 { 0 } else { routes[e].len() - 1 };
+                routes[e][at].0 = x;
+            }
+        }
+    }
 }
 
 /// The edges oriented so the graph is acyclic: (upper, lower, reversed). Self-loops stay as they are and are ignored
