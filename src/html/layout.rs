@@ -285,7 +285,7 @@ impl Expanded {
         for (i, &v) in self.layers[fixed].iter().enumerate() {
             position[v] = i as f64;
         }
-        let keys: Vec<(f64, usize)> = self.layers[l]
+        let mut keys: Vec<(f64, usize)> = self.layers[l]
             .iter()
             .enumerate()
             .map(|(i, &v)| {
@@ -298,7 +298,6 @@ impl Expanded {
                 (key, v)
             })
             .collect();
-        let mut keys = keys;
         keys.sort_by(|a, b| a.0.total_cmp(&b.0));
         self.layers[l] = keys.into_iter().map(|(_, v)| v).collect();
     }
