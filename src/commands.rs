@@ -70,18 +70,22 @@ pub fn solve(path: &Path, json: bool) -> Result<(), Failure> {
 }
 
 /// `diamond check MODEL [--json] [--bind DIR|FILE...] [--strict-units] [--sarif FILE] [--deny-warnings]
-/// [--max-diagnostics N] [--color WHEN]`.
+/// [--max-diagnostics N] [--color WHEN] [--html FILE]`.
 pub fn check(
     path: &Path,
     json: bool,
     bind: &[std::path::PathBuf],
     strict_units: bool,
+    html: Option<&Path>,
     render: &crate::render::Options,
 ) -> Result<(), Failure> {
     let model = load_model(path).map_err(unreadable)?;
     let graph = model.main_graph().ok_or_else(|| unreadable(format!("{}: the model has no graph", path.display())))?;
     let options = diamond_infer::CheckOptions { bind: crate::bind::bind_inputs(graph, bind)?, strict_units };
     let report = diamond_infer::check_model(&model, &options);
+    if let Some(out) = html {
+        crate::html::write_report(out, &model, &report, path)?;
+    }
     if let Some(sarif) = &render.sarif {
         let document = crate::render::sarif::document(&report, path);
         crate::render::sarif::write(sarif, &document)

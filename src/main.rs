@@ -9,6 +9,7 @@
 mod bind;
 mod check_report;
 mod commands;
+mod html;
 mod render;
 
 use clap::{Parser, Subcommand};
@@ -72,6 +73,9 @@ enum Command {
         /// Colour the text report: auto (a terminal, NO_COLOR unset), always, never.
         #[arg(long, value_enum, default_value_t = render::ColorChoice::Auto)]
         color: render::ColorChoice,
+        /// Also write a self-contained HTML report (values, diagnostics, a picture around each one's node) to FILE.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
     },
     /// Import a model and write it back out as ONNX (with its external data).
     Convert {
@@ -111,9 +115,9 @@ fn main() -> ExitCode {
         Command::Inspect { model, json } => commands::inspect(&model, json),
         Command::Convert { model, output } => commands::convert(&model, &output),
         Command::Solve { file, json } => commands::solve(&file, json),
-        Command::Check { model, json, bind, strict_units, sarif, deny_warnings, max_diagnostics, color } => {
+        Command::Check { model, json, bind, strict_units, html, sarif, deny_warnings, max_diagnostics, color } => {
             let render = render::Options { color, max_diagnostics, sarif, deny_warnings };
-            commands::check(&model, json, &bind, strict_units, &render)
+            commands::check(&model, json, &bind, strict_units, html.as_deref(), &render)
         }
     };
     match result {
