@@ -335,11 +335,21 @@ impl<'l, 'm> OpCtx<'l, 'm> {
     }
 
     /// Output `j` has known elements: sets its shape and type from them too.
+    /// Elements are kept only where shape questions may need them: integer
+    /// and bool tensors up to 2^20 elements, float and string ones up to 2^16
+    /// (a weight filled by `ConstantOfShape` is not worth its memory).
     pub fn set_value(&mut self, j: usize, v: ConstValue) {
         let Some(key) = self.outputs.get(j).copied().flatten() else { return };
         let dims = v.shape.iter().map(|&n| self.known(n as u64)).collect();
         self.set_dims(j, dims);
         self.set_dtype(j, v.dtype);
+        let cap = match v.data {
+            super::facts::ConstData::Ints(_) | super::facts::ConstData::Bools(_) => 1 << 20,
+            super::facts::ConstData::Floats(_) | super::facts::ConstData::Strings(_) => 1 << 16,
+        };
+        if v.len() > cap {
+            return;
+        }
         if let Some(f) = self.low.facts.get_mut(&key) {
             f.value = Some(Arc::new(v));
         }
