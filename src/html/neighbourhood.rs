@@ -428,14 +428,7 @@ mod tests {
     }
 
     fn empty_report() -> CheckReport {
-        CheckReport {
-            inputs: Vec::new(),
-            outputs: Vec::new(),
-            values: Vec::new(),
-            inferred_from_use: Vec::new(),
-            from_declaration: Vec::new(),
-            diagnostics: Vec::new(),
-        }
+        CheckReport::default()
     }
 
     fn ops(scene: &Scene) -> Vec<&str> {

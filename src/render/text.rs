@@ -98,14 +98,7 @@ mod tests {
     use crate::render::location::tests::at_node;
 
     fn report(diagnostics: Vec<Diagnostic>) -> CheckReport {
-        CheckReport {
-            inputs: Vec::new(),
-            outputs: Vec::new(),
-            values: Vec::new(),
-            inferred_from_use: Vec::new(),
-            from_declaration: Vec::new(),
-            diagnostics,
-        }
+        CheckReport { diagnostics, ..CheckReport::default() }
     }
 
     #[test]

@@ -45,7 +45,7 @@ pub fn check_model(model: &Model, options: &CheckOptions) -> CheckReport {
 pub fn check_model_with(model: &Model, options: &CheckOptions, table: &OpTable) -> CheckReport {
     let mut low = lowering::Lowering::new(model, options, table);
     let Some(main) = model.graph else {
-        return CheckReport::empty();
+        return CheckReport::default();
     };
     let instance = lowering::Instance {
         graph: main,

@@ -85,7 +85,7 @@ impl ValueReport {
 }
 
 /// Everything `diamond check` found.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct CheckReport {
     /// Names of the main graph's inputs (initializers excluded).
     pub inputs: Vec<String>,
@@ -102,17 +102,6 @@ pub struct CheckReport {
 }
 
 impl CheckReport {
-    pub(crate) fn empty() -> CheckReport {
-        CheckReport {
-            inputs: Vec::new(),
-            outputs: Vec::new(),
-            values: Vec::new(),
-            inferred_from_use: Vec::new(),
-            from_declaration: Vec::new(),
-            diagnostics: Vec::new(),
-        }
-    }
-
     /// The value named `name`.
     pub fn value(&self, name: &str) -> Option<&ValueReport> {
         self.values.iter().find(|v| v.name == name)

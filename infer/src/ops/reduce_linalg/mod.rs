@@ -80,19 +80,6 @@ pub(super) fn row_then(prefix: RowTerm, tail: Vec<DimTerm>) -> RowTerm {
 
 /// Whether `t` is an integer element type (signed or unsigned, any width).
 pub(super) fn is_integer(t: ElemType) -> bool {
-    matches!(
-        t,
-        ElemType::Int8
-            | ElemType::Int16
-            | ElemType::Int32
-            | ElemType::Int64
-            | ElemType::Uint8
-            | ElemType::Uint16
-            | ElemType::Uint32
-            | ElemType::Uint64
-            | ElemType::Int4
-            | ElemType::Uint4
-            | ElemType::Int2
-            | ElemType::Uint2
-    )
+    super::common::is_int_elem_type(t)
+        || matches!(t, ElemType::Int4 | ElemType::Uint4 | ElemType::Int2 | ElemType::Uint2)
 }
