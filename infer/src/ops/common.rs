@@ -39,6 +39,27 @@ pub(crate) fn divided_dim(ctx: &mut OpCtx, a: &DimTerm, k: i64) -> Option<DimTer
     size_expr(ctx, a).and_then(|e| e.div_exact(&SizeExpr::constant(k))).and_then(|e| expr_dim(ctx, e))
 }
 
+/// Output `j` has input `i`'s shape.
+pub(crate) fn same_shape(ctx: &mut OpCtx, i: usize, j: usize) {
+    if let Some(row) = ctx.in_row(i) {
+        ctx.set_row(j, row);
+    }
+}
+
+/// Output `j` has input `i`'s element type, when known.
+pub(crate) fn dtype_from(ctx: &mut OpCtx, j: usize, i: usize) {
+    if let Some(t) = ctx.dtype(i) {
+        ctx.set_dtype(j, t);
+    }
+}
+
+/// Output 0 has input 0's shape and element type (no elements computed).
+pub(crate) fn pass_through(ctx: &mut OpCtx) -> Result<(), crate::ops::Defer> {
+    same_shape(ctx, 0, 0);
+    dtype_from(ctx, 0, 0);
+    Ok(())
+}
+
 /// Output `j` has a rank nothing determines, and element type `t` when known.
 pub(crate) fn unknown_shape(ctx: &mut OpCtx, j: usize, t: Option<ElemType>) {
     let row = ctx.unknown_row();

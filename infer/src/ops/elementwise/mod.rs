@@ -13,6 +13,7 @@ mod norm;
 mod quant;
 mod random;
 
+pub(crate) use super::common::same_shape;
 use super::{Defer, OpTable, ONNX};
 use crate::graph::OpCtx;
 use diamond_ir::ElemType;
@@ -90,13 +91,6 @@ pub(crate) fn register(t: &mut OpTable) {
 }
 
 // ---- shared helpers ----
-
-/// Output `j` has input `i`'s shape (a row equality, so facts learnt later flow through).
-fn same_shape(ctx: &mut OpCtx, i: usize, j: usize) {
-    if let Some(row) = ctx.in_row(i) {
-        ctx.set_row(j, row);
-    }
-}
 
 /// Output `j` has element type `t`, when known.
 fn set_dtype_opt(ctx: &mut OpCtx, j: usize, t: Option<ElemType>) {

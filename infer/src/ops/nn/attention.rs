@@ -15,11 +15,7 @@ pub(super) fn register(t: &mut OpTable) {
 
 /// `RotaryEmbedding`: the input's shape and type.
 fn rotary_embedding(ctx: &mut OpCtx) -> Result<(), Defer> {
-    if let Some(row) = ctx.in_row(0) {
-        ctx.set_row(0, row);
-    }
-    dtype_from(ctx, 0, 0);
-    Ok(())
+    crate::ops::common::pass_through(ctx)
 }
 
 /// `Attention`: Y and qk_matmul_output have Q's type, present_key K's, present_value V's.

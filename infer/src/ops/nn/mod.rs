@@ -4,6 +4,7 @@
 //! STFT, windows). This module holds the helpers they share: size terms as
 //! expressions, sliding-window attributes, and output element types.
 
+use super::common::dtype_from;
 pub(crate) use super::common::{expr_dim, scaled_dim, size_expr};
 use super::{Defer, OpTable};
 use crate::constraint::{AffineSize, Constraint};
@@ -56,13 +57,6 @@ fn attr_dtype(ctx: &mut OpCtx, name: &str, default: ElemType) -> Option<ElemType
             }
             Ok(t) => Some(t),
         },
-    }
-}
-
-/// Sets output `j`'s element type to input `i`'s, when known.
-fn dtype_from(ctx: &mut OpCtx, j: usize, i: usize) {
-    if let Some(t) = ctx.dtype(i) {
-        ctx.set_dtype(j, t);
     }
 }
 

@@ -9,6 +9,7 @@ use super::{
 };
 use crate::constraint::{Constraint, SizeSum};
 use crate::graph::{ConstData, ConstValue, Elem, OpCtx};
+use crate::ops::common::{dtype_from, pass_through};
 use crate::ops::{Defer, OpTable, ONNX};
 use diamond_ir::attribute::AttrValue;
 use diamond_ir::term::{DimTerm, RowTerm, SizeExpr};
@@ -23,16 +24,9 @@ pub(super) fn register(t: &mut OpTable) {
     t.add(ONNX, "Constant", 1, constant);
     t.add(ONNX, "Range", 11, range);
     t.add(ONNX, "OneHot", 9, one_hot);
-    t.add(ONNX, "Trilu", 14, same_as_input);
-    t.add(ONNX, "ReverseSequence", 10, same_as_input);
+    t.add(ONNX, "Trilu", 14, pass_through);
+    t.add(ONNX, "ReverseSequence", 10, pass_through);
     t.add(ONNX, "EyeLike", 9, eye_like);
-}
-
-/// Copies input 0's element type to output 0.
-fn keep_dtype(ctx: &mut OpCtx) {
-    if let Some(t) = ctx.dtype(0) {
-        ctx.set_dtype(0, t);
-    }
 }
 
 /// The dimension an element of a shape operand names; `None` for a negative one.
@@ -46,7 +40,7 @@ fn shape_dim(ctx: &mut OpCtx, e: &Elem) -> Option<DimTerm> {
 /// `Expand`: the input broadcast with the shape operand (both ways).
 fn expand(ctx: &mut OpCtx) -> Result<(), Defer> {
     let dims = ctx.need_dims(0)?;
-    keep_dtype(ctx);
+    dtype_from(ctx, 0, 0);
     let Some(target) = ctx.elems(1) else {
         if let Some(n) = vector_len(ctx, 1) {
             let out = unknown_dims(ctx, n.max(dims.len()));
@@ -108,7 +102,7 @@ fn expand(ctx: &mut OpCtx) -> Result<(), Defer> {
 /// `Tile`: each axis repeated (`repeats`, opset 6 on).
 fn tile(ctx: &mut OpCtx) -> Result<(), Defer> {
     let dims = ctx.need_dims(0)?;
-    keep_dtype(ctx);
+    dtype_from(ctx, 0, 0);
     if ctx.version() < 6 {
         return unknown_outputs(ctx);
     }
@@ -190,7 +184,7 @@ fn grown(ctx: &mut OpCtx, d: &DimTerm, grow: i64, operand: &str) -> DimTerm {
 /// `Pad`: each padded axis grows by its begin and end pads.
 fn pad(ctx: &mut OpCtx) -> Result<(), Defer> {
     let dims = ctx.need_dims(0)?;
-    keep_dtype(ctx);
+    dtype_from(ctx, 0, 0);
     let r = dims.len();
     let axes_given = ctx.version() >= 18 && ctx.has_input(3);
     let axes: Option<Vec<usize>> = if axes_given {
@@ -246,7 +240,7 @@ fn pad(ctx: &mut OpCtx) -> Result<(), Defer> {
 /// `CenterCropPad`: the listed axes take the sizes of the shape operand.
 fn center_crop_pad(ctx: &mut OpCtx) -> Result<(), Defer> {
     let dims = ctx.need_dims(0)?;
-    keep_dtype(ctx);
+    dtype_from(ctx, 0, 0);
     let r = dims.len();
     let axes = ctx.attr_ints("axes").unwrap_or_else(|| (0..r as i64).collect());
     let Some(axes) = norm_axes(ctx, &axes, r, "axes") else { return unknown_outputs(ctx) };
@@ -474,15 +468,6 @@ fn one_hot(ctx: &mut OpCtx) -> Result<(), Defer> {
     Ok(())
 }
 
-/// Output 0 has input 0's shape and type (`Trilu`, `ReverseSequence`).
-fn same_as_input(ctx: &mut OpCtx) -> Result<(), Defer> {
-    if let Some(row) = ctx.in_row(0) {
-        ctx.set_row(0, row);
-    }
-    keep_dtype(ctx);
-    Ok(())
-}
-
 /// `EyeLike`: the input's 2-D shape, of type `dtype` (the input's by default).
 fn eye_like(ctx: &mut OpCtx) -> Result<(), Defer> {
     if let Some(row) = ctx.in_row(0) {
@@ -490,7 +475,7 @@ fn eye_like(ctx: &mut OpCtx) -> Result<(), Defer> {
     }
     match ctx.attr_int("dtype") {
         Some(code) => ctx.set_dtype(0, ElemType::from_code(code as i32)),
-        None => keep_dtype(ctx),
+        None => dtype_from(ctx, 0, 0),
     }
     Ok(())
 }

@@ -8,6 +8,7 @@ use super::{
 };
 use crate::constraint::Constraint;
 use crate::graph::{ConstValue, Elem, OpCtx};
+use crate::ops::common::dtype_from;
 use crate::ops::{Defer, OpTable, ONNX};
 use diamond_ir::term::{DimTerm, DimVar, RowTerm, SizeExpr};
 use diamond_ir::ElemType;
@@ -23,13 +24,6 @@ pub(super) fn register(t: &mut OpTable) {
     t.add(ONNX, "Identity", 1, identity);
     t.add(ONNX, "DepthToSpace", 1, depth_to_space);
     t.add(ONNX, "SpaceToDepth", 1, space_to_depth);
-}
-
-/// Copies input 0's element type to output 0.
-fn keep_dtype(ctx: &mut OpCtx) {
-    if let Some(t) = ctx.dtype(0) {
-        ctx.set_dtype(0, t);
-    }
 }
 
 /// Sets output 0 to input 0's elements under the output's shape, when both are known.
@@ -95,13 +89,13 @@ fn reshape(ctx: &mut OpCtx) -> Result<(), Defer> {
         } else {
             ctx.set_unknown(0);
         }
-        keep_dtype(ctx);
+        dtype_from(ctx, 0, 0);
         return Ok(());
     };
     let copies = !allowzero && target.contains(&Elem::Int(0));
     let infers = target.contains(&Elem::Int(-1));
     let input = if copies || infers { Some(ctx.need_dims(0)?) } else { ctx.dims(0) };
-    keep_dtype(ctx);
+    dtype_from(ctx, 0, 0);
     if let Err(message) = check_reshape_target(&target, allowzero, input.as_ref().map(Vec::len)) {
         ctx.invalid(message);
         return unknown_outputs(ctx);
@@ -239,7 +233,7 @@ fn has_zero(ctx: &mut OpCtx, dims: &[DimTerm]) -> bool {
 /// `Flatten`: `[prod(dims[..axis]), prod(dims[axis..])]`.
 fn flatten(ctx: &mut OpCtx) -> Result<(), Defer> {
     let dims = ctx.need_dims(0)?;
-    keep_dtype(ctx);
+    dtype_from(ctx, 0, 0);
     let r = dims.len() as i64;
     let axis = ctx.attr_int("axis").unwrap_or(1);
     let lowest = if ctx.version() >= 11 { -r } else { 0 };
@@ -274,7 +268,7 @@ fn squeeze(ctx: &mut OpCtx) -> Result<(), Defer> {
     let axes = match axes_operand(ctx) {
         Ok(a) => a,
         Err(()) => {
-            keep_dtype(ctx);
+            dtype_from(ctx, 0, 0);
             if let Some(n) = vector_len(ctx, 1).filter(|&n| n <= dims.len()) {
                 let out = squeeze_unknown_axes(ctx, &dims, n);
                 ctx.set_dims(0, out);
@@ -290,14 +284,14 @@ fn squeeze(ctx: &mut OpCtx) -> Result<(), Defer> {
             if dims.iter().zip(&sizes).any(|(d, s)| s.is_none() && matches!(d, DimTerm::Var(_))) {
                 return Err(Defer);
             }
-            keep_dtype(ctx);
+            dtype_from(ctx, 0, 0);
             if sizes.iter().any(Option::is_none) {
                 return unknown_outputs(ctx);
             }
             sizes.iter().map(|s| *s != Some(1)).collect()
         }
         Some(axes) => {
-            keep_dtype(ctx);
+            dtype_from(ctx, 0, 0);
             let Some(axes) = norm_axes(ctx, &axes, dims.len(), "axes") else { return unknown_outputs(ctx) };
             if let Some(&a) = axes.iter().find(|&&a| sizes[a].is_some_and(|n| n != 1)) {
                 ctx.invalid(format!("axis {a} has size {} and cannot be squeezed", sizes[a].unwrap_or(0)));
@@ -326,7 +320,7 @@ fn squeeze_unknown_axes(ctx: &mut OpCtx, dims: &[DimTerm], n: usize) -> Vec<DimT
 /// `Unsqueeze`: inserts axes of size 1 at the listed output positions.
 fn unsqueeze(ctx: &mut OpCtx) -> Result<(), Defer> {
     let dims = ctx.need_dims(0)?;
-    keep_dtype(ctx);
+    dtype_from(ctx, 0, 0);
     let axes = match axes_operand(ctx) {
         Ok(Some(a)) => a,
         Ok(None) => {
@@ -358,7 +352,7 @@ fn unsqueeze(ctx: &mut OpCtx) -> Result<(), Defer> {
 /// `Transpose`: permutes the axes by `perm` (reversed by default).
 fn transpose(ctx: &mut OpCtx) -> Result<(), Defer> {
     let dims = ctx.need_dims(0)?;
-    keep_dtype(ctx);
+    dtype_from(ctx, 0, 0);
     let r = dims.len();
     let perm: Vec<usize> = match ctx.attr_ints("perm") {
         None => (0..r).rev().collect(),
@@ -426,7 +420,7 @@ fn space_to_depth(ctx: &mut OpCtx) -> Result<(), Defer> {
 /// Shared rule of `DepthToSpace` (`to_space`) and `SpaceToDepth`.
 fn space_depth(ctx: &mut OpCtx, to_space: bool) -> Result<(), Defer> {
     let dims = ctx.need_dims(0)?;
-    keep_dtype(ctx);
+    dtype_from(ctx, 0, 0);
     let Some(b) = blocksize(ctx) else { return unknown_outputs(ctx) };
     if dims.len() != 4 {
         ctx.invalid(format!("the input must have rank 4, not {}", dims.len()));
