@@ -8,6 +8,7 @@
 
 use rustc_hash::FxHashMap;
 use std::fmt;
+use std::sync::Arc;
 
 /// The rule of a root fact that was simply stated (a `.rows` line).
 pub const STATED: &str = "stated here";
@@ -22,18 +23,19 @@ pub enum Origin {
         /// The statement as written.
         text: String,
     },
-    /// An operand of a graph node.
+    /// An operand of a graph node. The node's strings are shared by every
+    /// cause made at that node (a node makes several, one per operand and axis).
     Operand {
         /// The node's display name (`Add 'fc1' (n3)`).
-        node: String,
+        node: Arc<str>,
         /// The node's own name (empty when it has none).
-        name: String,
+        name: Arc<str>,
         /// The node's operator type.
-        op: String,
+        op: Arc<str>,
         /// The node's index in its graph.
         index: u32,
         /// Where the graph sits: `""` for the main graph, `If_0/then_branch/` inside a subgraph.
-        graph: String,
+        graph: Arc<str>,
         /// Which operand (`input 1`, `output 0`).
         operand: String,
     },

@@ -609,10 +609,10 @@ impl Solver {
             notes,
         };
         if let Some(Origin::Operand { node, name, op, index, graph, operand }) = self.causes.origin(cause) {
-            d.node = Some(if name.is_empty() { node.clone() } else { name.clone() });
-            d.op = Some(op.clone());
+            d.node = Some(if name.is_empty() { node.to_string() } else { name.to_string() });
+            d.op = Some(op.to_string());
             d.node_index = Some(*index);
-            d.graph = (!graph.is_empty()).then(|| graph.clone());
+            d.graph = (!graph.is_empty()).then(|| graph.to_string());
             d.operand = (operand != "node").then(|| operand.clone());
         }
         d

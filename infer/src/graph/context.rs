@@ -25,7 +25,12 @@ pub struct OpCtx<'l, 'm> {
     inst: u32,
     nid: NodeId,
     node: &'m Node,
-    label: String,
+    /// The node's display label, name, op type and graph prefix, made once
+    /// and shared by every cause this node makes.
+    label: Arc<str>,
+    name: Arc<str>,
+    op_type: Arc<str>,
+    graph_prefix: Arc<str>,
     inputs: Vec<Option<Key>>,
     outputs: Vec<Option<Key>>,
     touched: Vec<bool>,
@@ -36,7 +41,9 @@ impl<'l, 'm> OpCtx<'l, 'm> {
     pub(crate) fn new(low: &'l mut Lowering<'m>, inst: u32, nid: NodeId, version: i64) -> OpCtx<'l, 'm> {
         let graph = low.graph(inst);
         let node = &graph.nodes[nid];
-        let label = node_label(graph, nid);
+        let label: Arc<str> = node_label(graph, nid).into();
+        let (name, op_type): (Arc<str>, Arc<str>) = (node.name().into(), node.op_type().into());
+        let graph_prefix: Arc<str> = low.instances[inst as usize].prefix.as_str().into();
         let inputs = node
             .inputs
             .iter()
@@ -45,7 +52,7 @@ impl<'l, 'm> OpCtx<'l, 'm> {
         let outputs: Vec<Option<Key>> =
             node.outputs.iter().map(|&v| if graph.value_name(v).is_empty() { None } else { Some((inst, v)) }).collect();
         let touched = vec![false; outputs.len()];
-        OpCtx { low, inst, nid, node, label, inputs, outputs, touched, version }
+        OpCtx { low, inst, nid, node, label, name, op_type, graph_prefix, inputs, outputs, touched, version }
     }
 
     /// Marks untouched outputs unknown. Called by the lowering after the rule.
@@ -456,10 +463,10 @@ impl<'l, 'm> OpCtx<'l, 'm> {
     pub fn cause(&mut self, operand: &str, rule: impl Into<Rule>) -> CauseId {
         let origin = Origin::Operand {
             node: self.label.clone(),
-            name: self.node.name().to_string(),
-            op: self.node.op_type().to_string(),
+            name: self.name.clone(),
+            op: self.op_type.clone(),
             index: self.nid.index() as u32,
-            graph: self.low.instances[self.inst as usize].prefix.clone(),
+            graph: self.graph_prefix.clone(),
             operand: operand.to_string(),
         };
         self.low.solver.cause(origin, rule)

@@ -395,11 +395,11 @@ impl<'m> Lowering<'m> {
     fn graph_error(&mut self, inst: u32, message: String, graph: &Graph, nid: NodeId) {
         let node = &graph.nodes[nid];
         let origin = Origin::Operand {
-            node: node_label(graph, nid),
-            name: node.name().to_string(),
-            op: node.op_type().to_string(),
+            node: node_label(graph, nid).into(),
+            name: node.name().into(),
+            op: node.op_type().into(),
             index: nid.index() as u32,
-            graph: self.instances[inst as usize].prefix.clone(),
+            graph: self.instances[inst as usize].prefix.as_str().into(),
             operand: "node".into(),
         };
         let cause = self.solver.cause(origin, "graph structure");
