@@ -490,23 +490,34 @@ impl<'l, 'm> OpCtx<'l, 'm> {
     }
 
     /// Multidirectional (NumPy) broadcasting: every given input among
-    /// `inputs` broadcasts to output `out`, whose shape is their join. When
-    /// every input's rank is known, the output's rank is stated at once (the
-    /// largest), so later rules see a closed row.
+    /// `inputs` broadcasts to output `out`, whose shape is their join.
     pub fn broadcast(&mut self, inputs: &[usize], out: usize) {
         let Some(out_row) = self.out_row(out) else { return };
-        let given: Vec<usize> = inputs.iter().copied().filter(|&i| self.has_input(i)).collect();
-        let ranks: Option<Vec<usize>> = given.into_iter().map(|i| self.rank(i)).collect();
+        let rows: Vec<(String, RowTerm)> =
+            inputs.iter().filter_map(|&i| Some((format!("input {i}"), self.in_row(i)?))).collect();
+        self.broadcast_into(out_row, rows, "broadcasts to the output");
+    }
+
+    /// NumPy broadcasting of `rows` (each with the operand it comes from) into
+    /// `target`, their join: each row broadcasts to it (`RowLe`). When every
+    /// row's rank is already known, the target's rank is stated at once (the
+    /// largest), so later rules see a closed row before closing.
+    pub fn broadcast_into(&mut self, target: RowTerm, rows: Vec<(String, RowTerm)>, why: &'static str) {
+        let ranks: Option<Vec<usize>> = rows
+            .iter()
+            .map(|(_, r)| {
+                let r = self.low.solver.resolve_row(r);
+                r.var.is_none().then(|| r.flank_len())
+            })
+            .collect();
         if let Some(rank) = ranks.and_then(|r| r.into_iter().max()) {
             let dims = (0..rank).map(|_| self.fresh_dim()).collect();
-            let cause = self.cause(&format!("output {out}"), "has the largest rank of the broadcast inputs");
-            self.low.solver.add(Constraint::RowEq(out_row.clone(), RowTerm::closed(dims), cause));
+            let cause = self.cause("output", "has the largest rank of the broadcast operands");
+            self.low.solver.add(Constraint::RowEq(target.clone(), RowTerm::closed(dims), cause));
         }
-        for &i in inputs {
-            let Some(key) = self.inputs.get(i).copied().flatten() else { continue };
-            let row = self.low.facts[&key].row.clone();
-            let cause = self.cause(&format!("input {i}"), "broadcasts to the output");
-            self.low.solver.add(Constraint::RowLe(row, out_row.clone(), cause));
+        for (operand, row) in rows {
+            let cause = self.cause(&operand, why);
+            self.low.solver.add(Constraint::RowLe(row, target.clone(), cause));
         }
     }
 

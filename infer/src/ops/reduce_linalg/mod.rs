@@ -7,7 +7,6 @@
 
 pub(super) use super::common::{set_tensor, unknown_shape};
 use super::{OpTable, ONNX};
-use crate::constraint::Constraint;
 use crate::graph::OpCtx;
 use diamond_ir::term::{DimTerm, RowTerm};
 use diamond_ir::ElemType;
@@ -57,17 +56,8 @@ pub(super) fn broadcast_prefixes(ctx: &mut OpCtx, prefixes: Vec<(String, RowTerm
     if non_empty.len() <= 1 {
         return non_empty.into_iter().next().map(|(_, p)| p).unwrap_or_else(|| RowTerm::closed(Vec::new()));
     }
-    // With every prefix's length known, the join's length is the largest:
-    // state it, so that later rules see a closed row before closing.
-    let joined = match non_empty.iter().map(|(_, p)| p.var.is_none().then(|| p.flank_len())).collect::<Option<Vec<_>>>()
-    {
-        Some(lens) => RowTerm::closed((0..lens.into_iter().max().unwrap_or(0)).map(|_| ctx.fresh_dim()).collect()),
-        None => ctx.fresh_row(),
-    };
-    for (operand, prefix) in non_empty {
-        let cause = ctx.cause(&operand, why);
-        ctx.constrain(Constraint::RowLe(prefix, joined.clone(), cause));
-    }
+    let joined = ctx.fresh_row();
+    ctx.broadcast_into(joined.clone(), non_empty, why);
     joined
 }
 

@@ -63,12 +63,9 @@ fn expand(ctx: &mut OpCtx) -> Result<(), Defer> {
     let rank = dims.len().max(tdims.len());
     let (Some(a), Some(b)) = (known_sizes(ctx, &dims), known_sizes(ctx, &tdims)) else {
         let Some(out) = ctx.out_row(0) else { return Ok(()) };
-        // Both ranks are known: the output has the larger one.
-        let fresh: Vec<DimTerm> = (0..rank).map(|_| ctx.fresh_dim()).collect();
-        ctx.eq_rows(out.clone(), RowTerm::closed(fresh), "output 0", "has the larger rank of input and shape");
-        ctx.broadcasts_to(0, out.clone(), "broadcasts to the output");
-        let cause = ctx.cause("input 1", "the shape broadcasts to the output");
-        ctx.constrain(Constraint::RowLe(RowTerm::closed(tdims), out, cause));
+        let Some(input) = ctx.in_row(0) else { return Ok(()) };
+        let rows = vec![("input 0".to_string(), input), ("input 1 (the shape)".to_string(), RowTerm::closed(tdims))];
+        ctx.broadcast_into(out, rows, "broadcasts to the output");
         return Ok(());
     };
     let mut sizes = vec![0usize; rank];
