@@ -185,3 +185,21 @@ fn strict_units_reports_each_widened_stated_unit_and_only_those() {
     let (plain, _) = json(&[&fixture("stated_unit.onnx"), "--json"]);
     assert_eq!(plain["diagnostics"], serde_json::json!([]), "without --strict-units a stated 1 broadcasts");
 }
+
+#[test]
+fn dim_denotations_are_bases_that_never_meet_another_name() {
+    let (v, code) = json(&[&fixture("denoted_axes.onnx"), "--json"]);
+    assert_eq!(code, 1, "{v}");
+    let diags = v["diagnostics"].as_array().unwrap();
+    assert_eq!(diags.len(), 1, "{diags:?}");
+    assert_eq!(diags[0]["code"], "broadcast-conflict");
+    assert_eq!(diags[0]["node"], "scale_channels");
+    assert_eq!(diags[0]["axis"], 3);
+    let message = diags[0]["message"].as_str().unwrap();
+    assert!(message.contains("DATA_FEATURE") && message.contains("DATA_CHANNEL"), "{message}");
+    // A denoted axis meets undenoted weights and constants of its size freely.
+    let (clean, code) = json(&[&fixture("denoted_axes.clean.onnx"), "--json"]);
+    assert_eq!(code, 0, "{clean}");
+    assert_eq!(clean["diagnostics"], serde_json::json!([]));
+    assert_eq!(clean["values"]["y"]["shape"], serde_json::json!(["batch", 4, 8, 8]));
+}

@@ -144,6 +144,9 @@ pub struct Solver {
     pub(crate) unit_widening_warns: bool,
     /// Stated units that bounded a variable from below, to check once solved.
     pub(crate) unit_claims: Vec<(DimVar, CauseId)>,
+    /// Whether a size with the default basis fits a named basis of the same
+    /// size (see [`Solver::set_default_basis_unnamed`]).
+    pub(crate) default_basis_unnamed: bool,
 }
 
 /// One tensor's shapes in a solution.
@@ -204,6 +207,15 @@ impl Solver {
     /// as NumPy would.
     pub fn set_unit_widening_warns(&mut self, on: bool) {
         self.unit_widening_warns = on;
+    }
+
+    /// Reads the default basis as "meaning not stated": `3` then fits
+    /// `3@DATA_CHANNEL` (either way), while two different named bases of the
+    /// same size still clash. ONNX checking sets this, since a model's
+    /// weights and constants never carry denotations; `.rows` solving keeps
+    /// the seed's order, where every basis is its own atom.
+    pub fn set_default_basis_unnamed(&mut self, on: bool) {
+        self.default_basis_unnamed = on;
     }
 
     /// A fresh dimension variable that closing never commits without a bound:
@@ -564,7 +576,7 @@ impl Solver {
             return x;
         }
         if x.as_var().is_none() && y.as_var().is_none() {
-            return D::UNIT;
+            return self.named_of_same_size(x, y).unwrap_or(D::UNIT);
         }
         let m = D::var(self.store.fresh_dim());
         let c = self.causes.derived(cause, "the meet of two upper bounds");

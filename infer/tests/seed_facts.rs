@@ -226,7 +226,7 @@ fn bases_keep_different_meanings_apart() {
         "[3@rgb] <= [3]\n[_] <= [3@rgb]\n",
         expect![[r#"
 
-            error[broadcast-conflict]: 3@rgb cannot broadcast to 3: only the claim-free unit `_` broadcasts
+            error[broadcast-conflict]: axis meanings differ: `3@rgb ⊑ 3` has one size under two bases
              --> line 1
               |
             1 | [3@rgb] <= [3]
@@ -274,6 +274,26 @@ fn windows_and_sums_compute_sizes() {
             8 | window 'q = 2, kernel=5
               |
               = note: required by line 8 `window 'q = 2, kernel=5`
+
+            1 error(s), 0 warning(s)
+        "#]],
+    );
+}
+
+#[test]
+fn in_rows_files_every_basis_is_its_own_atom() {
+    // `.rows` keeps the seed's order: `3` and `3@rgb` are different atoms.
+    // (ONNX checking reads the default basis as unnamed; see `cli_check`.)
+    check(
+        "[3] = [3@rgb]\n",
+        expect![[r#"
+
+            error[dim-mismatch]: axis meanings differ: `3 = 3@rgb` has one size under two bases
+             --> line 1
+              |
+            1 | [3] = [3@rgb]
+              |
+              = note: required by axis 0 of the row constraint ← line 1 `[3] = [3@rgb]`
 
             1 error(s), 0 warning(s)
         "#]],

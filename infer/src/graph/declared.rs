@@ -4,7 +4,7 @@
 
 use super::facts::{Facts, ValueKind};
 use crate::solver::Solver;
-use diamond_ir::term::{Dim, DimTerm, RowTerm, Size, SizeExpr};
+use diamond_ir::term::{Basis, Dim, DimTerm, RowTerm, Size, SizeExpr};
 use diamond_ir::types::{DimValue, TensorShape, TypeInfo, TypeValue};
 
 /// The dimension for a known ONNX size: `1` is the claim-free unit unless
@@ -21,26 +21,38 @@ pub fn size_dim(n: u64, strict_units: bool) -> Dim {
 pub fn expr_dim(e: SizeExpr) -> Option<Dim> {
     match e.as_constant() {
         Some(n) => Some(size_dim(u64::try_from(n).ok()?, false)),
-        None => Some(Dim { size: Size::Symbolic(Box::new(e)), basis: diamond_ir::term::Basis::Default }),
+        None => Some(Dim { size: Size::Symbolic(Box::new(e)), basis: Basis::Default }),
     }
 }
 
 /// The row a declared shape states: `dim_value`s as sizes, `dim_param`s as
-/// rigid symbols, missing dims as opaque variables.
+/// rigid symbols, missing dims as opaque variables. A dim's `denotation`
+/// (`DATA_CHANNEL`, ...) is its basis, except on a size 1 that is the
+/// claim-free unit (without `--strict-units`).
 pub fn shape_row(solver: &mut Solver, shape: &TensorShape, strict_units: bool) -> RowTerm {
     let dims = shape
         .dims
         .iter()
-        .map(|d| match &d.value {
-            Some(DimValue::Known(n)) if *n >= 0 => DimTerm::Dim(size_dim(*n as u64, strict_units)),
-            Some(DimValue::Param(p)) if !p.is_empty() => DimTerm::Dim(Dim {
-                size: Size::Symbolic(Box::new(SizeExpr::symbol(p))),
-                basis: diamond_ir::term::Basis::Default,
-            }),
-            _ => DimTerm::Var(solver.fresh_opaque_dim()),
+        .map(|d| {
+            let dim = match &d.value {
+                Some(DimValue::Known(n)) if *n >= 0 => size_dim(*n as u64, strict_units),
+                Some(DimValue::Param(p)) if !p.is_empty() => {
+                    Dim { size: Size::Symbolic(Box::new(SizeExpr::symbol(p))), basis: Basis::Default }
+                }
+                _ => return DimTerm::Var(solver.fresh_opaque_dim()),
+            };
+            DimTerm::Dim(with_denotation(dim, d.denotation.as_deref()))
         })
         .collect();
     RowTerm::closed(dims)
+}
+
+/// `dim` with the basis its ONNX denotation names, if any.
+fn with_denotation(dim: Dim, denotation: Option<&str>) -> Dim {
+    match denotation.map(str::trim) {
+        Some(tag) if !tag.is_empty() && !dim.is_unit() => Dim { basis: Basis::Named(tag.into()), ..dim },
+        _ => dim,
+    }
 }
 
 /// Facts from a declared type: the kind, the (inner) shape and element type.

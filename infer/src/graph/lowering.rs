@@ -71,6 +71,7 @@ impl<'m> Lowering<'m> {
         // computes (keepdims, Reshape's -1) asserts nothing.
         solver.set_computed_units_claim_free(true);
         solver.set_unit_widening_warns(options.strict_units);
+        solver.set_default_basis_unnamed(true);
         Lowering {
             model,
             options,

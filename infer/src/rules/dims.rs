@@ -10,7 +10,7 @@ use crate::cause::CauseId;
 use crate::diagnostic::Code;
 use crate::interned::D;
 use crate::solver::{Solver, Step, Watch};
-use diamond_ir::term::{Dim, Size, SizeExpr};
+use diamond_ir::term::{Basis, Dim, Size, SizeExpr};
 use smallvec::smallvec;
 
 impl Solver {
@@ -21,7 +21,7 @@ impl Solver {
             (Some(x), Some(y)) => self.union_dim(x, y, cause),
             (Some(v), None) => self.bind_dim(v, rb, cause),
             (None, Some(v)) => self.bind_dim(v, ra, cause),
-            (None, None) if ra == rb => {}
+            (None, None) if ra == rb || self.named_of_same_size(ra, rb).is_some() => {}
             // `--strict-units`: a stated unit equals a computed one (which asserts nothing).
             (None, None) if self.unit_widening_warns && self.is_one(ra) && self.is_one(rb) => {}
             (None, None) => self.dim_clash(a, b, ra, rb, Code::DimMismatch, "=", cause),
@@ -55,7 +55,7 @@ impl Solver {
                 Step::Done
             }
             (None, None) => {
-                if !(ra == rb || self.store.table.is_unit(ra)) {
+                if !(ra == rb || self.store.table.is_unit(ra) || self.named_of_same_size(ra, rb).is_some()) {
                     self.dim_clash(a, b, ra, rb, Code::BroadcastConflict, "⊑", cause);
                 }
                 Step::Done
@@ -95,6 +95,9 @@ impl Solver {
             return;
         }
         let message = match code {
+            _ if x.size == y.size && x.basis != y.basis => format!(
+                "axis meanings differ: `{x} {relation} {y}` has one size under two bases"
+            ),
             Code::BroadcastConflict if x.is_unit() || y.is_unit() => format!("{x} cannot broadcast to {y}"),
             Code::BroadcastConflict => format!("{x} cannot broadcast to {y}: only the claim-free unit `_` broadcasts"),
             _ => format!("dimensions differ: {x} must equal {y}"),
@@ -120,6 +123,23 @@ impl Solver {
     /// Whether `d` has size 1, claimed or not.
     fn is_one(&self, d: D) -> bool {
         self.store.table.dim(d).size == Size::Known(1)
+    }
+
+    /// With the default basis read as unnamed: of two ground dimensions of
+    /// the same size, one named and the other default, the named one.
+    pub(crate) fn named_of_same_size(&self, x: D, y: D) -> Option<D> {
+        if !self.default_basis_unnamed {
+            return None;
+        }
+        let (dx, dy) = (self.store.table.dim(x), self.store.table.dim(y));
+        if dx.size != dy.size {
+            return None;
+        }
+        match (&dx.basis, &dy.basis) {
+            (Basis::Named(_), Basis::Default) => Some(x),
+            (Basis::Default, Basis::Named(_)) => Some(y),
+            _ => None,
+        }
     }
 
     /// Whether `d` is a unit that makes a claim (`1` stated in the file, not `_`).
