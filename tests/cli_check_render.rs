@@ -44,10 +44,11 @@ fn a_broadcast_conflict_names_node_operand_axis_and_where_each_size_comes_from()
             z  float [3, 4]
 
             error[broadcast-conflict]: 5 cannot broadcast to 4: only the claim-free unit `_` broadcasts
-             --> node 0 `add1` (Add), input 1, axis 1
+             --> node 0 `add1` (Add), input 1, axis 0
               |
-              = note: 4 comes from Add 'add1' (node 0) input 0: broadcasts to the output, axis 1
-              = note: required by Add 'add1' (node 0) input 1: broadcasts to the output, axis 1
+              = note: 5 comes from graph input 'y' axis 0
+              = note: 4 comes from graph input 'x' axis 1
+              = note: required by Add 'add1' (node 0) input 1: broadcasts to the output, axis 0
 
             4 values; 1 error(s), 0 warning(s)
         "#]],

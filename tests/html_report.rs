@@ -47,7 +47,7 @@ fn the_page_words_each_diagnostic_and_draws_one_picture_for_it() {
     for note in d["chain"].as_array().unwrap() {
         assert!(html.contains(&format!("= note: {}", escaped(note.as_str().unwrap()))), "{note}");
     }
-    assert!(html.contains("--&gt; Add &#39;add1&#39; (node 0), input 1, axis 1"));
+    assert!(html.contains("--&gt; Add &#39;add1&#39; (node 0), input 1, axis 0"));
     assert_eq!(html.matches("<svg").count(), 1, "one picture per diagnostic");
     // The node is highlighted, and so are the operand y = [5] (its only axis) and the output axis it must match.
     assert!(html.contains(r#"<g class="op focus"><title>Add 'add1'</title>"#));

@@ -111,6 +111,9 @@ pub struct Diagnostic {
     pub help: Option<String>,
     /// For each clashing fact, where it came from, outermost cause last.
     pub notes: Vec<String>,
+    /// The two sizes that clash, for a dimension conflict (the message says them too).
+    #[serde(skip)]
+    pub clash: Option<(String, String)>,
 }
 
 impl fmt::Display for Diagnostic {

@@ -261,6 +261,11 @@ impl Solver {
         self.causes.root(origin, rule)
     }
 
+    /// A cause derived from `parent` that names axis `n` of its operand.
+    pub fn axis_cause(&mut self, parent: CauseId, n: usize) -> CauseId {
+        self.causes.axis_of(parent, n)
+    }
+
     /// Registers a named tensor whose shape is `row`, declared by `declared`.
     pub fn add_tensor(&mut self, name: &str, kind: TensorKind, row: RowTerm, declared: Option<CauseId>) -> TensorId {
         let row = self.store.intern_row(&row);
@@ -619,6 +624,7 @@ impl Solver {
             axis: self.causes.axis(cause),
             help: None,
             notes,
+            clash: None,
         };
         if let Some(Origin::Operand { node, name, op, index, graph, operand }) = self.causes.origin(cause) {
             d.node = Some(if name.is_empty() { node.to_string() } else { name.to_string() });

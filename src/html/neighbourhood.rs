@@ -251,9 +251,8 @@ fn operand_value(graph: &Graph, focus: NodeId, operand: Option<&str>) -> Option<
     (!graph.value_name(v).is_empty()).then_some(v)
 }
 
-/// The dim to mark in each value's label. A diagnostic's axis is counted in the row its constraint compares the
-/// operand with: for an operand that broadcasts to the output (or to input 0), that target's axes, aligned from the
-/// right; so the operand's own axis is shifted by the difference in rank, and the target's dim is marked too.
+/// The dim to mark in each value's label: the operand's own axis, and for an operand that broadcasts to the
+/// output (or to input 0), the target's axis it meets, aligned from the right (shifted by the difference in rank).
 fn highlighted_axes(
     graph: &Graph,
     focus: NodeId,
@@ -270,15 +269,10 @@ fn highlighted_axes(
         let side = if note.starts_with("the output") { node.outputs.first() } else { node.inputs.first() };
         side.copied().filter(|&t| t != v)
     });
-    match target.and_then(|t| Some((t, rank(t)?, rank(v)?))) {
-        Some((t, target_rank, own_rank)) if target_rank >= own_rank => {
-            axes.insert(t, axis);
-            if let Some(own) = axis.checked_sub(target_rank - own_rank) {
-                axes.insert(v, own);
-            }
-        }
-        _ => {
-            axes.insert(v, axis);
+    axes.insert(v, axis);
+    if let Some((t, target_rank, own_rank)) = target.and_then(|t| Some((t, rank(t)?, rank(v)?))) {
+        if target_rank >= own_rank {
+            axes.insert(t, axis + (target_rank - own_rank));
         }
     }
     axes
@@ -424,6 +418,7 @@ mod tests {
             axis: Some(0),
             help: None,
             notes: Vec::new(),
+            clash: None,
         }
     }
 

@@ -79,6 +79,7 @@ pub(crate) mod tests {
             axis: None,
             help: None,
             notes: Vec::new(),
+            clash: None,
         }
     }
 

@@ -30,12 +30,17 @@ fn variable_value(note: &str) -> Option<(&str, &str)> {
     rest.split_once(" because of ")
 }
 
-/// A chain of exactly `axis N of the row constraint ← ROOT` reads `ROOT, axis N`; any other chain as written.
+/// A chain of exactly `axis N of the row constraint ← ROOT` reads `ROOT, axis N`
+/// (or `ROOT` when its rule already names axis N); any other chain as written.
 fn chain_text(chain: &str) -> String {
     let links: Vec<&str> = chain.split(LINK).collect();
     if let [first, root] = links[..] {
         let axis = first.strip_prefix("axis ").and_then(|r| r.strip_suffix(" of the row constraint"));
         if let Some(n) = axis.filter(|n| n.parse::<usize>().is_ok()) {
+            // A rule that already says which axis it is about needs no suffix.
+            if root.split(": ").nth(1).is_some_and(|why| why.contains(&format!("axis {n}"))) {
+                return root.to_string();
+            }
             return format!("{root}, axis {n}");
         }
     }

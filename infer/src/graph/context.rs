@@ -483,6 +483,14 @@ impl<'l, 'm> OpCtx<'l, 'm> {
         self.low.solver.add(Constraint::DimEq(a, b, cause));
     }
 
+    /// `a = b` on dimensions where one of them is axis `axis` of `operand`:
+    /// a conflict then names that axis.
+    pub fn eq_dims_at(&mut self, a: DimTerm, b: DimTerm, operand: &str, axis: usize, why: impl Into<Rule>) {
+        let root = self.cause(operand, why);
+        let cause = self.low.solver.axis_cause(root, axis);
+        self.low.solver.add(Constraint::DimEq(a, b, cause));
+    }
+
     /// `a = b` on rows, because of `operand`: `why`.
     pub fn eq_rows(&mut self, a: RowTerm, b: RowTerm, operand: &str, why: impl Into<Rule>) {
         let cause = self.cause(operand, why);

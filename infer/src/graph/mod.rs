@@ -14,6 +14,7 @@ mod declared;
 pub mod decode;
 pub mod facts;
 mod lowering;
+mod provenance;
 mod report;
 
 pub use context::OpCtx;

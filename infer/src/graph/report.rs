@@ -251,6 +251,7 @@ pub(crate) fn build(low: Lowering<'_>, main: GraphId) -> CheckReport {
                     axis,
                     help: Some(format!("fix or remove the declared shape of '{name}' (value_info or graph output)")),
                     notes: vec![format!("declared {}, inferred {}", show(&declared), v.shape_text())],
+                    clash: None,
                 })
             }
             None => {
@@ -267,6 +268,7 @@ pub(crate) fn build(low: Lowering<'_>, main: GraphId) -> CheckReport {
             }
         }
     }
+    super::provenance::annotate(graph, &values, &mut diagnostics);
     let _ = Origin::Solver("report");
     CheckReport { inputs, outputs, values, inferred_from_use, from_declaration, diagnostics }
 }

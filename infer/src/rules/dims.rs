@@ -103,6 +103,9 @@ impl Solver {
             _ => format!("dimensions differ: {x} must equal {y}"),
         };
         self.report(code, message, cause, facts);
+        if let Some(d) = self.diagnostics.last_mut() {
+            d.clash = Some((x.size.to_string(), y.size.to_string()));
+        }
         self.poison_dims(a, b);
     }
 

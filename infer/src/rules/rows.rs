@@ -41,6 +41,8 @@ impl Solver {
     }
 
     /// Emits `xs[i] = ys[i]` (or `⊑`) for each aligned pair; `first_axis` numbers them.
+    /// For `sub ⊑ sup` the numbers are `sub`'s own axes where its rank is known
+    /// (the operand a broadcast diagnostic names), else `sup`'s.
     fn pair(&mut self, xs: &[D], ys: &[D], first_axis: usize, cause: CauseId, equal: bool) {
         for (i, (&x, &y)) in xs.iter().zip(ys).enumerate() {
             if x == y {
@@ -146,7 +148,7 @@ impl Solver {
             return Step::Done;
         }
         self.pair(sub.leading(), &sup.leading()[..l], 0, cause, false);
-        self.pair(sub.trailing(), &sup.trailing()[big_r - r..], big_l + big_r - r, cause, false);
+        self.pair(sub.trailing(), &sup.trailing()[big_r - r..], trailing_axis(&sub, big_l + big_r - r), cause, false);
         if let Some(rho) = sub.var.filter(|&rho| rho != sigma) {
             let residue = self.store.alloc(&sup.leading()[l..], Some(sigma), &sup.trailing()[..big_r - r]);
             let c = self.causes.derived(cause, "the interior of the larger row bounds the row variable");
@@ -179,7 +181,7 @@ impl Solver {
             return;
         }
         self.pair(sub.leading(), &sup.leading()[..l], 0, cause, false);
-        self.pair(sub.trailing(), &sup.trailing()[big_r - r..], big_l + big_r - r, cause, false);
+        self.pair(sub.trailing(), &sup.trailing()[big_r - r..], trailing_axis(&sub, big_l + big_r - r), cause, false);
         if let Some(rho) = sub.var {
             let residue = self.store.alloc(&sup.leading()[l..], None, &sup.trailing()[..big_r - r]);
             let c = self.causes.derived(cause, "the interior of the larger row bounds the row variable");
@@ -223,5 +225,15 @@ impl Solver {
         self.report(Code::RankConflict, message, cause, Vec::new());
         self.store.poison_row_term(a);
         self.store.poison_row_term(b);
+    }
+}
+
+/// The number of the first trailing axis of `sub` in a `⊑` pairing: its own
+/// axis when `sub` is closed, else `at_sup` (the larger row's numbering).
+fn trailing_axis(sub: &Flat, at_sup: usize) -> usize {
+    if sub.var.is_none() {
+        sub.leading().len()
+    } else {
+        at_sup
     }
 }

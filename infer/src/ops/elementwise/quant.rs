@@ -63,7 +63,7 @@ fn params_ok(ctx: &mut OpCtx) -> bool {
         return true;
     }
     let Some(a) = ctx.axis(axis, x.len(), "axis") else { return false };
-    ctx.eq_dims(scale[0].clone(), x[a].clone(), "input 1", "a per-axis scale has the size of the input's axis");
+    ctx.eq_dims_at(scale[0].clone(), x[a].clone(), "input 1", 0, "a per-axis scale has the size of the input's axis");
     true
 }
 

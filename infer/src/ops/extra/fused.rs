@@ -61,18 +61,18 @@ pub(super) fn causal_conv_with_state(ctx: &mut OpCtx) -> Result<(), Defer> {
     if let Some(m) = ctx.size_of(&w[1]).filter(|&m| m != 1) {
         ctx.invalid(format!("weight axis 1 is {m}; a depthwise kernel [C, 1, k] has 1 there"));
     }
-    ctx.eq_dims(w[0].clone(), x[1].clone(), "input 1", "the weight has one kernel per channel");
+    ctx.eq_dims_at(w[0].clone(), x[1].clone(), "input 1", 0, "the weight has one kernel per channel");
     if ctx.has_input(2) {
         if let Some(b) = dims_of_rank(ctx, 2, 1, "bias") {
-            ctx.eq_dims(b[0].clone(), x[1].clone(), "input 2", "the bias has one value per channel");
+            ctx.eq_dims_at(b[0].clone(), x[1].clone(), "input 2", 0, "the bias has one value per channel");
         }
     }
     let carry = carry_length(ctx, &w[2]);
     if ctx.has_input(3) {
         if let Some(p) = dims_of_rank(ctx, 3, 3, "past_state") {
-            ctx.eq_dims(p[0].clone(), x[0].clone(), "input 3", "past_state has the input's batch");
-            ctx.eq_dims(p[1].clone(), x[1].clone(), "input 3", "past_state has the input's channels");
-            ctx.eq_dims(p[2].clone(), carry.clone(), "input 3", "past_state holds the last k-1 positions");
+            ctx.eq_dims_at(p[0].clone(), x[0].clone(), "input 3", 0, "past_state has the input's batch");
+            ctx.eq_dims_at(p[1].clone(), x[1].clone(), "input 3", 1, "past_state has the input's channels");
+            ctx.eq_dims_at(p[2].clone(), carry.clone(), "input 3", 2, "past_state holds the last k-1 positions");
         }
     }
     set_tensor(ctx, 0, x.clone(), t);
@@ -173,8 +173,8 @@ fn linear_attention_shapes(
     for (i, name) in [(1, "key"), (2, "value")] {
         match ctx.dims(i) {
             Some(d) if d.len() == 3 => {
-                ctx.eq_dims(d[0].clone(), batch.clone(), &format!("input {i}"), "has the query's batch");
-                ctx.eq_dims(d[1].clone(), seq.clone(), &format!("input {i}"), "has the query's sequence length");
+                ctx.eq_dims_at(d[0].clone(), batch.clone(), &format!("input {i}"), 0, "has the query's batch");
+                ctx.eq_dims_at(d[1].clone(), seq.clone(), &format!("input {i}"), 1, "has the query's sequence length");
                 packed.push(Some(d[2].clone()));
             }
             Some(d) => {
@@ -235,14 +235,14 @@ fn past_state_sizes(
         ctx.invalid(format!("past_state (input 3) has rank {}; it must be [B, H_kv, d_k, d_v]", p.len()));
         return (dk, dv);
     }
-    ctx.eq_dims(p[0].clone(), batch.clone(), "input 3", "past_state has the query's batch");
+    ctx.eq_dims_at(p[0].clone(), batch.clone(), "input 3", 0, "past_state has the query's batch");
     let heads = ctx.known(hkv as u64);
-    ctx.eq_dims(p[1].clone(), heads, "input 3", "past_state has kv_num_heads heads");
+    ctx.eq_dims_at(p[1].clone(), heads, "input 3", 1, "past_state has kv_num_heads heads");
     if let Some(dk) = &dk {
-        ctx.eq_dims(p[2].clone(), dk.clone(), "input 3", "past_state's axis 2 is the key head size");
+        ctx.eq_dims_at(p[2].clone(), dk.clone(), "input 3", 2, "past_state's axis 2 is the key head size");
     }
     if let Some(dv) = &dv {
-        ctx.eq_dims(p[3].clone(), dv.clone(), "input 3", "past_state's axis 3 is the value head size");
+        ctx.eq_dims_at(p[3].clone(), dv.clone(), "input 3", 3, "past_state's axis 3 is the value head size");
     }
     (Some(dk.unwrap_or_else(|| p[2].clone())), Some(dv.unwrap_or_else(|| p[3].clone())))
 }

@@ -27,7 +27,7 @@ pub(super) fn tensor_scatter(ctx: &mut OpCtx) -> Result<(), Defer> {
     };
     for (i, (c, u)) in cache.into_iter().zip(update).enumerate() {
         if i != axis {
-            ctx.eq_dims(u, c, "input 1", format!("update matches past_cache on axis {i}"));
+            ctx.eq_dims_at(u, c, "input 1", i, format!("update matches past_cache on axis {i}"));
         }
     }
     shaped_like(ctx, 0, 0, t);

@@ -71,7 +71,7 @@ fn attention_shapes(ctx: &mut OpCtx, q: &[DimTerm]) -> Option<()> {
     let value = per_head(ctx, 2, q.len(), query.kv_heads)?;
     if q.len() == 4 {
         if let Some(k) = ctx.dims(1).filter(|k| k.len() == 4) {
-            ctx.eq_dims(k[3].clone(), q[3].clone(), "input 1", "K's head size is Q's (axis 3)");
+            ctx.eq_dims_at(k[3].clone(), q[3].clone(), "input 1", 3, "K's head size is Q's (axis 3)");
         }
     }
     let y = match (q.len(), query.q_heads, query.kv_heads) {

@@ -175,7 +175,7 @@ fn kernel_of(ctx: &mut OpCtx, w_input: usize, n: usize, w: Option<&[DimTerm]>) -
 fn check_conv_channels(ctx: &mut OpCtx, c: &DimTerm, wc: &DimTerm, group: i64, w_input: usize) {
     let operand = format!("input {w_input}");
     if group == 1 {
-        ctx.eq_dims(wc.clone(), c.clone(), &operand, "the weight's axis 1 equals the input's channels (axis 1)");
+        ctx.eq_dims_at(wc.clone(), c.clone(), &operand, 1, "the weight's axis 1 equals the input's channels (axis 1)");
         return;
     }
     let why = format!("the weight's axis 1 times group {group} equals the input's channels (axis 1)");
@@ -185,7 +185,7 @@ fn check_conv_channels(ctx: &mut OpCtx, c: &DimTerm, wc: &DimTerm, group: i64, w
     } else if let Some(e) = size_expr(ctx, c) {
         if e.div_exact(&SizeExpr::constant(group)).is_some() {
             let part = divided_dim(ctx, c, group);
-            ctx.eq_dims(wc.clone(), part, &operand, why);
+            ctx.eq_dims_at(wc.clone(), part, &operand, 1, why);
         } else if let Some(n) = e.as_constant() {
             ctx.invalid(format!("the input has {n} channels, which group {group} does not divide"));
         }
@@ -246,7 +246,7 @@ fn conv_transpose_dims(ctx: &mut OpCtx, x: &[DimTerm], w: Option<&[DimTerm]>) ->
     let mut dims = vec![x[0].clone()];
     match w {
         Some(wd) => {
-            ctx.eq_dims(wd[0].clone(), x[1].clone(), "input 1", "the weight's axis 0 equals the input's channels");
+            ctx.eq_dims_at(wd[0].clone(), x[1].clone(), "input 1", 0, "the weight's axis 0 equals the input's channels");
             let m = scaled_dim(ctx, &wd[1], group);
             dims.push(m.clone());
             if ctx.has_input(2) {

@@ -22,11 +22,11 @@ fn flex_attention(ctx: &mut OpCtx) -> Result<(), Defer> {
     if !ranks_ok {
         return settle(ctx, false);
     }
-    ctx.eq_dims(q[0].clone(), k[0].clone(), "input 1", "K's batch equals Q's");
-    ctx.eq_dims(k[0].clone(), v[0].clone(), "input 2", "V's batch equals K's");
-    ctx.eq_dims(q[3].clone(), k[3].clone(), "input 1", "K's head size equals Q's");
-    ctx.eq_dims(k[1].clone(), v[1].clone(), "input 2", "V's head count equals K's");
-    ctx.eq_dims(k[2].clone(), v[2].clone(), "input 2", "V's sequence length equals K's");
+    ctx.eq_dims_at(k[0].clone(), q[0].clone(), "input 1", 0, "K's batch equals Q's");
+    ctx.eq_dims_at(v[0].clone(), k[0].clone(), "input 2", 0, "V's batch equals K's");
+    ctx.eq_dims_at(k[3].clone(), q[3].clone(), "input 1", 3, "K's head size equals Q's");
+    ctx.eq_dims_at(v[1].clone(), k[1].clone(), "input 2", 1, "V's head count equals K's");
+    ctx.eq_dims_at(v[2].clone(), k[2].clone(), "input 2", 2, "V's sequence length equals K's");
     if let (Some(hq), Some(hkv)) = (ctx.size_of(&q[1]), ctx.size_of(&k[1])) {
         if hkv == 0 || hq % hkv != 0 {
             ctx.invalid(format!("Q has {hq} heads, not a multiple of K's {hkv}"));

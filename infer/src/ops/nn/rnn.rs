@@ -85,17 +85,17 @@ fn hidden_size(ctx: &mut OpCtx, input: &DimTerm, dirs: &DimTerm) -> Option<DimTe
     };
     let rows = attr.and_then(|h| h.checked_mul(gates)).map(|n| ctx.known(n as u64));
     if let Some(w) = w {
-        ctx.eq_dims(w[0].clone(), dirs.clone(), "input 1", "W has one block per direction");
-        ctx.eq_dims(w[2].clone(), input.clone(), "input 1", "W's axis 2 is the input size (X's axis 2)");
+        ctx.eq_dims_at(w[0].clone(), dirs.clone(), "input 1", 0, "W has one block per direction");
+        ctx.eq_dims_at(w[2].clone(), input.clone(), "input 1", 2, "W's axis 2 is the input size (X's axis 2)");
         if let Some(rows) = &rows {
-            ctx.eq_dims(w[1].clone(), rows.clone(), "input 1", "W's axis 1 is gates × hidden_size");
+            ctx.eq_dims_at(w[1].clone(), rows.clone(), "input 1", 1, "W's axis 1 is gates × hidden_size");
         }
     }
     if let Some(r) = r {
-        ctx.eq_dims(r[0].clone(), dirs.clone(), "input 2", "R has one block per direction");
-        ctx.eq_dims(r[2].clone(), hidden.clone(), "input 2", "R's axis 2 is the hidden size");
+        ctx.eq_dims_at(r[0].clone(), dirs.clone(), "input 2", 0, "R has one block per direction");
+        ctx.eq_dims_at(r[2].clone(), hidden.clone(), "input 2", 2, "R's axis 2 is the hidden size");
         if let Some(rows) = &rows {
-            ctx.eq_dims(r[1].clone(), rows.clone(), "input 2", "R's axis 1 is gates × hidden_size");
+            ctx.eq_dims_at(r[1].clone(), rows.clone(), "input 2", 1, "R's axis 1 is gates × hidden_size");
         }
     }
     Some(hidden)

@@ -36,11 +36,13 @@ fn matmul_row(ctx: &mut OpCtx, a: usize, b: usize) -> Result<Option<RowTerm>, De
     let Some((batch_a, m, ka)) = pa else { return Ok(scalar_operand(ctx, a)) };
     let Some((batch_b, kb_or_n, last)) = pb else { return Ok(scalar_operand(ctx, b)) };
     // For `b` the second-last axis is the contraction one; a vector `b` contracts its only axis.
+    let rank_b = batch_b.leading.len() + if kb_or_n.is_some() { 2 } else { 1 };
     let (kb, n) = match kb_or_n {
         Some(k) => (k, Some(last)),
         None => (last, None),
     };
-    ctx.eq_dims(ka, kb, &format!("input {b}"), format!("the contraction axis must match input {a}'s last axis"));
+    let why = format!("the contraction axis must match input {a}'s last axis");
+    ctx.eq_dims_at(ka, kb, &format!("input {b}"), rank_b.saturating_sub(2), why);
     let prefixes = vec![(format!("input {a}"), batch_a), (format!("input {b}"), batch_b)];
     let batch = broadcast_prefixes(ctx, prefixes, "batch axes broadcast to the output's");
     Ok(Some(row_then(batch, m.into_iter().chain(n).collect())))

@@ -81,7 +81,7 @@ fn concat(ctx: &mut OpCtx) -> Result<(), Defer> {
     for (k, dims) in all.iter().enumerate().skip(1) {
         for j in (0..r).filter(|&j| j != a) {
             let operand = format!("input {}", given[k]);
-            ctx.eq_dims(first[j].clone(), dims[j].clone(), &operand, "concatenated inputs agree off the axis");
+            ctx.eq_dims_at(dims[j].clone(), first[j].clone(), &operand, j, "concatenated inputs agree off the axis");
         }
     }
     let parts: Vec<DimTerm> = all.iter().map(|d| d[a].clone()).collect();
@@ -513,7 +513,7 @@ fn gather_nd(ctx: &mut OpCtx) -> Result<(), Defer> {
     let mut out: Vec<DimTerm> = idims[..idims.len() - 1].to_vec();
     out.extend(dims[(b + k) as usize..].iter().cloned());
     for j in 0..b as usize {
-        ctx.eq_dims(dims[j].clone(), idims[j].clone(), "input 1", "batch axes of data and indices agree");
+        ctx.eq_dims_at(idims[j].clone(), dims[j].clone(), "input 1", j, "batch axes of data and indices agree");
     }
     ctx.set_dims(0, out);
     Ok(())
