@@ -203,3 +203,19 @@ fn dim_denotations_are_bases_that_never_meet_another_name() {
     assert_eq!(clean["diagnostics"], serde_json::json!([]));
     assert_eq!(clean["values"]["y"]["shape"], serde_json::json!(["batch", 4, 8, 8]));
 }
+
+#[test]
+fn range_positions_into_a_fixed_table_imply_a_bound_on_the_sequence() {
+    let (v, code) = json(&[&fixture("implied_bound_range.onnx"), "--json"]);
+    assert_eq!(code, 0, "an assumption is a warning: {v}");
+    let diags = v["diagnostics"].as_array().unwrap();
+    assert_eq!(diags.len(), 1, "{diags:?}");
+    assert_eq!(diags[0]["code"], "implied-bound");
+    assert_eq!(diags[0]["node"], "pos_embed");
+    assert_eq!(diags[0]["operand"], "input 1");
+    assert!(diags[0]["message"].as_str().unwrap().contains("seq ≤ 512"), "{}", diags[0]);
+    assert_eq!(v["values"]["y"]["shape"], serde_json::json!(["batch", "seq", 64]));
+    let (clean, code) = json(&[&fixture("implied_bound_range.clean.onnx"), "--json"]);
+    assert_eq!(code, 0);
+    assert_eq!(clean["diagnostics"], serde_json::json!([]), "a static 128 < 512 needs no assumption");
+}

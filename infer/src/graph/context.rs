@@ -62,6 +62,27 @@ impl<'l, 'm> OpCtx<'l, 'm> {
                 self.low.make_unknown(self.inst, self.node, j);
             }
         }
+        self.low.carry_index_bound(&self.inputs, &self.outputs, self.node);
+    }
+
+    /// The key of input `i`, if given.
+    pub(super) fn input_key(&self, i: usize) -> Option<Key> {
+        *self.inputs.get(i)?
+    }
+
+    /// The key of output `j`, if wanted.
+    pub(super) fn output_key(&self, j: usize) -> Option<Key> {
+        *self.outputs.get(j)?
+    }
+
+    /// The lowering this node belongs to.
+    pub(super) fn lowering(&self) -> &Lowering<'m> {
+        self.low
+    }
+
+    /// The lowering this node belongs to, to record facts in.
+    pub(super) fn lowering_mut(&mut self) -> &mut Lowering<'m> {
+        self.low
     }
 
     // ---- the node ----
@@ -547,7 +568,12 @@ impl<'l, 'm> OpCtx<'l, 'm> {
 
     /// Reports `code` at this node.
     pub fn report(&mut self, code: Code, message: String) {
-        let cause = self.cause("node", "operator rule");
+        self.report_at(code, "node", message);
+    }
+
+    /// Reports `code` about `operand` (`input 1`) of this node.
+    pub fn report_at(&mut self, code: Code, operand: &str, message: String) {
+        let cause = self.cause(operand, "operator rule");
         self.low.solver.report_fact(code, message, cause, Vec::new());
     }
 

@@ -62,6 +62,8 @@ pub(crate) struct Lowering<'m> {
     pub(crate) from_declaration: Vec<String>,
     /// Per graph, the types `value_info` and outputs state (built on first use).
     declared: HashMap<GraphId, HashMap<ValueId, &'m diamond_ir::TypeInfo>>,
+    /// Values whose every element is known to lie in `[0, bound)` (see `bounds.rs`).
+    pub(crate) index_bounds: HashMap<Key, diamond_ir::term::SizeExpr>,
 }
 
 impl<'m> Lowering<'m> {
@@ -83,6 +85,7 @@ impl<'m> Lowering<'m> {
             reported: Vec::new(),
             from_declaration: Vec::new(),
             declared: HashMap::new(),
+            index_bounds: HashMap::new(),
         }
     }
 

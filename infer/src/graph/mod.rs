@@ -9,6 +9,7 @@
 //! (`declared-shape-mismatch`) and used only for values inference cannot
 //! determine.
 
+mod bounds;
 mod context;
 mod declared;
 pub mod decode;

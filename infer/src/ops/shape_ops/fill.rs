@@ -414,6 +414,10 @@ fn range(ctx: &mut OpCtx) -> Result<(), Defer> {
                 if let Some(len) = symbolic_range_len(s, l, d) {
                     let dim = dim_of_expr(ctx, len);
                     ctx.set_dims(0, vec![dim]);
+                    // `Range(s ≥ 0, limit, d > 0)`: every element is in [0, limit).
+                    if let (Elem::Int(0..), Some(limit)) = (s, l.as_expr()) {
+                        ctx.set_index_bound(0, limit);
+                    }
                     return Ok(());
                 }
             }

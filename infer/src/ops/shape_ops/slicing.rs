@@ -447,6 +447,9 @@ fn gather(ctx: &mut OpCtx) -> Result<(), Defer> {
     out.extend(idims.iter().cloned());
     out.extend(dims[a + 1..].iter().cloned());
     ctx.set_dims(0, out.clone());
+    if indices.is_none() {
+        gathered_within(ctx, &dims[a], a);
+    }
     let (Some(v), Some(ix), Some(sizes)) = (ctx.value(0), normalized, known_sizes(ctx, &out)) else { return Ok(()) };
     let mut picks: Vec<Vec<usize>> = v.shape.iter().map(|&n| (0..n).collect()).collect();
     if a < picks.len() {
@@ -458,6 +461,30 @@ fn gather(ctx: &mut OpCtx) -> Result<(), Defer> {
         }
     }
     Ok(())
+}
+
+/// Indices known only by their bound (`Range(0, seq)`: all below `seq`)
+/// stay inside an axis of size `table` only when `seq ≤ table`: reported as
+/// the `implied-bound` the model relies on, unless it provably holds.
+fn gathered_within(ctx: &mut OpCtx, table: &DimTerm, axis: usize) {
+    let (Some(bound), Some(size)) = (ctx.index_bound(1), crate::ops::common::size_expr(ctx, table)) else { return };
+    let holds = bound == size
+        || matches!((bound.as_constant(), size.as_constant()), (Some(b), Some(s)) if b <= s)
+        || bound.min_operands().is_some_and(|ops| {
+            ops.iter().any(|o| *o == size || matches!((o.as_constant(), size.as_constant()), (Some(b), Some(s)) if b <= s))
+        });
+    if holds {
+        return;
+    }
+    if let (Some(b), Some(s)) = (bound.as_constant(), size.as_constant()) {
+        ctx.invalid(format!("indices run up to {} but input 0's axis {axis} has {s} entries", b - 1));
+        return;
+    }
+    let message = format!(
+        "{}: the indices (input 1) are all below {bound}, and stay within the {size} entries of input 0's axis {axis} only when {bound} ≤ {size}: the model assumes it",
+        ctx.label()
+    );
+    ctx.report_at(crate::diagnostic::Code::ImpliedBound, "input 1", message);
 }
 
 /// `GatherElements`: the output has the indices' shape.
