@@ -23,21 +23,6 @@ pub fn inspect(path: &Path, json: bool) -> Result<(), Failure> {
     Ok(())
 }
 
-/// `diamond convert MODEL -o OUT`.
-pub fn convert(path: &Path, output: &Path) -> Result<(), Failure> {
-    if output.is_dir() {
-        return Err(unreadable(format!("output {} is a directory; give a file name", output.display())));
-    }
-    let model = load_model(path).map_err(unreadable)?;
-    let summary = diamond_exporters::onnx::write_model(&model, output).map_err(unreadable)?;
-    let mut line = format!("wrote {} ({} bytes)", output.display(), summary.model_bytes);
-    if !summary.data_files.is_empty() {
-        line += &format!(" and {} external data file(s), {} bytes", summary.data_files.len(), summary.data_bytes);
-    }
-    eprintln!("{line}");
-    Ok(())
-}
-
 /// `diamond solve FILE [--json]`.
 pub fn solve(path: &Path, json: bool) -> Result<(), Failure> {
     let source =

@@ -9,6 +9,7 @@
 mod bind;
 mod check_report;
 mod commands;
+mod convert;
 mod html;
 mod render;
 
@@ -77,13 +78,33 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         html: Option<PathBuf>,
     },
-    /// Import a model and write it back out as ONNX (with its external data).
+    /// Re-export models as ONNX with their inferred shapes and types in `value_info`: one model to a file, or
+    /// files, directories (recursive) and globs into a directory mirroring the input tree.
     Convert {
-        /// The ONNX model file.
-        model: PathBuf,
-        /// Where to write the converted model.
+        /// Model files, directories (searched recursively for *.onnx) or glob patterns.
+        #[arg(required = true, num_args = 1..)]
+        inputs: Vec<PathBuf>,
+        /// The output file (one model) or directory (a batch).
         #[arg(short, long)]
         output: PathBuf,
+        /// Workers converting in parallel (default: the number of cores).
+        #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+        jobs: Option<u16>,
+        /// Convert only the K-th of N stable shares of the inputs (K from 0), for job arrays across machines.
+        #[arg(long, value_name = "K/N")]
+        shard: Option<convert::inputs::Shard>,
+        /// Write one JSON object per model (input, output, status, seconds, nodes, diagnostics) to FILE.
+        #[arg(long, value_name = "FILE")]
+        report: Option<PathBuf>,
+        /// Leave outputs that already exist (resume an interrupted batch).
+        #[arg(long)]
+        skip_existing: bool,
+        /// Write models whose check finds errors anyway (re-exported as read, without inferred types).
+        #[arg(long)]
+        allow_errors: bool,
+        /// Re-export only: do not add the inferred types.
+        #[arg(long)]
+        no_value_info: bool,
     },
 }
 
@@ -113,7 +134,11 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Inspect { model, json } => commands::inspect(&model, json),
-        Command::Convert { model, output } => commands::convert(&model, &output),
+        Command::Convert { inputs, output, jobs, shard, report, skip_existing, allow_errors, no_value_info } => {
+            let settings = convert::one::Settings { allow_errors, no_value_info, skip_existing };
+            let options = convert::Options { settings, jobs: jobs.map(usize::from), shard, report };
+            convert::run(&inputs, &output, &options)
+        }
         Command::Solve { file, json } => commands::solve(&file, json),
         Command::Check { model, json, bind, strict_units, html, sarif, deny_warnings, max_diagnostics, color } => {
             let render = render::Options { color, max_diagnostics, sarif, deny_warnings };

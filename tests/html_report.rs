@@ -73,7 +73,7 @@ fn several_diagnostics_get_several_pictures() {
 #[test]
 fn a_clean_model_lists_its_values_and_no_pictures() {
     let dir = tempfile::tempdir().unwrap();
-    let (html, json, code) = report("check/exported_transformer.onnx", dir.path());
+    let (html, json, code) = report("check/exported_cnn.onnx", dir.path());
     assert_eq!(code, 0);
     assert!(diagnostics(&json).is_empty());
     assert_eq!(html.matches("<svg").count(), 0);

@@ -8,13 +8,16 @@
 //! `fixtures/tract-status.txt`: a case that changes class fails the test
 //! (refresh with `UPDATE_EXPECT=1` after a tract upgrade, and read the diff).
 //! Independently of the snapshot, the re-exported model must behave exactly as
-//! the original: same class, and bit-identical outputs where tract runs it.
+//! the original: same class, and bit-identical outputs where tract runs it —
+//! both the plain re-export and what `diamond convert` writes, with the
+//! inferred types in `value_info` (which tract reads as shape facts).
 
 mod common;
 
 use std::fmt::Write;
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
+use diamond_infer::graph::{annotate, check_model, CheckOptions};
 use tract_onnx::pb::TensorProto;
 use tract_onnx::prelude::*;
 
@@ -157,28 +160,47 @@ fn reexported_node_cases_give_tract_the_same_results() {
     let mut snapshot = String::new();
     let mut divergent = Vec::new();
     let mut counts = std::collections::BTreeMap::<&str, usize>::new();
+    let mut typed_cases = 0;
     for case in common::node_cases() {
         let name = common::case_name(&case);
         let path = case.join("model.onnx");
         let original = std::fs::read(&path).unwrap();
         let model = diamond_importers::onnx::load_model(&path).unwrap();
         let reexported = diamond_exporters::onnx::encode_model(&model).unwrap();
+        // What `diamond convert` writes: the inferred types in value_info
+        // (tract reads them as shape facts), unless checking finds errors.
+        let report = check_model(&model, &CheckOptions::default());
+        let typed = (report.errors() == 0)
+            .then(|| diamond_exporters::onnx::encode_model(&annotate(&model, &report.inferred)).unwrap());
         let non_tensor = uses_non_tensor_values(&model);
         let before = evaluate(&case, &original, non_tensor);
-        let after = evaluate(&case, &reexported, non_tensor);
-        let same = match (&before, &after) {
+        let same_as_before = |after: &Outcome| match (&before, after) {
             (Outcome::Pass(a), Outcome::Pass(b)) => bit_identical(a, b),
             (a, b) => a.class() == b.class(),
         };
-        if !same {
+        let after = evaluate(&case, &reexported, non_tensor);
+        if !same_as_before(&after) {
             divergent.push(format!("{name}: original {:?} / re-exported {:?}", before.class(), after.class()));
+        }
+        if let Some(typed) = typed {
+            let after = evaluate(&case, &typed, non_tensor);
+            if !same_as_before(&after) {
+                divergent.push(format!(
+                    "{name}: original {:?} / with inferred value_info {:?}{}",
+                    before.class(),
+                    after.class(),
+                    after.reason()
+                ));
+            }
+            typed_cases += 1;
         }
         *counts.entry(before.class()).or_default() += 1;
         let _ = writeln!(snapshot, "{name} {}{}", before.class(), before.reason());
     }
     let _ = std::panic::take_hook();
     let summary: Vec<String> = counts.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-    eprintln!("tract on the node suite: {}", summary.join(", "));
+    eprintln!("tract on the node suite: {}; {typed_cases} also with inferred value_info", summary.join(", "));
+    assert!(typed_cases > 1500, "most node cases check clean and are run typed: {typed_cases}");
     assert!(divergent.is_empty(), "re-export changed tract's results:\n{}", divergent.join("\n"));
 
     let snapshot_path = common::root().join("fixtures/tract-status.txt");

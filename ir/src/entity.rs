@@ -107,6 +107,11 @@ impl<K: EntityId, V> Arena<K, V> {
         self.items.iter()
     }
 
+    /// Entities in id order, to change in place.
+    pub fn values_mut(&mut self) -> std::slice::IterMut<'_, V> {
+        self.items.iter_mut()
+    }
+
     /// All ids in order.
     pub fn ids(&self) -> impl ExactSizeIterator<Item = K> {
         (0..self.items.len()).map(K::new)

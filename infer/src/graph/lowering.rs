@@ -58,6 +58,8 @@ pub(crate) struct Lowering<'m> {
     pub(crate) lazy: HashMap<Key, &'m Tensor>,
     /// Values in report order, with their solver tensor.
     pub(crate) reported: Vec<(String, Key, TensorId, TensorKind)>,
+    /// Every defined value, with its solver tensor.
+    pub(crate) defined: Vec<(Key, TensorId)>,
     /// Values whose shape was taken from a declaration.
     pub(crate) from_declaration: Vec<String>,
     /// Per graph, the types `value_info` and outputs state (built on first use).
@@ -83,6 +85,7 @@ impl<'m> Lowering<'m> {
             facts: HashMap::new(),
             lazy: HashMap::new(),
             reported: Vec::new(),
+            defined: Vec::new(),
             from_declaration: Vec::new(),
             declared: HashMap::new(),
             index_bounds: HashMap::new(),
@@ -120,6 +123,7 @@ impl<'m> Lowering<'m> {
         if inst.reported {
             self.reported.push((name, key, tensor, kind));
         }
+        self.defined.push((key, tensor));
         self.facts.insert(key, facts);
     }
 

@@ -14,6 +14,7 @@ mod context;
 mod declared;
 pub mod decode;
 pub mod facts;
+pub mod inferred;
 mod lowering;
 mod provenance;
 mod report;
@@ -21,6 +22,7 @@ mod report;
 pub use context::OpCtx;
 pub use declared::size_dim;
 pub use facts::{ConstData, ConstValue, Elem, Facts, ValueKind};
+pub use inferred::{annotate, InferredTypes};
 pub use report::{json_dtype as report_json_dtype, CheckReport, DimReport, ValueReport};
 
 use crate::ops::OpTable;

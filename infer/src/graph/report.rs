@@ -3,6 +3,7 @@
 
 use super::facts::ValueKind;
 use super::lowering::Lowering;
+use crate::solver::TensorId;
 use crate::cause::Origin;
 use crate::diagnostic::{Code, Diagnostic, Severity};
 use diamond_ir::term::{DimTerm, RowTerm, Size};
@@ -99,6 +100,9 @@ pub struct CheckReport {
     pub from_declaration: Vec<String>,
     /// Errors and warnings.
     pub diagnostics: Vec<Diagnostic>,
+    /// Every lowered value's inferred type, as ONNX declarations (for `convert`).
+    #[serde(skip)]
+    pub inferred: super::inferred::InferredTypes,
 }
 
 impl CheckReport {
@@ -145,12 +149,27 @@ pub(crate) fn build(low: Lowering<'_>, main: GraphId) -> CheckReport {
     let facts: Vec<(ValueKind, Option<ElemType>)> =
         reported.iter().map(|(_, key, _, _)| (low.facts[key].kind.clone(), low.facts[key].dtype)).collect();
     let from_declaration = low.from_declaration.clone();
+    // Per defined value outside function bodies: its graph, kind and element type.
+    let typed: Vec<(GraphId, diamond_ir::ValueId, TensorId, ValueKind, Option<ElemType>)> = low
+        .defined
+        .iter()
+        .filter(|(key, _)| low.instances[key.0 as usize].call.is_none())
+        .filter_map(|&(key, tensor)| {
+            let f = low.facts.get(&key)?;
+            Some((low.instances[key.0 as usize].graph, key.1, tensor, f.kind.clone(), f.dtype))
+        })
+        .collect();
     let mut solver = low.solver;
     // Declared shapes are claims: compare them with what the graph implies once solved.
     let solution = {
         let s = std::mem::take(&mut solver);
         s.finish()
     };
+    let mut inferred = super::inferred::InferredTypes::default();
+    for (graph, value, tensor, kind, dtype) in typed {
+        let ty = super::inferred::type_of(&kind, &solution.tensors[tensor.0 as usize].closed, dtype);
+        inferred.record(graph, value, ty);
+    }
     let mut values: Vec<ValueReport> = reported
         .iter()
         .zip(facts)
@@ -270,7 +289,7 @@ pub(crate) fn build(low: Lowering<'_>, main: GraphId) -> CheckReport {
     }
     super::provenance::annotate(graph, &values, &mut diagnostics);
     let _ = Origin::Solver("report");
-    CheckReport { inputs, outputs, values, inferred_from_use, from_declaration, diagnostics }
+    CheckReport { inputs, outputs, values, inferred_from_use, from_declaration, diagnostics, inferred }
 }
 
 fn show(dims: &[Option<DimReport>]) -> String {

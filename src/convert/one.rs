@@ -1,0 +1,167 @@
+//! Converting one model: read, check, annotate with the inferred types,
+//! write atomically — and an [`Outcome`] saying how it went.
+
+use diamond_infer::{Code, Severity};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// What `convert` does beyond reading and writing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Settings {
+    /// Write the model even when checking finds errors (without inferred types).
+    pub allow_errors: bool,
+    /// Re-export only: no inferred `value_info`.
+    pub no_value_info: bool,
+    /// Leave an existing output as it is.
+    pub skip_existing: bool,
+}
+
+/// How one model's conversion ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// Written.
+    Converted,
+    /// Its output exists and `--skip-existing` was given.
+    Skipped,
+    /// Checking found errors; not written (unless `--allow-errors`).
+    Errors,
+    /// Could not be read: not ONNX, truncated, malformed graph.
+    Unreadable,
+    /// Read, but the output could not be written (or diamond failed on it).
+    Failed,
+}
+
+impl Status {
+    /// The word printed for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Converted => "converted",
+            Status::Skipped => "skipped",
+            Status::Errors => "errors",
+            Status::Unreadable => "unreadable",
+            Status::Failed => "failed",
+        }
+    }
+}
+
+/// One model's line of the `--report` JSONL.
+#[derive(Clone, Debug, Serialize)]
+pub struct Outcome {
+    /// The model file.
+    pub input: PathBuf,
+    /// Where it was (or would have been) written.
+    pub output: PathBuf,
+    /// How it ended.
+    pub status: Status,
+    /// Wall time spent on it.
+    pub seconds: f64,
+    /// Nodes in its main graph, once read.
+    pub nodes: Option<usize>,
+    /// Errors checking found.
+    pub errors: usize,
+    /// Warnings checking found.
+    pub warnings: usize,
+    /// Values given an inferred type in the written model.
+    pub typed_values: usize,
+    /// Why it was not converted (or what was written despite errors).
+    pub message: Option<String>,
+}
+
+/// Converts `input` to `output`. Never panics outward: a panic inside is
+/// caught and reported as a `failed` model naming it as a diamond bug.
+pub fn convert(input: &Path, output: &Path, settings: Settings) -> Outcome {
+    let start = Instant::now();
+    let mut outcome = Outcome {
+        input: input.to_path_buf(),
+        output: output.to_path_buf(),
+        status: Status::Failed,
+        seconds: 0.0,
+        nodes: None,
+        errors: 0,
+        warnings: 0,
+        typed_values: 0,
+        message: None,
+    };
+    if settings.skip_existing && output.exists() {
+        outcome.status = Status::Skipped;
+        return outcome;
+    }
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(input, output, settings, &mut outcome)));
+    if let Err(panic) = result {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        outcome.status = Status::Failed;
+        outcome.message = Some(format!("diamond panicked on this model (a bug, please report it): {what}"));
+    }
+    outcome.seconds = start.elapsed().as_secs_f64();
+    outcome
+}
+
+fn run(input: &Path, output: &Path, settings: Settings, outcome: &mut Outcome) {
+    let model = match diamond_importers::onnx::load_model(input) {
+        Ok(model) => model,
+        Err(e) => {
+            outcome.status = Status::Unreadable;
+            outcome.message = Some(e.to_string());
+            return;
+        }
+    };
+    outcome.nodes = model.main_graph().map(|g| g.nodes.len());
+    let report = diamond_infer::check_model(&model, &diamond_infer::CheckOptions::default());
+    outcome.errors = report.errors();
+    outcome.warnings = report.warnings();
+    let malformed = report.diagnostics.iter().filter(|d| d.code == Code::InvalidGraph).collect::<Vec<_>>();
+    if let Some(first) = malformed.first() {
+        outcome.status = Status::Unreadable;
+        outcome.message = Some(format!("the graph is malformed: {}", first.message));
+        return;
+    }
+    let first_error = report.diagnostics.iter().find(|d| d.severity == Severity::Error);
+    if let Some(e) = first_error.filter(|_| !settings.allow_errors) {
+        outcome.status = Status::Errors;
+        outcome.message = Some(format!(
+            "{} error(s), not written (--allow-errors writes it anyway); first: error[{}] {}",
+            report.errors(),
+            e.code.as_str(),
+            located(e)
+        ));
+        return;
+    }
+    // Inferred types only where checking found the model consistent.
+    let annotated;
+    let to_write = if settings.no_value_info || first_error.is_some() {
+        &model
+    } else {
+        annotated = diamond_infer::graph::annotate(&model, &report.inferred);
+        outcome.typed_values = report.inferred.len();
+        &annotated
+    };
+    if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            outcome.message = Some(format!("cannot create {}: {e}", dir.display()));
+            return;
+        }
+    }
+    match diamond_exporters::onnx::write_model(to_write, output) {
+        Ok(_) => {
+            outcome.status = Status::Converted;
+            if first_error.is_some() {
+                outcome.message = Some(format!("written despite {} error(s), without inferred types", report.errors()));
+            }
+        }
+        Err(e) => outcome.message = Some(e.to_string()),
+    }
+}
+
+/// `node 'fc2' (MatMul): message`, or the message alone.
+fn located(d: &diamond_infer::Diagnostic) -> String {
+    match (&d.node, &d.op) {
+        (Some(node), Some(op)) => format!("at {op} '{node}': {}", d.message),
+        _ => d.message.clone(),
+    }
+}
