@@ -19,6 +19,9 @@ use diamond_ir::term::{Dim, DimTerm, RowTerm, Size};
 use diamond_ir::{AttrValue, Attribute, ElemType, GraphId, Node, NodeId, Tensor};
 use std::sync::Arc;
 
+/// The most float or string elements a value keeps (see [`OpCtx::set_value`]).
+pub const MAX_FLOAT_ELEMS: usize = 1 << 12;
+
 /// A rule's view of one node. See the module documentation.
 pub struct OpCtx<'l, 'm> {
     low: &'l mut Lowering<'m>,
@@ -364,8 +367,9 @@ impl<'l, 'm> OpCtx<'l, 'm> {
 
     /// Output `j` has known elements: sets its shape and type from them too.
     /// Elements are kept only where shape questions may need them: integer
-    /// and bool tensors up to 2^20 elements, float and string ones up to 2^16
-    /// (a weight filled by `ConstantOfShape` is not worth its memory).
+    /// and bool tensors up to 2^20 elements, float and string ones up to
+    /// [`MAX_FLOAT_ELEMS`] (scales and ranges are small; a weight filled by
+    /// `ConstantOfShape` is not worth its memory).
     pub fn set_value(&mut self, j: usize, v: ConstValue) {
         let Some(key) = self.outputs.get(j).copied().flatten() else { return };
         let dims = v.shape.iter().map(|&n| self.known(n as u64)).collect();
@@ -373,7 +377,7 @@ impl<'l, 'm> OpCtx<'l, 'm> {
         self.set_dtype(j, v.dtype);
         let cap = match v.data {
             super::facts::ConstData::Ints(_) | super::facts::ConstData::Bools(_) => 1 << 20,
-            super::facts::ConstData::Floats(_) | super::facts::ConstData::Strings(_) => 1 << 16,
+            super::facts::ConstData::Floats(_) | super::facts::ConstData::Strings(_) => MAX_FLOAT_ELEMS,
         };
         if v.len() > cap {
             return;

@@ -19,7 +19,7 @@ mod lowering;
 mod provenance;
 mod report;
 
-pub use context::OpCtx;
+pub use context::{OpCtx, MAX_FLOAT_ELEMS};
 pub use declared::size_dim;
 pub use facts::{ConstData, ConstValue, Elem, Facts, ValueKind};
 pub use inferred::{annotate, InferredTypes};

@@ -315,7 +315,11 @@ fn constant_of_shape(ctx: &mut OpCtx) -> Result<(), Defer> {
     let sizes = known_sizes(ctx, &dims);
     if let (Some(sizes), Some(one)) = (sizes, one) {
         // Float fills are weights more often than shape arithmetic: keep small ones only.
-        let cap = if matches!(one, ConstData::Floats(_) | ConstData::Strings(_)) { 1 << 16 } else { MAX_ELEMS };
+        let cap = if matches!(one, ConstData::Floats(_) | ConstData::Strings(_)) {
+            crate::graph::MAX_FLOAT_ELEMS
+        } else {
+            MAX_ELEMS
+        };
         if let Some(data) = numel(&sizes).filter(|&n| n <= cap).and_then(|n| repeat(&one, n)) {
             ctx.set_value(0, ConstValue { dtype, shape: sizes, data });
         }
