@@ -138,6 +138,18 @@ fn evaluate(case: &Path, model_bytes: &[u8], non_tensor: bool) -> Outcome {
     Outcome::Pass(outputs)
 }
 
+/// tract's one known deviation that declared types expose: it types the
+/// output of a `ConstantOfShape` without a `value` attribute as f64, where the
+/// ONNX spec (and onnxruntime, and onnx's shape inference) say float32, so
+/// the correct float32 declaration of it or of anything computed from it
+/// fails tract's analysis with this message.
+fn tract_reads_constant_of_shape_as_f64(model: &diamond_ir::Model, outcome: &Outcome) -> bool {
+    let untyped_fill = model.graphs.values().any(|g| {
+        g.nodes.values().any(|n| n.op_type() == "ConstantOfShape" && n.attribute("value").is_none())
+    });
+    untyped_fill && matches!(outcome, Outcome::LoadFailed(m) if m.contains("Impossible to unify F32 with F64"))
+}
+
 /// Whether a case's graph has a non-tensor input or output (sequence, optional, map).
 fn uses_non_tensor_values(model: &diamond_ir::Model) -> bool {
     let graph = model.main_graph().unwrap();
@@ -161,6 +173,7 @@ fn reexported_node_cases_give_tract_the_same_results() {
     let mut divergent = Vec::new();
     let mut counts = std::collections::BTreeMap::<&str, usize>::new();
     let mut typed_cases = 0;
+    let mut tract_f64_cases = Vec::new();
     for case in common::node_cases() {
         let name = common::case_name(&case);
         let path = case.join("model.onnx");
@@ -184,7 +197,9 @@ fn reexported_node_cases_give_tract_the_same_results() {
         }
         if let Some(typed) = typed {
             let after = evaluate(&case, &typed, non_tensor);
-            if !same_as_before(&after) {
+            if tract_reads_constant_of_shape_as_f64(&model, &after) {
+                tract_f64_cases.push(name.clone());
+            } else if !same_as_before(&after) {
                 divergent.push(format!(
                     "{name}: original {:?} / with inferred value_info {:?}{}",
                     before.class(),
@@ -200,6 +215,13 @@ fn reexported_node_cases_give_tract_the_same_results() {
     let _ = std::panic::take_hook();
     let summary: Vec<String> = counts.iter().map(|(k, v)| format!("{k}: {v}")).collect();
     eprintln!("tract on the node suite: {}; {typed_cases} also with inferred value_info", summary.join(", "));
+    eprintln!(
+        "{} typed cases not compared: tract types a ConstantOfShape without `value` as f64 (ONNX: float32) \
+         and refuses the declared float32: {}",
+        tract_f64_cases.len(),
+        tract_f64_cases.join(" ")
+    );
+    assert!(tract_f64_cases.len() < 80, "the tract exception stays narrow: {}", tract_f64_cases.len());
     assert!(typed_cases > 1500, "most node cases check clean and are run typed: {typed_cases}");
     assert!(divergent.is_empty(), "re-export changed tract's results:\n{}", divergent.join("\n"));
 
