@@ -8,5 +8,6 @@ pub mod error;
 pub mod npy;
 pub mod onnx;
 pub mod tensor_file;
+pub mod torch;
 
 pub use error::ImportError;

@@ -1,0 +1,1 @@
+//! TorchScript `.pt` archives: the zip, its entries and storages.

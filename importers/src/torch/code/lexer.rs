@@ -1,0 +1,1 @@
+//! Tokens of the TorchScript Python subset, with indentation.

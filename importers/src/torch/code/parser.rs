@@ -1,0 +1,1 @@
+//! The TorchScript Python subset parsed into [`super::ast`].

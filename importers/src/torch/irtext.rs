@@ -1,0 +1,1 @@
+//! TorchScript IR text (`str(traced.graph)`).

@@ -1,0 +1,1 @@
+//! A reader for the protocol-2 pickles TorchScript archives hold.
