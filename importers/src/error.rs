@@ -59,4 +59,7 @@ pub enum ImportError {
         /// What is wrong.
         problem: String,
     },
+    /// A TorchScript archive cannot be read (the error names the file).
+    #[error(transparent)]
+    Torch(Box<crate::torch::archive::TorchError>),
 }
