@@ -1,1 +1,0 @@
-//! TorchScript IR text (`str(traced.graph)`).
