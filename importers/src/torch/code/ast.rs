@@ -104,6 +104,12 @@ pub enum StmtKind {
     Assert { cond: Expr, msg: Option<Expr> },
     /// `raise e`.
     Raise(Option<Expr>),
+    /// `with item as target: ...` (the printer's form of `with torch.no_grad():`
+    /// is `with _0:` on an object it built just before).
+    With { item: Expr, target: Option<Expr>, body: Vec<Stmt> },
+    /// A nested `def` (the printer writes the body of `torch.jit.fork` so:
+    /// `def __forked_function(): ...` then `fork(__forked_function)`).
+    FunctionDef(Box<Function>),
     /// `global`/`import`/`from` lines and anything else kept as text.
     Other(String),
 }
@@ -140,6 +146,8 @@ pub enum ExprKind {
     Bool(bool),
     /// `None`.
     None,
+    /// `...` (`Ellipsis`).
+    Ellipsis,
     /// `(a, b)`, `(a,)`, `()`.
     Tuple(Vec<Expr>),
     /// `[a, b]`.
