@@ -2,7 +2,8 @@
 
 use crate::Failure;
 use diamond_exporters::inspect::InspectReport;
-use diamond_importers::onnx::load_model;
+use diamond_importers::torch::load::load_any;
+use diamond_importers::torch::lower::InputShape;
 use std::path::Path;
 
 fn unreadable(error: impl std::fmt::Display) -> Failure {
@@ -11,7 +12,7 @@ fn unreadable(error: impl std::fmt::Display) -> Failure {
 
 /// `diamond inspect MODEL [--json]`.
 pub fn inspect(path: &Path, json: bool) -> Result<(), Failure> {
-    let model = load_model(path).map_err(unreadable)?;
+    let model = load_any(path, &[]).map_err(unreadable)?;
     let file_bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let report = InspectReport::new(&model, &path.display().to_string(), file_bytes);
     if json {
@@ -54,17 +55,18 @@ pub fn solve(path: &Path, json: bool) -> Result<(), Failure> {
     Ok(())
 }
 
-/// `diamond check MODEL [--json] [--bind DIR|FILE...] [--strict-units] [--sarif FILE] [--deny-warnings]
-/// [--max-diagnostics N] [--color WHEN] [--html FILE]`.
+/// `diamond check MODEL [--json] [--bind DIR|FILE...] [--strict-units] [--input-shape NAME=D0,D1...]
+/// [--sarif FILE] [--deny-warnings] [--max-diagnostics N] [--color WHEN] [--html FILE]`.
 pub fn check(
     path: &Path,
     json: bool,
     bind: &[std::path::PathBuf],
     strict_units: bool,
+    shapes: &[InputShape],
     html: Option<&Path>,
     render: &crate::render::Options,
 ) -> Result<(), Failure> {
-    let model = load_model(path).map_err(unreadable)?;
+    let model = load_any(path, shapes).map_err(unreadable)?;
     let graph = model.main_graph().ok_or_else(|| unreadable(format!("{}: the model has no graph", path.display())))?;
     let options = diamond_infer::CheckOptions { bind: crate::bind::bind_inputs(graph, bind)?, strict_units };
     let report = diamond_infer::check_model(&model, &options);

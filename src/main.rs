@@ -35,7 +35,7 @@ struct Cli {
 enum Command {
     /// Summarize a model: versions, opsets, operators, inputs/outputs, weights.
     Inspect {
-        /// The ONNX model file.
+        /// The model: ONNX, a TorchScript archive (.pt) or TorchScript IR text.
         model: PathBuf,
         /// Print JSON instead of text.
         #[arg(long)]
@@ -51,7 +51,7 @@ enum Command {
     },
     /// Infer every value's shape and element type and report what is wrong.
     Check {
-        /// The ONNX model file.
+        /// The model: ONNX, a TorchScript archive (.pt) or TorchScript IR text.
         model: PathBuf,
         /// Print JSON instead of text.
         #[arg(long)]
@@ -62,6 +62,9 @@ enum Command {
         /// Treat stated size-1 axes as claims: report every place broadcasting widens one (`unit-axis-widened`).
         #[arg(long)]
         strict_units: bool,
+        /// The shape of a TorchScript input: NAME=D0,D1,... (sizes or symbols, e.g. x=batch,3,224,224).
+        #[arg(long = "input-shape", value_name = "NAME=DIMS")]
+        input_shape: Vec<diamond_importers::torch::lower::InputShape>,
         /// Also write the diagnostics as SARIF 2.1.0 to this file.
         #[arg(long, value_name = "FILE")]
         sarif: Option<PathBuf>,
@@ -105,6 +108,9 @@ enum Command {
         /// Re-export only: do not add the inferred types.
         #[arg(long)]
         no_value_info: bool,
+        /// The shape of a TorchScript input: NAME=D0,D1,... (sizes or symbols, e.g. x=batch,3,224,224).
+        #[arg(long = "input-shape", value_name = "NAME=DIMS")]
+        input_shape: Vec<diamond_importers::torch::lower::InputShape>,
     },
 }
 
@@ -134,15 +140,36 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Inspect { model, json } => commands::inspect(&model, json),
-        Command::Convert { inputs, output, jobs, shard, report, skip_existing, allow_errors, no_value_info } => {
-            let settings = convert::one::Settings { allow_errors, no_value_info, skip_existing };
+        Command::Convert {
+            inputs,
+            output,
+            jobs,
+            shard,
+            report,
+            skip_existing,
+            allow_errors,
+            no_value_info,
+            input_shape,
+        } => {
+            let settings = convert::one::Settings { shapes: input_shape, allow_errors, no_value_info, skip_existing };
             let options = convert::Options { settings, jobs: jobs.map(usize::from), shard, report };
             convert::run(&inputs, &output, &options)
         }
         Command::Solve { file, json } => commands::solve(&file, json),
-        Command::Check { model, json, bind, strict_units, html, sarif, deny_warnings, max_diagnostics, color } => {
+        Command::Check {
+            model,
+            json,
+            bind,
+            strict_units,
+            input_shape,
+            html,
+            sarif,
+            deny_warnings,
+            max_diagnostics,
+            color,
+        } => {
             let render = render::Options { color, max_diagnostics, sarif, deny_warnings };
-            commands::check(&model, json, &bind, strict_units, html.as_deref(), &render)
+            commands::check(&model, json, &bind, strict_units, &input_shape, html.as_deref(), &render)
         }
     };
     match result {

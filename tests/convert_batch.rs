@@ -65,7 +65,16 @@ fn a_batch_converts_the_good_models_and_reports_each_bad_one() {
     let tmp = tempfile::tempdir().unwrap();
     let (input, out, report) = (tmp.path().join("zoo"), tmp.path().join("out"), tmp.path().join("report.jsonl"));
     zoo(&input);
-    let o = diamond(&["convert", input.to_str().unwrap(), "-o", out.to_str().unwrap(), "-j", "2", "--report", report.to_str().unwrap()]);
+    let o = diamond(&[
+        "convert",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "-j",
+        "2",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "some models could not be read: {err}");
     // The output tree mirrors the input tree; nothing else is left there.
@@ -83,7 +92,10 @@ fn a_batch_converts_the_good_models_and_reports_each_bad_one() {
         let line = lines.iter().find(|l| l.contains(key)).unwrap_or_else(|| panic!("{key}: {err}"));
         assert!(line.contains(&format!("/5] {status}")), "{line}");
     }
-    assert!(err.contains("converted        2") && err.contains("unreadable       2") && err.contains("errors           1"), "{err}");
+    assert!(
+        err.contains("converted        2") && err.contains("unreadable       2") && err.contains("errors           1"),
+        "{err}"
+    );
     let rows = report_lines(&report);
     assert_eq!(rows.len(), 5);
     let row = |suffix: &str| rows.iter().find(|r| r["input"].as_str().unwrap().ends_with(suffix)).unwrap().clone();
@@ -144,7 +156,8 @@ fn shards_cover_every_input_exactly_once() {
     let mut seen: Vec<String> = Vec::new();
     for k in 0..3 {
         let out = tmp.path().join(format!("out{k}"));
-        let o = diamond(&["convert", input.to_str().unwrap(), "-o", out.to_str().unwrap(), "--shard", &format!("{k}/3")]);
+        let o =
+            diamond(&["convert", input.to_str().unwrap(), "-o", out.to_str().unwrap(), "--shard", &format!("{k}/3")]);
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
         let got = files(&out);
         assert!(!got.is_empty() && got.len() < 12, "shard {k}/3 holds a share: {got:?}");

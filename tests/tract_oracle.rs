@@ -14,10 +14,10 @@
 
 mod common;
 
+use diamond_infer::graph::{annotate, check_model, CheckOptions};
 use std::fmt::Write;
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
-use diamond_infer::graph::{annotate, check_model, CheckOptions};
 use tract_onnx::pb::TensorProto;
 use tract_onnx::prelude::*;
 
@@ -144,9 +144,10 @@ fn evaluate(case: &Path, model_bytes: &[u8], non_tensor: bool) -> Outcome {
 /// the correct float32 declaration of it or of anything computed from it
 /// fails tract's analysis with this message.
 fn tract_reads_constant_of_shape_as_f64(model: &diamond_ir::Model, outcome: &Outcome) -> bool {
-    let untyped_fill = model.graphs.values().any(|g| {
-        g.nodes.values().any(|n| n.op_type() == "ConstantOfShape" && n.attribute("value").is_none())
-    });
+    let untyped_fill = model
+        .graphs
+        .values()
+        .any(|g| g.nodes.values().any(|n| n.op_type() == "ConstantOfShape" && n.attribute("value").is_none()));
     untyped_fill && matches!(outcome, Outcome::LoadFailed(m) if m.contains("Impossible to unify F32 with F64"))
 }
 

@@ -62,4 +62,13 @@ pub enum ImportError {
     /// A TorchScript archive cannot be read (the error names the file).
     #[error(transparent)]
     Torch(Box<crate::torch::archive::TorchError>),
+    /// TorchScript code or IR text that cannot be parsed or lowered to ONNX:
+    /// a located problem, or the list of operators without a lowering.
+    #[error("{}: {problem}", path.display())]
+    TorchScript {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with its location.
+        problem: String,
+    },
 }

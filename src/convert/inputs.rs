@@ -1,5 +1,5 @@
 //! The models a batch converts: files, directories (walked recursively for
-//! `*.onnx`) and glob patterns, each with the path its output takes under the
+//! `*.onnx`, `*.pt`, `*.pth`) and glob patterns, each with the path its output takes under the
 //! output directory, and the `--shard K/N` share of them.
 //!
 //! The output path mirrors the input tree: a file found under a directory
@@ -42,7 +42,7 @@ pub fn expand(args: &[PathBuf]) -> (Vec<Job>, Vec<BadInput>) {
             let before = jobs.len();
             walk(arg, arg, 0, &mut jobs, &mut bad);
             if jobs.len() == before {
-                bad.push(BadInput { input: arg.clone(), message: "the directory holds no .onnx file".into() });
+                bad.push(BadInput { input: arg.clone(), message: "the directory holds no .onnx or .pt file".into() });
             }
         } else if arg.exists() {
             let name = arg.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -92,8 +92,11 @@ fn walk(root: &Path, dir: &Path, depth: usize, jobs: &mut Vec<Job>, bad: &mut Ve
     }
 }
 
+/// ONNX models and TorchScript archives (`.pt`, `.pth`) are picked up by a directory walk.
 fn is_model_file(path: &Path) -> bool {
-    path.extension().is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| ["onnx", "pt", "pth"].iter().any(|x| e.eq_ignore_ascii_case(x)))
 }
 
 /// `path` relative to `root` with `/` separators; `None` if it escapes.
@@ -119,7 +122,8 @@ fn expand_glob(pattern: &Path, jobs: &mut Vec<Job>, bad: &mut Vec<BadInput>) {
         }
     };
     // The fixed prefix: the components before the first one with a wildcard.
-    let base: PathBuf = pattern.components().take_while(|c| !c.as_os_str().to_string_lossy().contains(['*', '?', '['])).collect();
+    let base: PathBuf =
+        pattern.components().take_while(|c| !c.as_os_str().to_string_lossy().contains(['*', '?', '['])).collect();
     let before = jobs.len();
     for path in paths.flatten() {
         if path.is_dir() {

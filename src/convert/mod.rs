@@ -49,13 +49,13 @@ pub fn run(inputs: &[PathBuf], output: &Path, options: &Options) -> Result<(), F
         && options.shard.is_none()
         && options.report.is_none();
     if single {
-        return convert_one(&inputs[0], output, options.settings);
+        return convert_one(&inputs[0], output, &options.settings);
     }
     batch(inputs, output, options)
 }
 
 /// One file to one file: the message and exit code of that model.
-fn convert_one(input: &Path, output: &Path, settings: Settings) -> Result<(), Failure> {
+fn convert_one(input: &Path, output: &Path, settings: &Settings) -> Result<(), Failure> {
     let outcome = one::convert(input, output, settings);
     let name = input.display();
     match outcome.status {
@@ -122,7 +122,7 @@ fn batch(args: &[PathBuf], out_dir: &Path, options: &Options) -> Result<(), Fail
     let width = jobs.iter().map(|j| j.key.len()).max().unwrap_or(0).min(60);
     let progress = progress::Progress::new(jobs.len(), width);
     let start = Instant::now();
-    let settings = options.settings;
+    let settings = &options.settings;
     let converted: Vec<Option<Outcome>> = pool.install(|| {
         jobs.par_iter()
             .map(|job| {
@@ -147,18 +147,30 @@ fn batch(args: &[PathBuf], out_dir: &Path, options: &Options) -> Result<(), Fail
     exit_status(&outcomes, not_run, jobs.len() + bad.len())
 }
 
+/// Where a job's model is written: its key under the output directory, a
+/// TorchScript file (`.pt`, `.txt`) becoming `.onnx`.
 fn output_path(out_dir: &Path, job: &Job) -> PathBuf {
-    job.key.split('/').fold(out_dir.to_path_buf(), |p, part| p.join(part))
+    let path = job.key.split('/').fold(out_dir.to_path_buf(), |p, part| p.join(part));
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("onnx") | None => path,
+        Some(_) => path.with_extension("onnx"),
+    }
 }
 
 fn exit_status(outcomes: &[Outcome], not_run: usize, total: usize) -> Result<(), Failure> {
     let count = |s: Status| outcomes.iter().filter(|o| o.status == s).count();
     if not_run > 0 {
-        return Err(Failure { code: 130, message: format!("interrupted: {not_run} of {total} model(s) not converted") });
+        return Err(Failure {
+            code: 130,
+            message: format!("interrupted: {not_run} of {total} model(s) not converted"),
+        });
     }
     let unreadable = count(Status::Unreadable) + count(Status::Failed);
     if unreadable > 0 {
-        return Err(Failure { code: 2, message: format!("{unreadable} of {total} model(s) could not be read or written") });
+        return Err(Failure {
+            code: 2,
+            message: format!("{unreadable} of {total} model(s) could not be read or written"),
+        });
     }
     if count(Status::Errors) > 0 {
         return Err(Failure {

@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// What `convert` does beyond reading and writing.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Settings {
+    /// Graph-input shapes for TorchScript inputs (`--input-shape`).
+    pub shapes: Vec<diamond_importers::torch::lower::InputShape>,
     /// Write the model even when checking finds errors (without inferred types).
     pub allow_errors: bool,
     /// Re-export only: no inferred `value_info`.
@@ -71,7 +73,7 @@ pub struct Outcome {
 
 /// Converts `input` to `output`. Never panics outward: a panic inside is
 /// caught and reported as a `failed` model naming it as a diamond bug.
-pub fn convert(input: &Path, output: &Path, settings: Settings) -> Outcome {
+pub fn convert(input: &Path, output: &Path, settings: &Settings) -> Outcome {
     let start = Instant::now();
     let mut outcome = Outcome {
         input: input.to_path_buf(),
@@ -102,8 +104,8 @@ pub fn convert(input: &Path, output: &Path, settings: Settings) -> Outcome {
     outcome
 }
 
-fn run(input: &Path, output: &Path, settings: Settings, outcome: &mut Outcome) {
-    let model = match diamond_importers::onnx::load_model(input) {
+fn run(input: &Path, output: &Path, settings: &Settings, outcome: &mut Outcome) {
+    let model = match diamond_importers::torch::load::load_any(input, &settings.shapes) {
         Ok(model) => model,
         Err(e) => {
             outcome.status = Status::Unreadable;

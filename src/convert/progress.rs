@@ -41,8 +41,10 @@ impl Progress {
     /// A model starts.
     pub fn start(&self, key: &str) -> InFlight {
         let Some((multi, overall)) = &self.bars else { return InFlight(None) };
-        let style = ProgressStyle::with_template("  {spinner} {msg}").unwrap_or_else(|_| ProgressStyle::default_spinner());
-        let bar = multi.insert_before(overall, ProgressBar::new_spinner().with_style(style).with_message(key.to_string()));
+        let style =
+            ProgressStyle::with_template("  {spinner} {msg}").unwrap_or_else(|_| ProgressStyle::default_spinner());
+        let bar =
+            multi.insert_before(overall, ProgressBar::new_spinner().with_style(style).with_message(key.to_string()));
         bar.enable_steady_tick(Duration::from_millis(120));
         InFlight(Some(bar))
     }

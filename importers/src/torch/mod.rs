@@ -9,9 +9,14 @@
 //! - [`code`]: the printed TorchScript source of each class (`code/**.py`),
 //!   parsed into an AST.
 //! - [`irtext`]: TorchScript IR text (`graph(%x : Float(...)): ...`).
+//! - [`lower`]: running a module's `forward` (or an IR graph) into ONNX
+//!   nodes, with submodules inlined and parameters as initializers.
+//! - [`load`]: the entry points: a `.pt` file or an IR text file to a model.
 
 pub mod archive;
 pub mod code;
 pub mod irtext;
+pub mod load;
+pub mod lower;
 pub mod pickle;
 pub mod values;

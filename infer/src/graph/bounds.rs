@@ -15,8 +15,19 @@ use diamond_ir::Node;
 
 /// Operators whose output 0 holds only elements of input 0.
 const KEEPS_ELEMENTS: &[&str] = &[
-    "Identity", "Unsqueeze", "Squeeze", "Reshape", "Flatten", "Expand", "Transpose", "Tile", "Slice", "Cast",
-    "Gather", "GatherElements", "Concat",
+    "Identity",
+    "Unsqueeze",
+    "Squeeze",
+    "Reshape",
+    "Flatten",
+    "Expand",
+    "Transpose",
+    "Tile",
+    "Slice",
+    "Cast",
+    "Gather",
+    "GatherElements",
+    "Concat",
 ];
 
 impl OpCtx<'_, '_> {

@@ -160,7 +160,8 @@ pub fn annotate(model: &Model, inferred: &InferredTypes) -> Model {
     for (&gid, values) in &inferred.graphs {
         let graph = &mut out.graphs[gid];
         let mut interface: HashSet<ValueId> = graph.inputs.iter().filter_map(|vi| vi.value).collect();
-        interface.extend(graph.initializers.iter().filter_map(|t| t.name.as_deref()).filter_map(|n| graph.value_named(n)));
+        interface
+            .extend(graph.initializers.iter().filter_map(|t| t.name.as_deref()).filter_map(|n| graph.value_named(n)));
         for vi in &mut graph.outputs {
             let Some(v) = vi.value else { continue };
             interface.insert(v);
@@ -218,7 +219,11 @@ fn fill_shape(stated: Option<TensorShape>, inferred: Option<&TensorShape>) -> Op
                 .into_iter()
                 .zip(&i.dims)
                 .map(|(sd, id)| DimDecl {
-                    value: sd.value.clone().filter(|v| !matches!(v, DimValue::Param(p) if p.is_empty())).or(id.value.clone()),
+                    value: sd
+                        .value
+                        .clone()
+                        .filter(|v| !matches!(v, DimValue::Param(p) if p.is_empty()))
+                        .or(id.value.clone()),
                     denotation: sd.denotation.or(id.denotation.clone()),
                 })
                 .collect();

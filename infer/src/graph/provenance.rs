@@ -10,7 +10,8 @@
 //! until it reaches an initializer or a graph input — or a node that computed
 //! the size from several candidates, where it stops rather than guess. The
 //! result is one note per side: "64 comes from initializer 'w1' axis 1, via
-//! MatMul 'fc1' → Relu 'act'".
+//! MatMul 'fc1' → Relu 'act'". A node imported from source code (TorchScript)
+//! also gets a note naming the file and line it comes from.
 
 use super::report::{DimReport, ValueReport};
 use crate::diagnostic::{Code, Diagnostic};
@@ -28,6 +29,9 @@ pub(crate) fn annotate(graph: &Graph, values: &[ValueReport], diagnostics: &mut 
         values.iter().filter_map(|v| Some((v.name.as_str(), v.shape.as_deref()?))).collect();
     let tracer = Tracer::new(graph, &shapes);
     for d in diagnostics.iter_mut() {
+        if let Some(source) = d.graph.is_none().then(|| tracer.source_of(d)).flatten() {
+            d.notes.insert(0, format!("the node comes from {source}"));
+        }
         if !matches!(d.code, Code::DimMismatch | Code::BroadcastConflict) || d.graph.is_some() {
             continue;
         }
@@ -58,6 +62,14 @@ impl<'g> Tracer<'g> {
         }
         let initializers = graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
         Tracer { graph, shapes, producer, initializers }
+    }
+
+    /// Where the diagnostic's node was written, for graphs imported from
+    /// source code (TorchScript: `metadata_props["source"]`, `code/...py:12`).
+    fn source_of(&self, d: &Diagnostic) -> Option<String> {
+        let index = d.node_index?;
+        let (_, node) = self.graph.nodes.iter().find(|(nid, _)| EntityId::index(*nid) as u32 == index)?;
+        node.metadata_props.iter().find(|e| e.key.as_deref() == Some("source")).and_then(|e| e.value.clone())
     }
 
     fn shape(&self, v: ValueId) -> Option<&'g [DimReport]> {
@@ -170,5 +182,7 @@ impl<'g> Tracer<'g> {
 /// Whether `note` is the solver's `'v is SIZE because of ...` for `size`.
 fn solver_says_is(note: &str, size: &str) -> bool {
     note.starts_with('\'')
-        && note.split_once(" is ").is_some_and(|(_, rest)| rest.strip_prefix(size).is_some_and(|r| r.starts_with(" because of ")))
+        && note
+            .split_once(" is ")
+            .is_some_and(|(_, rest)| rest.strip_prefix(size).is_some_and(|r| r.starts_with(" because of ")))
 }

@@ -3,9 +3,9 @@
 
 use super::facts::ValueKind;
 use super::lowering::Lowering;
-use crate::solver::TensorId;
 use crate::cause::Origin;
 use crate::diagnostic::{Code, Diagnostic, Severity};
+use crate::solver::TensorId;
 use diamond_ir::term::{DimTerm, RowTerm, Size};
 use diamond_ir::types::{DimValue, TypeValue};
 use diamond_ir::{ElemType, GraphId};

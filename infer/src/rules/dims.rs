@@ -95,9 +95,9 @@ impl Solver {
             return;
         }
         let message = match code {
-            _ if x.size == y.size && x.basis != y.basis => format!(
-                "axis meanings differ: `{x} {relation} {y}` has one size under two bases"
-            ),
+            _ if x.size == y.size && x.basis != y.basis => {
+                format!("axis meanings differ: `{x} {relation} {y}` has one size under two bases")
+            }
             Code::BroadcastConflict if x.is_unit() || y.is_unit() => format!("{x} cannot broadcast to {y}"),
             Code::BroadcastConflict => format!("{x} cannot broadcast to {y}: only the claim-free unit `_` broadcasts"),
             _ => format!("dimensions differ: {x} must equal {y}"),

@@ -181,7 +181,7 @@ impl Solver {
             return;
         }
         self.pair(sub.leading(), &sup.leading()[..l], 0, cause, false);
-        self.pair(sub.trailing(), &sup.trailing()[big_r - r..], trailing_axis(&sub, big_l + big_r - r), cause, false);
+        self.pair(sub.trailing(), &sup.trailing()[big_r - r..], trailing_axis(sub, big_l + big_r - r), cause, false);
         if let Some(rho) = sub.var {
             let residue = self.store.alloc(&sup.leading()[l..], None, &sup.trailing()[..big_r - r]);
             let c = self.causes.derived(cause, "the interior of the larger row bounds the row variable");

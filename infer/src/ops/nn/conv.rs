@@ -246,7 +246,13 @@ fn conv_transpose_dims(ctx: &mut OpCtx, x: &[DimTerm], w: Option<&[DimTerm]>) ->
     let mut dims = vec![x[0].clone()];
     match w {
         Some(wd) => {
-            ctx.eq_dims_at(wd[0].clone(), x[1].clone(), "input 1", 0, "the weight's axis 0 equals the input's channels");
+            ctx.eq_dims_at(
+                wd[0].clone(),
+                x[1].clone(),
+                "input 1",
+                0,
+                "the weight's axis 0 equals the input's channels",
+            );
             let m = scaled_dim(ctx, &wd[1], group);
             dims.push(m.clone());
             if ctx.has_input(2) {

@@ -36,7 +36,13 @@ fn grid_sample_shape(ctx: &mut OpCtx, x: &[DimTerm]) -> Option<()> {
         Some(g) if g.len() == x.len() => {
             ctx.eq_dims_at(g[0].clone(), x[0].clone(), "input 1", 0, "the grid's batch axis is the input's");
             let k = ctx.known(r as u64);
-            ctx.eq_dims_at(g[r + 1].clone(), k, "input 1", r + 1, "the grid's last axis holds one coordinate per spatial axis");
+            ctx.eq_dims_at(
+                g[r + 1].clone(),
+                k,
+                "input 1",
+                r + 1,
+                "the grid's last axis holds one coordinate per spatial axis",
+            );
             dims.extend(g[1..=r].iter().cloned());
         }
         Some(g) => {

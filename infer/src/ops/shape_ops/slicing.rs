@@ -471,7 +471,8 @@ fn gathered_within(ctx: &mut OpCtx, table: &DimTerm, axis: usize) {
     let holds = bound == size
         || matches!((bound.as_constant(), size.as_constant()), (Some(b), Some(s)) if b <= s)
         || bound.min_operands().is_some_and(|ops| {
-            ops.iter().any(|o| *o == size || matches!((o.as_constant(), size.as_constant()), (Some(b), Some(s)) if b <= s))
+            ops.iter()
+                .any(|o| *o == size || matches!((o.as_constant(), size.as_constant()), (Some(b), Some(s)) if b <= s))
         });
     if holds {
         return;
