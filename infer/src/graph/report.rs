@@ -234,7 +234,11 @@ pub(crate) fn build(low: Lowering<'_>, main: GraphId) -> CheckReport {
         let name = graph.value_name(id);
         let Some(declared) = declared_dims(vi.ty.as_ref().and_then(|t| t.value.as_ref())) else { continue };
         let Some(v) = index.get(name).map(|&i| &mut values[i]) else { continue };
-        let Some(shape) = &v.shape else { continue };
+        let Some(shape) = &v.shape else {
+            // Inference left even the rank open: the declaration is all there is.
+            v.shape = Some(declared.iter().map(|d| d.clone().unwrap_or(DimReport::Unknown)).collect());
+            continue;
+        };
         let clash = if declared.len() != shape.len() {
             Some((None, format!("rank {} is stated but the graph implies rank {}", declared.len(), shape.len())))
         } else {
