@@ -43,7 +43,7 @@ fn diamond(args: &[&str]) -> Output {
 
 #[test]
 fn traced_archives_check_to_the_shapes_torch_computed() {
-    for name in ["resnet_tiny", "gpt_tiny"] {
+    for name in ["resnet_tiny", "gpt_tiny", "encoder_fastpath"] {
         let report = check(&torch(&format!("{name}.pt")), &[]);
         assert!(report.diagnostics.is_empty(), "{name}: {:#?}", report.diagnostics);
         assert_eq!(output_shape(&report), npy_shape(&format!("{name}.output.npy")), "{name}");

@@ -153,6 +153,8 @@ impl<'a> Interp<'a> {
             "avg_pool1d" | "avg_pool2d" | "avg_pool3d" => self.pool("AveragePool", op, a)?,
             "adaptive_avg_pool1d" | "adaptive_avg_pool2d" | "adaptive_avg_pool3d" => self.adaptive_avg_pool(a)?,
             "scaled_dot_product_attention" => self.attention(a)?,
+            "_native_multi_head_attention" => self.native_mha(a)?,
+            "_transformer_encoder_layer_fwd" => self.encoder_layer(a)?,
             // Shape manipulation.
             "view" | "reshape" => {
                 let x = a.tensor(0, "self")?;
@@ -259,7 +261,7 @@ impl<'a> Interp<'a> {
     }
 
     /// Emits `op` and wraps its output as a tensor value.
-    fn emit(
+    pub(super) fn emit(
         &mut self,
         op: &str,
         inputs: &[ValueId],
@@ -289,7 +291,7 @@ impl<'a> Interp<'a> {
     }
 
     /// A scalar operand shaped for a binary op with `like`: a constant of its element type, or a runtime int.
-    fn scalar_for(&mut self, v: &Val<'a>, like: T) -> Result<ValueId, String> {
+    pub(super) fn scalar_for(&mut self, v: &Val<'a>, like: T) -> Result<ValueId, String> {
         let elem = like.elem.unwrap_or(ElemType::Float);
         match v {
             Val::Tensor(t) => Ok(t.id),
@@ -556,10 +558,16 @@ impl<'a> Interp<'a> {
     /// `linear(input, weight, bias=None)` = input @ weight.T + bias.
     fn linear(&mut self, a: &Args<'a>) -> R<'a> {
         let (x, w) = (a.tensor(0, "input")?, a.tensor(1, "weight")?);
+        let b = a.opt_tensor(2, "bias")?;
+        self.linear_t(x, w, b)
+    }
+
+    /// x @ wᵀ (+ b).
+    pub(super) fn linear_t(&mut self, x: T, w: T, b: Option<T>) -> R<'a> {
         let wt =
             self.emit("Transpose", &[w.id], vec![attr_ints("perm", &[1, 0])], w.elem, Some(2)).tensor().ok_or("t")?;
         let y = self.emit("MatMul", &[x.id, wt.id], vec![], x.elem, x.rank);
-        match a.opt_tensor(2, "bias")? {
+        match b {
             Some(b) => {
                 let y = y.tensor().ok_or("matmul")?;
                 Ok(self.emit("Add", &[y.id, b.id], vec![], y.elem, y.rank))
@@ -675,13 +683,21 @@ impl<'a> Interp<'a> {
     /// `scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0., is_causal=False, scale=None, enable_gqa=False)`.
     fn attention(&mut self, a: &Args<'a>) -> R<'a> {
         let (q, k, v) = (a.tensor(0, "query")?, a.tensor(1, "key")?, a.tensor(2, "value")?);
+        let scale = a.get(6, "scale").and_then(Val::as_f64);
+        let causal = a.bool(5, "is_causal", false)?;
+        let mask = a.opt_tensor(3, "attn_mask")?;
+        self.attention_t(q, k, v, mask, causal, scale)
+    }
+
+    /// softmax(q kᵀ · scale [+ mask]) v, with scale 1/√E by default.
+    pub(super) fn attention_t(&mut self, q: T, k: T, v: T, mask: Option<T>, causal: bool, scale: Option<f64>) -> R<'a> {
         let rank = q.rank.ok_or("scaled_dot_product_attention: the query's rank is unknown")?;
         let mut perm: Vec<i64> = (0..rank as i64).collect();
         perm.swap(rank - 1, rank - 2);
         let kt =
             self.emit("Transpose", &[k.id], vec![attr_ints("perm", &perm)], k.elem, k.rank).tensor().ok_or("kt")?;
         let scores = self.emit("MatMul", &[q.id, kt.id], vec![], q.elem, Some(rank)).tensor().ok_or("qk")?;
-        let scale = match a.get(6, "scale").and_then(Val::as_f64) {
+        let scale = match scale {
             Some(s) => self.scalar_for(&Val::Float(s), q)?,
             None => {
                 // 1/sqrt(E), E the query's last axis.
@@ -702,12 +718,12 @@ impl<'a> Interp<'a> {
             }
         };
         let mut scores = self.emit("Mul", &[scores.id, scale], vec![], q.elem, Some(rank)).tensor().ok_or("scaled")?;
-        if a.bool(5, "is_causal", false)? {
+        if causal {
             let mask = self.causal_mask(q, k)?;
             let neg = self.scalar_for(&Val::Float(f64::NEG_INFINITY), q)?;
             scores = self.emit("Where", &[mask, scores.id, neg], vec![], q.elem, Some(rank)).tensor().ok_or("w")?;
         }
-        if let Some(mask) = a.opt_tensor(3, "attn_mask")? {
+        if let Some(mask) = mask {
             scores = if mask.elem == Some(ElemType::Bool) {
                 let neg = self.scalar_for(&Val::Float(f64::NEG_INFINITY), q)?;
                 self.emit("Where", &[mask.id, scores.id, neg], vec![], q.elem, Some(rank)).tensor().ok_or("w")?

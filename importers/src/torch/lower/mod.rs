@@ -12,6 +12,7 @@
 pub mod args;
 pub mod aten;
 pub mod builder;
+pub mod fused;
 pub mod interp;
 pub mod irgraph;
 pub mod value;
