@@ -282,8 +282,15 @@ fn scripted_control_flow() {
     let last = body.last().unwrap();
     assert!(matches!(&last.kind, StmtKind::Return(Some(e)) if show(e) == "torch.softmax(y0, -1)"));
 
-    let linear = class(entry(&files, "linear/___torch_mangle_108.py"), "Linear");
-    assert!(linear.constants.contains(&("in_features".into(), Expr { kind: ExprKind::Int(6), line: 8 })));
+    // The scripted Linear's file is mangled (`linear/___torch_mangle_N.py`, N varies with what torch compiled before).
+    let linear_file = files
+        .iter()
+        .find(|(path, _)| path.contains("modules/linear/___torch_mangle_"))
+        .map(|(path, _)| path.as_str())
+        .expect("a mangled linear.py");
+    let linear = class(entry(&files, linear_file), "Linear");
+    // torch prints the Final constants in no fixed order: look the constant up by name.
+    assert!(linear.constants.iter().any(|(name, e)| name == "in_features" && e.kind == ExprKind::Int(6)));
     assert!(linear.attributes.contains(&("_is_full_backward_hook".into(), type_name("NoneType"))));
     assert!(!linear.attributes.iter().any(|(name, _)| name == "in_features"));
 }
