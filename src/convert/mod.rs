@@ -76,7 +76,11 @@ fn convert_one(input: &Path, output: &Path, settings: &Settings) -> Result<(), F
         }
         Status::Errors => Err(Failure { code: 1, message: format!("{name}: {}", outcome.message.unwrap_or_default()) }),
         Status::Unreadable | Status::Failed => {
-            Err(Failure { code: 2, message: format!("{name}: {}", outcome.message.unwrap_or_default()) })
+            // Import errors already name the file.
+            let message = outcome.message.unwrap_or_default();
+            let shown = input.display().to_string();
+            let message = if message.starts_with(&shown) { message } else { format!("{shown}: {message}") };
+            Err(Failure { code: 2, message })
         }
     }
 }

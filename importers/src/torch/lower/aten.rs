@@ -223,6 +223,37 @@ impl<'a> Interp<'a> {
                 let index = self.int_value(a.get(2, "index").ok_or("aten::select: index missing")?)?;
                 self.emit("Gather", &[x.id, index], vec![attr_int("axis", dim)], x.elem, x.rank.map(|r| r - 1))
             }
+            "cumsum" => {
+                // torch sums bools and integers as int64.
+                let mut x = a.tensor(0, "self")?;
+                if x.elem.is_some_and(|e| !is_float(e) && e != ElemType::Int64) {
+                    let to = attr_int("to", ElemType::Int64.code() as i64);
+                    x = self.emit("Cast", &[x.id], vec![to], Some(ElemType::Int64), x.rank).tensor().ok_or("cast")?;
+                }
+                let axis = self.b.const_int(a.int(1, "dim", 0)?);
+                self.emit("CumSum", &[x.id, axis], vec![], x.elem, x.rank)
+            }
+            "diff" => self.diff(a)?,
+            "__and__" | "bitwise_and" | "logical_and" => self.logical("And", "BitwiseAnd", a)?,
+            "__or__" | "bitwise_or" | "logical_or" => self.logical("Or", "BitwiseOr", a)?,
+            "__xor__" | "bitwise_xor" | "logical_xor" => self.logical("Xor", "BitwiseXor", a)?,
+            "bitwise_not" | "logical_not" => {
+                let x = a.tensor(0, "self")?;
+                let op = if x.elem == Some(ElemType::Bool) || op == "logical_not" { "Not" } else { "BitwiseNot" };
+                self.emit(op, &[x.id], vec![], x.elem, x.rank)
+            }
+            "new_ones" | "new_zeros" | "new_full" => self.new_filled(op, a)?,
+            "index" => self.index(a)?,
+            "gather" => {
+                let (x, index) = (a.tensor(0, "self")?, a.tensor(2, "index")?);
+                self.emit(
+                    "GatherElements",
+                    &[x.id, index.id],
+                    vec![attr_int("axis", a.int(1, "dim", 0)?)],
+                    x.elem,
+                    index.rank,
+                )
+            }
             "index_select" => {
                 let (x, index) = (a.tensor(0, "self")?, a.tensor(2, "index")?);
                 self.emit("Gather", &[x.id, index.id], vec![attr_int("axis", a.int(1, "dim", 0)?)], x.elem, x.rank)
@@ -480,6 +511,9 @@ impl<'a> Interp<'a> {
     fn getitem(&mut self, a: &Args<'a>) -> R<'a> {
         let base = a.raw(0, "self").cloned().unwrap_or(Val::None);
         let index = a.raw(1, "idx").and_then(Val::as_int).ok_or("__getitem__ with an index not known at import")?;
+        if let Val::Chunks(x, size, dim) = base {
+            return self.chunk(x, size, dim, index).map(Val::Tensor);
+        }
         let items = base.items().ok_or_else(|| format!("__getitem__ on {}", base.describe()))?;
         let n = items.len() as i64;
         let at = if index < 0 { index + n } else { index };
@@ -900,7 +934,8 @@ impl<'a> Interp<'a> {
                     _ => None,
                 };
                 let Some(sizes) = sizes else {
-                    return Err("aten::split by a size (only by a list of sections)".into());
+                    let size = a.int(1, "split_size", 1)?;
+                    return Ok(Val::Chunks(x, size.max(1), a.int(2, "dim", 0)?));
                 };
                 let dim = a.int(2, "dim", 0)?;
                 let split = self.b.const_vector(&sizes);
@@ -1105,7 +1140,7 @@ fn replace_minus_one(v: Val<'_>) -> Val<'_> {
 }
 
 /// The little-endian bytes of one `value` of `elem`.
-fn scalar_bytes(value: f64, elem: ElemType) -> Vec<u8> {
+pub(super) fn scalar_bytes(value: f64, elem: ElemType) -> Vec<u8> {
     match elem {
         ElemType::Double => value.to_le_bytes().to_vec(),
         ElemType::Int64 => (value as i64).to_le_bytes().to_vec(),

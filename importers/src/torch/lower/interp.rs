@@ -265,6 +265,10 @@ impl<'a> Interp<'a> {
             ExprKind::Tuple(targets) | ExprKind::List(targets) => {
                 let items = match v {
                     Val::Tuple(items) | Val::List(items) => items,
+                    Val::Chunks(x, size, dim) => (0..targets.len() as i64)
+                        .map(|i| self.chunk(x, size, dim, i).map(Val::Tensor))
+                        .collect::<Result<_, String>>()
+                        .map_err(|m| self.error(target.line, m))?,
                     other => return Err(self.error(target.line, format!("cannot unpack {}", other.describe()))),
                 };
                 if items.len() != targets.len() {
@@ -360,6 +364,16 @@ impl<'a> Interp<'a> {
             .constants()
             .get(index)
             .ok_or_else(|| self.error(line, format!("CONSTANTS.{name}: constants.pkl has no entry {index}")))?;
+        // A 0-d constant tensor is a number torch wrapped (`x * 0.5`): as a
+        // number it takes the other operand's type, as torch's promotion does.
+        if let TsValue::Tensor(t) = value {
+            if t.sizes.is_empty() {
+                let bytes = archive.storage(t).map_err(|e| self.error(line, format!("CONSTANTS.{name}: {e}")))?;
+                if let Some(v) = scalar_of(t.elem, &bytes) {
+                    return Ok(v);
+                }
+            }
+        }
         self.pickled_value(value, &format!("CONSTANTS.{name}"), line)
     }
 
@@ -414,6 +428,9 @@ impl<'a> Interp<'a> {
 
     fn subscript(&mut self, base: Val<'a>, index: Val<'a>, line: u32) -> Result<Val<'a>, Located> {
         match (base, index) {
+            (Val::Chunks(x, size, dim), Val::Int(i)) => {
+                self.chunk(x, size, dim, i).map(Val::Tensor).map_err(|m| self.error(line, m))
+            }
             (Val::List(items) | Val::Tuple(items), Val::Int(i)) => {
                 let n = items.len() as i64;
                 let at = if i < 0 { i + n } else { i };
@@ -588,6 +605,19 @@ impl<'a> Interp<'a> {
         let attr = super::builder::attr_int("to", diamond_ir::ElemType::Int64.code() as i64);
         self.b.op("Cast", &[t.id], vec![attr], &origin)
     }
+}
+
+/// The number a 0-d tensor's bytes hold.
+fn scalar_of<'a>(elem: diamond_ir::ElemType, bytes: &[u8]) -> Option<Val<'a>> {
+    use diamond_ir::ElemType as E;
+    Some(match elem {
+        E::Double => Val::Float(f64::from_le_bytes(bytes.get(..8)?.try_into().ok()?)),
+        E::Float => Val::Float(f64::from(f32::from_le_bytes(bytes.get(..4)?.try_into().ok()?))),
+        E::Int64 => Val::Int(i64::from_le_bytes(bytes.get(..8)?.try_into().ok()?)),
+        E::Int32 => Val::Int(i64::from(i32::from_le_bytes(bytes.get(..4)?.try_into().ok()?))),
+        E::Bool => Val::Bool(*bytes.first()? != 0),
+        _ => return None,
+    })
 }
 
 /// `a.b.c` as a string, for names and attribute chains of names.

@@ -13,6 +13,7 @@ pub mod args;
 pub mod aten;
 pub mod builder;
 pub mod fused;
+pub mod indexing;
 pub mod interp;
 pub mod irgraph;
 pub mod value;

@@ -42,6 +42,9 @@ pub enum Val<'a> {
     Tuple(Vec<Val<'a>>),
     /// A module (or scripted object): the object and its path from the root (`layer1.0`).
     Module(&'a TsObject, String),
+    /// `split(x, size, dim)` whose number of pieces is known only once it is
+    /// unpacked or indexed: piece `i` is `x[i*size : (i+1)*size]` along `dim`.
+    Chunks(T, i64, i64),
 }
 
 impl<'a> Val<'a> {
@@ -58,6 +61,7 @@ impl<'a> Val<'a> {
             Val::List(_) => "a list",
             Val::Tuple(_) => "a tuple",
             Val::Module(..) => "a module",
+            Val::Chunks(..) => "a split",
         }
     }
 
