@@ -44,6 +44,8 @@ pub enum Code {
     ImpliedBound,
     /// A stated unit axis is widened by broadcasting (`--strict-units`).
     UnitAxisWidened,
+    /// A value holds more elements than 64 bits can count.
+    SizeOverflow,
 }
 
 impl Code {
@@ -63,6 +65,7 @@ impl Code {
             Code::UnsupportedOp => "unsupported-op",
             Code::ImpliedBound => "implied-bound",
             Code::UnitAxisWidened => "unit-axis-widened",
+            Code::SizeOverflow => "size-overflow",
         }
     }
 
@@ -131,4 +134,18 @@ impl fmt::Display for Diagnostic {
         }
         Ok(())
     }
+}
+
+/// The longest message a rule may give; longer ones (a 50,000-entry `perm`
+/// quoted back) are cut, saying how much was left out.
+pub const MAX_MESSAGE_CHARS: usize = 400;
+
+/// `text` cut to [`MAX_MESSAGE_CHARS`] characters, with a note of the rest.
+pub fn shorten(text: String) -> String {
+    let count = text.chars().count();
+    if count <= MAX_MESSAGE_CHARS {
+        return text;
+    }
+    let kept: String = text.chars().take(MAX_MESSAGE_CHARS).collect();
+    format!("{kept}… ({} more characters)", count - MAX_MESSAGE_CHARS)
 }

@@ -8,6 +8,7 @@
 //! assume them.
 
 mod external;
+mod limits;
 mod to_ir;
 
 use crate::error::ImportError;
@@ -32,7 +33,7 @@ pub fn decode_model(bytes: Bytes, path: &Path, base_dir: &Path) -> Result<Model,
         return Err(ImportError::Empty { path: path.to_path_buf() });
     }
     let proto = ModelProto::decode(bytes)
-        .map_err(|e| ImportError::Decode { path: path.to_path_buf(), detail: e.to_string() })?;
+        .map_err(|e| ImportError::Decode { path: path.to_path_buf(), detail: decode_detail(&e) })?;
     check_model_header(&proto, path)?;
     to_ir::convert_model(proto, path, base_dir)
 }
@@ -105,4 +106,16 @@ fn check_model_header(proto: &ModelProto, path: &Path) -> Result<(), ImportError
         )));
     }
     Ok(())
+}
+
+/// prost's message, shortened where it lists a path through a hundred
+/// nested messages: nesting past its recursion limit (100 messages, e.g.
+/// subgraphs inside subgraphs) is named as such.
+fn decode_detail(e: &prost::DecodeError) -> String {
+    let text = e.to_string();
+    if text.ends_with("recursion limit reached") {
+        return "messages nest deeper than the decoder's limit of 100 (subgraphs inside subgraphs, or a corrupt file)"
+            .to_string();
+    }
+    text
 }

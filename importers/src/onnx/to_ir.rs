@@ -59,19 +59,29 @@ impl Converter<'_> {
         graph.doc_string = proto.doc_string;
         for info in proto.input {
             let info = value_info(&mut graph, info);
+            self.check_declared(&graph, &info)?;
             graph.inputs.push(info);
         }
         for info in proto.output {
             let info = value_info(&mut graph, info);
+            self.check_declared(&graph, &info)?;
             graph.outputs.push(info);
         }
         for info in proto.value_info {
             let info = value_info(&mut graph, info);
+            self.check_declared(&graph, &info)?;
             graph.value_info.push(info);
         }
+        let mut initializer_names = std::collections::HashSet::new();
         for tensor in proto.initializer {
             let tensor = self.tensor(tensor)?;
             if let Some(name) = &tensor.name {
+                if !initializer_names.insert(name.clone()) {
+                    return Err(ImportError::Invalid {
+                        path: self.path.to_path_buf(),
+                        problem: format!("initializer '{name}' is given twice (names are defined once)"),
+                    });
+                }
                 graph.intern(name);
             }
             graph.initializers.push(tensor);
@@ -143,6 +153,11 @@ impl Converter<'_> {
         })
     }
 
+    fn check_declared(&self, graph: &ir::Graph, info: &ir::ValueInfo) -> Result<(), ImportError> {
+        let name = info.value.map_or("(unnamed)", |v| graph.value_name(v));
+        super::limits::check_declared(name, info.ty.as_ref(), self.path)
+    }
+
     fn tensor(&mut self, proto: pb::TensorProto) -> Result<ir::Tensor, ImportError> {
         let external_data = entries(proto.external_data);
         let is_external = proto.data_location == Some(pb::tensor_proto::DataLocation::External as i32);
@@ -152,7 +167,7 @@ impl Converter<'_> {
         } else {
             None
         };
-        Ok(ir::Tensor {
+        let tensor = ir::Tensor {
             name: proto.name,
             dims: proto.dims,
             data_type: proto.data_type.map(ElemType::from_code),
@@ -171,7 +186,9 @@ impl Converter<'_> {
             data_location: proto.data_location,
             external_data,
             external,
-        })
+        };
+        super::limits::check_tensor(&tensor, self.path)?;
+        Ok(tensor)
     }
 
     fn sparse_tensor(&mut self, proto: pb::SparseTensorProto) -> Result<ir::SparseTensor, ImportError> {

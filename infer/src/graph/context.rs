@@ -578,7 +578,7 @@ impl<'l, 'm> OpCtx<'l, 'm> {
     /// Reports `code` about `operand` (`input 1`) of this node.
     pub fn report_at(&mut self, code: Code, operand: &str, message: String) {
         let cause = self.cause(operand, "operator rule");
-        self.low.solver.report_fact(code, message, cause, Vec::new());
+        self.low.solver.report_fact(code, crate::diagnostic::shorten(message), cause, Vec::new());
     }
 
     /// An `invalid-attribute` error at this node; the message is prefixed with the node.

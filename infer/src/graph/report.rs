@@ -291,6 +291,7 @@ pub(crate) fn build(low: Lowering<'_>, main: GraphId) -> CheckReport {
             }
         }
     }
+    size_overflows(graph, &values, &mut diagnostics);
     super::provenance::annotate(graph, &values, &mut diagnostics);
     let _ = Origin::Solver("report");
     CheckReport { inputs, outputs, values, inferred_from_use, from_declaration, diagnostics, inferred }
@@ -321,4 +322,43 @@ fn declared_dims(ty: Option<&TypeValue>) -> Option<Vec<Option<DimReport>>> {
             })
             .collect(),
     )
+}
+
+/// A `size-overflow` error for each main-graph value whose known sizes
+/// multiply past 64 bits (`ConstantOfShape([2^40, 2^40])`), at its producer.
+fn size_overflows(graph: &diamond_ir::Graph, values: &[ValueReport], diagnostics: &mut Vec<Diagnostic>) {
+    for v in values {
+        let Some(shape) = &v.shape else { continue };
+        let known = shape.iter().filter_map(|d| match d {
+            DimReport::Known(n) => Some(*n),
+            _ => None,
+        });
+        let mut product: u64 = 1;
+        if known.into_iter().all(|n| product.checked_mul(n).map(|p| product = p).is_some()) {
+            continue;
+        }
+        let Some(id) = graph.value_named(&v.name) else { continue };
+        let producer = graph.nodes.iter().find(|(_, n)| n.outputs.contains(&id));
+        diagnostics.push(Diagnostic {
+            severity: Severity::Error,
+            code: Code::SizeOverflow,
+            message: format!("'{}' would hold {} elements, more than 64 bits can count", v.name, v.shape_text()),
+            line: None,
+            node: producer.map(|(nid, n)| {
+                if n.name().is_empty() {
+                    super::lowering::node_label(graph, nid)
+                } else {
+                    n.name().to_string()
+                }
+            }),
+            op: producer.map(|(_, n)| n.op_type().to_string()),
+            node_index: producer.map(|(nid, _)| diamond_ir::entity::EntityId::index(nid) as u32),
+            graph: None,
+            operand: producer.and_then(|(_, n)| n.outputs.iter().position(|&o| o == id)).map(|j| format!("output {j}")),
+            axis: None,
+            help: Some("fix the shape computation: no tensor can hold this many elements".into()),
+            notes: Vec::new(),
+            clash: None,
+        });
+    }
 }
