@@ -142,7 +142,7 @@ fn a_directory_is_rejected() {
     std::fs::create_dir(&model_dir).unwrap();
     // `convert` takes directories (a batch over the models inside): an empty one is an error.
     let err = convert_fails(&model_dir);
-    assert!(err.contains("holds no .onnx file"), "{err}");
+    assert!(err.contains("holds no .onnx or .pt file"), "{err}");
     let inspect = diamond(&["inspect", model_dir.to_str().unwrap()]);
     assert!(stderr(&inspect).contains("is a directory"), "{}", stderr(&inspect));
 }

@@ -223,6 +223,8 @@ impl<'a> Interp<'a> {
                 let index = self.int_value(a.get(2, "index").ok_or("aten::select: index missing")?)?;
                 self.emit("Gather", &[x.id, index], vec![attr_int("axis", dim)], x.elem, x.rank.map(|r| r - 1))
             }
+            "remainder" | "fmod" => self.remainder(op == "fmod", a)?,
+            "pad" | "constant_pad_nd" => self.pad(op, a)?,
             "cumsum" => {
                 // torch sums bools and integers as int64.
                 let mut x = a.tensor(0, "self")?;
@@ -371,20 +373,32 @@ impl<'a> Interp<'a> {
             let origin = self.origin.clone();
             return Ok(Val::RuntimeInt(self.b.op(onnx, &[p, q], vec![], &origin)));
         }
-        let runtime = match (x, y) {
-            (Val::RuntimeInt(id), _) | (_, Val::RuntimeInt(id)) => {
-                Some(T { id: *id, elem: Some(ElemType::Int64), rank: Some(0) })
-            }
+        // The tensor operands (a runtime int is a 0-d int64 tensor); numbers take their type.
+        let as_tensor = |v: &Val| match v {
+            Val::Tensor(t) => Some(*t),
+            Val::RuntimeInt(id) => Some(T { id: *id, elem: Some(ElemType::Int64), rank: Some(0) }),
             _ => None,
         };
-        let like = x.tensor().or(y.tensor()).or(runtime);
-        let like = like.ok_or_else(|| format!("{onnx} of {} and {}", x.describe(), y.describe()))?;
-        let (p, q) = (self.operand(x, like)?, self.operand(y, like)?);
-        let rank = match (x.tensor().and_then(|t| t.rank), y.tensor().and_then(|t| t.rank)) {
-            (Some(r), Some(s)) => Some(r.max(s)),
-            (Some(r), None) if y.tensor().is_none() => Some(r),
-            (None, Some(s)) if x.tensor().is_none() => Some(s),
-            _ => None,
+        let (tx, ty) = (as_tensor(x), as_tensor(y));
+        let mut like = tx.or(ty).ok_or_else(|| format!("{onnx} of {} and {}", x.describe(), y.describe()))?;
+        // An integer tensor with a float number computes in float, as torch promotes.
+        let float_number = matches!(x, Val::Float(_)) || matches!(y, Val::Float(_));
+        let (mut x, mut y) = (x.clone(), y.clone());
+        if float_number && !like.elem.is_some_and(is_float) {
+            let to = attr_int("to", ElemType::Float.code() as i64);
+            for v in [&mut x, &mut y] {
+                if let Some(t) = as_tensor(v) {
+                    let cast = self.emit("Cast", &[t.id], vec![to.clone()], Some(ElemType::Float), t.rank);
+                    *v = cast;
+                }
+            }
+            like = T { elem: Some(ElemType::Float), ..like };
+        }
+        let (p, q) = (self.operand(&x, like)?, self.operand(&y, like)?);
+        let rank = match (tx, ty) {
+            (Some(a), Some(b)) => a.rank.zip(b.rank).map(|(r, s)| r.max(s)),
+            (Some(t), None) | (None, Some(t)) => t.rank,
+            (None, None) => None,
         };
         let out = self.emit(onnx, &[p, q], vec![], like.elem, rank);
         if floor && like.elem.is_some_and(is_float) {
@@ -1099,7 +1113,8 @@ fn fold_int(onnx: &str, p: i64, q: i64, floor: bool) -> Option<i64> {
         "Mul" => p.checked_mul(q)?,
         "Div" if floor => p.checked_div_euclid(q)?,
         "Div" => p.checked_div(q)?,
-        "Mod" => p.checked_rem_euclid(q)?,
+        // Python's `%`: the result takes the divisor's sign.
+        "Mod" => p.checked_rem(q)?.checked_add(q)?.checked_rem(q)?,
         "Pow" => p.checked_pow(u32::try_from(q).ok()?)?,
         _ => return None,
     })

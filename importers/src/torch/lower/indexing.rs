@@ -137,4 +137,71 @@ impl<'a> Interp<'a> {
         let axes = self.b.const_vector(&[dim]);
         self.emit("Slice", &[x.id, start, end, axes], vec![], x.elem, x.rank).tensor().ok_or_else(|| "slice".into())
     }
+
+    /// `remainder(self, other)` (the divisor's sign, as Python's `%`) and `fmod` (the dividend's).
+    pub(super) fn remainder(&mut self, fmod: bool, a: &Args<'a>) -> R<'a> {
+        let x = a.get(0, "self").ok_or("missing self")?.clone();
+        let y = a.get(1, "other").ok_or("missing other")?.clone();
+        if let (Some(p), Some(q)) = (x.as_int(), y.as_int()) {
+            let r = if fmod {
+                p.checked_rem(q)
+            } else {
+                p.checked_rem(q).and_then(|r| r.checked_add(q)).and_then(|r| r.checked_rem(q))
+            };
+            return r.map(Val::Int).ok_or_else(|| "remainder by zero".into());
+        }
+        let like = x.tensor().or(y.tensor()).or_else(|| match (&x, &y) {
+            (Val::RuntimeInt(id), _) | (_, Val::RuntimeInt(id)) => {
+                Some(T { id: *id, elem: Some(ElemType::Int64), rank: Some(0) })
+            }
+            _ => None,
+        });
+        let like = like.ok_or_else(|| format!("remainder of {} and {}", x.describe(), y.describe()))?;
+        let (p, q) = (self.scalar_for(&x, like)?, self.scalar_for(&y, like)?);
+        let float = like.elem.is_some_and(super::value::is_float);
+        let rank = like.rank;
+        if float && !fmod {
+            // a - floor(a / b) * b
+            let d = self.emit("Div", &[p, q], vec![], like.elem, rank).tensor().ok_or("div")?;
+            let f = self.emit("Floor", &[d.id], vec![], like.elem, rank).tensor().ok_or("floor")?;
+            let m = self.emit("Mul", &[f.id, q], vec![], like.elem, rank).tensor().ok_or("mul")?;
+            return Ok(self.emit("Sub", &[p, m.id], vec![], like.elem, rank));
+        }
+        let out = self.emit("Mod", &[p, q], vec![attr_int("fmod", i64::from(float || fmod))], like.elem, rank);
+        if matches!((&x, &y), (Val::RuntimeInt(_) | Val::Int(_), Val::RuntimeInt(_) | Val::Int(_))) {
+            return Ok(Val::RuntimeInt(out.tensor().ok_or("mod")?.id));
+        }
+        Ok(out)
+    }
+
+    /// `pad(input, pad, mode="constant", value=None)` and `constant_pad_nd(input, pad, value=0)`:
+    /// `pad` pairs (before, after) from the last axis backwards.
+    pub(super) fn pad(&mut self, op: &str, a: &Args<'a>) -> R<'a> {
+        let x = a.tensor(0, "input").or_else(|_| a.tensor(0, "self"))?;
+        let pairs = a.get(1, "pad").and_then(Val::items).ok_or("aten::pad without a pad list")?.to_vec();
+        if pairs.len() % 2 != 0 {
+            return Err(format!("aten::pad with an odd pad list of {} entries", pairs.len()));
+        }
+        let (mode, value_at) =
+            if op == "pad" { (a.str(2, "mode").unwrap_or("constant").to_string(), 3) } else { ("constant".into(), 2) };
+        let onnx_mode = match mode.as_str() {
+            "constant" => "constant",
+            "reflect" => "reflect",
+            "replicate" => "edge",
+            "circular" => "wrap",
+            other => return Err(format!("aten::pad mode '{other}'")),
+        };
+        let k = pairs.len() / 2;
+        let begins: Vec<Val<'a>> = (0..k).map(|i| pairs[2 * i].clone()).collect();
+        let ends: Vec<Val<'a>> = (0..k).map(|i| pairs[2 * i + 1].clone()).collect();
+        let pads = self.shape_tensor(&Val::List(begins.into_iter().chain(ends).collect()))?;
+        let axes: Vec<i64> = (0..k as i64).map(|i| -1 - i).collect();
+        let axes = self.b.const_vector(&axes);
+        let value = match a.get(value_at, "value").and_then(Val::as_f64) {
+            Some(v) if onnx_mode == "constant" => self.scalar_for(&Val::Float(v), x)?,
+            _ => self.b.graph.intern(""),
+        };
+        let mode = super::builder::attr_str("mode", onnx_mode);
+        Ok(self.emit("Pad", &[x.id, pads, value, axes], vec![mode], x.elem, x.rank))
+    }
 }
