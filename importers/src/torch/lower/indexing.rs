@@ -150,12 +150,13 @@ impl<'a> Interp<'a> {
             };
             return r.map(Val::Int).ok_or_else(|| "remainder by zero".into());
         }
-        let like = x.tensor().or(y.tensor()).or_else(|| match (&x, &y) {
+        let runtime = match (&x, &y) {
             (Val::RuntimeInt(id), _) | (_, Val::RuntimeInt(id)) => {
                 Some(T { id: *id, elem: Some(ElemType::Int64), rank: Some(0) })
             }
             _ => None,
-        });
+        };
+        let like = x.tensor().or(y.tensor()).or(runtime);
         let like = like.ok_or_else(|| format!("remainder of {} and {}", x.describe(), y.describe()))?;
         let (p, q) = (self.scalar_for(&x, like)?, self.scalar_for(&y, like)?);
         let float = like.elem.is_some_and(super::value::is_float);
