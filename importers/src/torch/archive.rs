@@ -833,29 +833,7 @@ fn storage_elem_type(module: &str, name: &str) -> Option<ElemType> {
     if module != "torch" {
         return None;
     }
-    Some(match name.strip_suffix("Storage")? {
-        "Float" => ElemType::Float,
-        "Double" => ElemType::Double,
-        "Half" => ElemType::Float16,
-        "BFloat16" => ElemType::Bfloat16,
-        "Long" => ElemType::Int64,
-        "Int" => ElemType::Int32,
-        "Short" => ElemType::Int16,
-        "Char" => ElemType::Int8,
-        "Byte" => ElemType::Uint8,
-        "Bool" => ElemType::Bool,
-        "UInt16" => ElemType::Uint16,
-        "UInt32" => ElemType::Uint32,
-        "UInt64" => ElemType::Uint64,
-        "ComplexFloat" => ElemType::Complex64,
-        "ComplexDouble" => ElemType::Complex128,
-        "Float8_e4m3fn" => ElemType::Float8e4m3fn,
-        "Float8_e4m3fnuz" => ElemType::Float8e4m3fnuz,
-        "Float8_e5m2" => ElemType::Float8e5m2,
-        "Float8_e5m2fnuz" => ElemType::Float8e5m2fnuz,
-        "Float8_e8m0fnu" => ElemType::Float8e8m0,
-        _ => return None,
-    })
+    super::values::elem_of_torch_name(name.strip_suffix("Storage")?)
 }
 
 fn non_negative(value: &PyValue, what: &str) -> Result<u64, String> {

@@ -65,3 +65,31 @@ pub struct StoredTensor {
     /// Strides, in elements.
     pub strides: Vec<u64>,
 }
+
+/// The ONNX element type of a torch scalar type name, as storages
+/// (`FloatStorage`) and IR text types (`Float(2, 3)`) spell it.
+pub fn elem_of_torch_name(name: &str) -> Option<ElemType> {
+    Some(match name {
+        "Float" => ElemType::Float,
+        "Double" => ElemType::Double,
+        "Half" => ElemType::Float16,
+        "BFloat16" => ElemType::Bfloat16,
+        "Long" => ElemType::Int64,
+        "Int" => ElemType::Int32,
+        "Short" => ElemType::Int16,
+        "Char" => ElemType::Int8,
+        "Byte" => ElemType::Uint8,
+        "Bool" => ElemType::Bool,
+        "UInt16" => ElemType::Uint16,
+        "UInt32" => ElemType::Uint32,
+        "UInt64" => ElemType::Uint64,
+        "ComplexFloat" => ElemType::Complex64,
+        "ComplexDouble" => ElemType::Complex128,
+        "Float8_e4m3fn" => ElemType::Float8e4m3fn,
+        "Float8_e4m3fnuz" => ElemType::Float8e4m3fnuz,
+        "Float8_e5m2" => ElemType::Float8e5m2,
+        "Float8_e5m2fnuz" => ElemType::Float8e5m2fnuz,
+        "Float8_e8m0fnu" => ElemType::Float8e8m0,
+        _ => return None,
+    })
+}

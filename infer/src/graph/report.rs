@@ -252,30 +252,10 @@ pub(crate) fn build(low: Lowering<'_>, main: GraphId) -> CheckReport {
         match clash {
             Some((axis, what)) => {
                 // Located at the node producing the value.
-                let producer = graph.nodes.iter().find(|(_, n)| n.outputs.contains(&id));
-                diagnostics.push(Diagnostic {
-                    severity: Severity::Error,
-                    code: Code::DeclaredShapeMismatch,
-                    message: format!("declared shape of '{name}' disagrees with the graph: {what}"),
-                    line: None,
-                    node: producer.map(|(nid, n)| {
-                        if n.name().is_empty() {
-                            super::lowering::node_label(graph, nid)
-                        } else {
-                            n.name().to_string()
-                        }
-                    }),
-                    op: producer.map(|(_, n)| n.op_type().to_string()),
-                    node_index: producer.map(|(nid, _)| diamond_ir::entity::EntityId::index(nid) as u32),
-                    graph: None,
-                    operand: producer
-                        .and_then(|(_, n)| n.outputs.iter().position(|&o| o == id))
-                        .map(|j| format!("output {j}")),
-                    axis,
-                    help: Some(format!("fix or remove the declared shape of '{name}' (value_info or graph output)")),
-                    notes: vec![format!("declared {}, inferred {}", show(&declared), v.shape_text())],
-                    clash: None,
-                })
+                let message = format!("declared shape of '{name}' disagrees with the graph: {what}");
+                let help = format!("fix or remove the declared shape of '{name}' (value_info or graph output)");
+                let notes = vec![format!("declared {}, inferred {}", show(&declared), v.shape_text())];
+                diagnostics.push(at_producer(graph, id, Code::DeclaredShapeMismatch, message, axis, help, notes))
             }
             None => {
                 // Fill what only the declaration knows.
@@ -338,27 +318,42 @@ fn size_overflows(graph: &diamond_ir::Graph, values: &[ValueReport], diagnostics
             continue;
         }
         let Some(id) = graph.value_named(&v.name) else { continue };
-        let producer = graph.nodes.iter().find(|(_, n)| n.outputs.contains(&id));
-        diagnostics.push(Diagnostic {
-            severity: Severity::Error,
-            code: Code::SizeOverflow,
-            message: format!("'{}' would hold {} elements, more than 64 bits can count", v.name, v.shape_text()),
-            line: None,
-            node: producer.map(|(nid, n)| {
-                if n.name().is_empty() {
-                    super::lowering::node_label(graph, nid)
-                } else {
-                    n.name().to_string()
-                }
-            }),
-            op: producer.map(|(_, n)| n.op_type().to_string()),
-            node_index: producer.map(|(nid, _)| diamond_ir::entity::EntityId::index(nid) as u32),
-            graph: None,
-            operand: producer.and_then(|(_, n)| n.outputs.iter().position(|&o| o == id)).map(|j| format!("output {j}")),
-            axis: None,
-            help: Some("fix the shape computation: no tensor can hold this many elements".into()),
-            notes: Vec::new(),
-            clash: None,
-        });
+        let message = format!("'{}' would hold {} elements, more than 64 bits can count", v.name, v.shape_text());
+        let help = "fix the shape computation: no tensor can hold this many elements".to_string();
+        diagnostics.push(at_producer(graph, id, Code::SizeOverflow, message, None, help, Vec::new()));
+    }
+}
+
+/// An error about value `id` of the main graph, located at the node producing it.
+fn at_producer(
+    graph: &diamond_ir::Graph,
+    id: diamond_ir::ValueId,
+    code: Code,
+    message: String,
+    axis: Option<usize>,
+    help: String,
+    notes: Vec<String>,
+) -> Diagnostic {
+    let producer = graph.nodes.iter().find(|(_, n)| n.outputs.contains(&id));
+    Diagnostic {
+        severity: Severity::Error,
+        code,
+        message,
+        line: None,
+        node: producer.map(|(nid, n)| {
+            if n.name().is_empty() {
+                super::lowering::node_label(graph, nid)
+            } else {
+                n.name().to_string()
+            }
+        }),
+        op: producer.map(|(_, n)| n.op_type().to_string()),
+        node_index: producer.map(|(nid, _)| diamond_ir::entity::EntityId::index(nid) as u32),
+        graph: None,
+        operand: producer.and_then(|(_, n)| n.outputs.iter().position(|&o| o == id)).map(|j| format!("output {j}")),
+        axis,
+        help: Some(help),
+        notes,
+        clash: None,
     }
 }

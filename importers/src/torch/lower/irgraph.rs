@@ -108,19 +108,7 @@ fn dim_of(d: Option<u64>) -> DimDecl {
 
 /// ONNX element type of a torch tensor type name (`Float`, `Long`, ...).
 fn elem_of(name: &str) -> Option<ElemType> {
-    Some(match name {
-        "Float" => ElemType::Float,
-        "Double" => ElemType::Double,
-        "Half" => ElemType::Float16,
-        "BFloat16" => ElemType::Bfloat16,
-        "Long" => ElemType::Int64,
-        "Int" => ElemType::Int32,
-        "Short" => ElemType::Int16,
-        "Char" => ElemType::Int8,
-        "Byte" => ElemType::Uint8,
-        "Bool" => ElemType::Bool,
-        _ => return None,
-    })
+    crate::torch::values::elem_of_torch_name(name)
 }
 
 struct IrLowering {
