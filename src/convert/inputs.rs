@@ -37,7 +37,6 @@ pub fn expand(args: &[PathBuf]) -> (Vec<Job>, Vec<BadInput>) {
     let mut jobs = Vec::new();
     let mut bad = Vec::new();
     for arg in args {
-        let text = arg.to_string_lossy();
         if arg.is_dir() {
             let before = jobs.len();
             walk(arg, arg, 0, &mut jobs, &mut bad);
@@ -47,7 +46,7 @@ pub fn expand(args: &[PathBuf]) -> (Vec<Job>, Vec<BadInput>) {
         } else if arg.exists() {
             let name = arg.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             jobs.push(Job { input: arg.clone(), key: name });
-        } else if text.contains(['*', '?', '[']) {
+        } else if is_pattern(arg) {
             expand_glob(arg, &mut jobs, &mut bad);
         } else {
             bad.push(BadInput { input: arg.clone(), message: "cannot read: no such file or directory".into() });
@@ -57,6 +56,11 @@ pub fn expand(args: &[PathBuf]) -> (Vec<Job>, Vec<BadInput>) {
     // The same file named twice (a directory and a glob inside it) is one job.
     jobs.dedup_by(|a, b| a.key == b.key && same_file(&a.input, &b.input));
     (jobs, bad)
+}
+
+/// Whether `arg` is a glob pattern rather than a path (an existing path never is).
+pub fn is_pattern(arg: &Path) -> bool {
+    !arg.exists() && arg.to_string_lossy().contains(['*', '?', '['])
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {

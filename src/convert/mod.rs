@@ -42,8 +42,7 @@ static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// `diamond convert IN... -o OUT`.
 pub fn run(inputs: &[PathBuf], output: &Path, options: &Options) -> Result<(), Failure> {
-    let is_pattern = |p: &Path| !p.exists() && p.to_string_lossy().contains(['*', '?', '[']);
-    let single = matches!(inputs, [input] if !input.is_dir() && !is_pattern(input))
+    let single = matches!(inputs, [input] if !input.is_dir() && !inputs::is_pattern(input))
         && !output.is_dir()
         && !output.as_os_str().to_string_lossy().ends_with(std::path::MAIN_SEPARATOR)
         && options.shard.is_none()

@@ -50,7 +50,8 @@ impl Lowering<'_> {
     /// elements keeps input 0's bound (a Concat only when every input has
     /// the same one).
     pub(crate) fn carry_index_bound(&mut self, inputs: &[Option<Key>], outputs: &[Option<Key>], node: &Node) {
-        if !node.domain().is_empty() || !KEEPS_ELEMENTS.contains(&node.op_type()) {
+        // Runs after every node: most models have no bound to carry.
+        if self.index_bounds.is_empty() || !node.domain().is_empty() || !KEEPS_ELEMENTS.contains(&node.op_type()) {
             return;
         }
         let (Some(Some(first)), Some(Some(out))) = (inputs.first(), outputs.first()) else { return };

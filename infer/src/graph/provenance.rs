@@ -25,6 +25,10 @@ const MAX_HOPS: usize = 64;
 /// Adds a provenance note for each side of every dimension conflict located
 /// at an input axis of a main-graph node.
 pub(crate) fn annotate(graph: &Graph, values: &[ValueReport], diagnostics: &mut [Diagnostic]) {
+    // A clean model (the common case) pays nothing for the indexes below.
+    if diagnostics.is_empty() {
+        return;
+    }
     let shapes: HashMap<&str, &[DimReport]> =
         values.iter().filter_map(|v| Some((v.name.as_str(), v.shape.as_deref()?))).collect();
     let tracer = Tracer::new(graph, &shapes);

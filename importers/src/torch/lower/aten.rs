@@ -68,7 +68,8 @@ impl<'a> Interp<'a> {
             "neg" => self.unary_op("Neg", a)?,
             "sqrt" => self.unary_op("Sqrt", a)?,
             "rsqrt" => {
-                let s = self.unary_op("Sqrt", a)?.tensor().ok_or("rsqrt")?;
+                let x = a.tensor(0, "self")?;
+                let s = self.emit_t("Sqrt", &[x.id], vec![], x.elem, x.rank);
                 let one = self.scalar_for(&Val::Float(1.0), s)?;
                 self.emit("Div", &[one, s.id], vec![], s.elem, s.rank)
             }
@@ -87,7 +88,7 @@ impl<'a> Interp<'a> {
             "tanh" | "tanh_" => self.unary_op("Tanh", a)?,
             "silu" | "silu_" => {
                 let x = a.tensor(0, "self")?;
-                let s = self.emit("Sigmoid", &[x.id], vec![], x.elem, x.rank).tensor().ok_or("silu")?;
+                let s = self.emit_t("Sigmoid", &[x.id], vec![], x.elem, x.rank);
                 self.emit("Mul", &[x.id, s.id], vec![], x.elem, x.rank)
             }
             "gelu" | "gelu_" => {
@@ -201,10 +202,7 @@ impl<'a> Interp<'a> {
                 let shape = match a.get(1, "size").or_else(|| a.get(1, "other")) {
                     Some(Val::Tensor(other)) => {
                         let other = *other;
-                        self.emit("Shape", &[other.id], vec![], Some(ElemType::Int64), Some(1))
-                            .tensor()
-                            .ok_or("shape")?
-                            .id
+                        self.emit_t("Shape", &[other.id], vec![], Some(ElemType::Int64), Some(1)).id
                     }
                     Some(v) => {
                         // -1 keeps the input's size: ONNX Expand broadcasts a 1 to it.
@@ -230,7 +228,7 @@ impl<'a> Interp<'a> {
                 let mut x = a.tensor(0, "self")?;
                 if x.elem.is_some_and(|e| !is_float(e) && e != ElemType::Int64) {
                     let to = attr_int("to", ElemType::Int64.code() as i64);
-                    x = self.emit("Cast", &[x.id], vec![to], Some(ElemType::Int64), x.rank).tensor().ok_or("cast")?;
+                    x = self.emit_t("Cast", &[x.id], vec![to], Some(ElemType::Int64), x.rank);
                 }
                 let axis = self.b.const_int(a.int(1, "dim", 0)?);
                 self.emit("CumSum", &[x.id, axis], vec![], x.elem, x.rank)
@@ -267,8 +265,7 @@ impl<'a> Interp<'a> {
             "zeros" | "ones" | "full" => self.fill(op, a)?,
             "zeros_like" | "ones_like" => {
                 let x = a.tensor(0, "self")?;
-                let shape =
-                    self.emit("Shape", &[x.id], vec![], Some(ElemType::Int64), Some(1)).tensor().ok_or("shape")?;
+                let shape = self.emit_t("Shape", &[x.id], vec![], Some(ElemType::Int64), Some(1));
                 let elem = x.elem.unwrap_or(ElemType::Float);
                 let value = if op == "ones_like" { 1.0 } else { 0.0 };
                 let attr = attr_scalar_tensor("value", elem, scalar_bytes(value, elem));
@@ -293,7 +290,7 @@ impl<'a> Interp<'a> {
         Ok(Some(v))
     }
 
-    /// Emits `op` and wraps its output as a tensor value.
+    /// Emits `op`; its output as a tensor value.
     pub(super) fn emit(
         &mut self,
         op: &str,
@@ -302,9 +299,21 @@ impl<'a> Interp<'a> {
         elem: Option<ElemType>,
         rank: Option<usize>,
     ) -> Val<'a> {
+        Val::Tensor(self.emit_t(op, inputs, attrs, elem, rank))
+    }
+
+    /// Emits `op`; its output tensor.
+    pub(super) fn emit_t(
+        &mut self,
+        op: &str,
+        inputs: &[ValueId],
+        attrs: Vec<diamond_ir::Attribute>,
+        elem: Option<ElemType>,
+        rank: Option<usize>,
+    ) -> T {
         let origin = self.origin.clone();
         let id = self.b.op(op, inputs, attrs, &origin);
-        Val::Tensor(T { id, elem, rank })
+        T { id, elem, rank }
     }
 
     fn unary_op(&mut self, onnx: &str, a: &Args<'a>) -> R<'a> {
@@ -373,13 +382,7 @@ impl<'a> Interp<'a> {
             let origin = self.origin.clone();
             return Ok(Val::RuntimeInt(self.b.op(onnx, &[p, q], vec![], &origin)));
         }
-        // The tensor operands (a runtime int is a 0-d int64 tensor); numbers take their type.
-        let as_tensor = |v: &Val| match v {
-            Val::Tensor(t) => Some(*t),
-            Val::RuntimeInt(id) => Some(T { id: *id, elem: Some(ElemType::Int64), rank: Some(0) }),
-            _ => None,
-        };
-        let (tx, ty) = (as_tensor(x), as_tensor(y));
+        let (tx, ty) = (x.as_operand(), y.as_operand());
         let mut like = tx.or(ty).ok_or_else(|| format!("{onnx} of {} and {}", x.describe(), y.describe()))?;
         // An integer tensor with a float number computes in float, as torch promotes.
         let float_number = matches!(x, Val::Float(_)) || matches!(y, Val::Float(_));
@@ -387,7 +390,7 @@ impl<'a> Interp<'a> {
         if float_number && !like.elem.is_some_and(is_float) {
             let to = attr_int("to", ElemType::Float.code() as i64);
             for v in [&mut x, &mut y] {
-                if let Some(t) = as_tensor(v) {
+                if let Some(t) = v.as_operand() {
                     let cast = self.emit("Cast", &[t.id], vec![to.clone()], Some(ElemType::Float), t.rank);
                     *v = cast;
                 }
@@ -400,12 +403,11 @@ impl<'a> Interp<'a> {
             (Some(t), None) | (None, Some(t)) => t.rank,
             (None, None) => None,
         };
-        let out = self.emit(onnx, &[p, q], vec![], like.elem, rank);
+        let out = self.emit_t(onnx, &[p, q], vec![], like.elem, rank);
         if floor && like.elem.is_some_and(is_float) {
-            let t = out.tensor().ok_or("floor")?;
-            return Ok(self.emit("Floor", &[t.id], vec![], t.elem, t.rank));
+            return Ok(self.emit("Floor", &[out.id], vec![], out.elem, out.rank));
         }
-        Ok(out)
+        Ok(Val::Tensor(out))
     }
 
     /// `add(self, other, alpha=1)` / `sub`.
@@ -447,12 +449,8 @@ impl<'a> Interp<'a> {
     }
 
     fn clip(&mut self, x: T, lo: Option<f64>, hi: Option<f64>) -> R<'a> {
-        let empty = self.b.fresh("");
-        let empty = {
-            // An omitted optional input is the empty name.
-            let _ = empty;
-            self.b.graph.intern("")
-        };
+        // An omitted optional input is the empty name.
+        let empty = self.b.graph.intern("");
         let lo = match lo {
             Some(v) => self.scalar_for(&Val::Float(v), x)?,
             None => empty,
@@ -467,15 +465,20 @@ impl<'a> Interp<'a> {
     /// `torch.size(x, dim)`: a runtime int read from the shape.
     fn size(&mut self, a: &Args<'a>) -> R<'a> {
         let x = a.tensor(0, "self")?;
-        let shape = self.emit("Shape", &[x.id], vec![], Some(ElemType::Int64), Some(1)).tensor().ok_or("shape")?;
+        let shape = self.emit_t("Shape", &[x.id], vec![], Some(ElemType::Int64), Some(1));
         match a.get(1, "dim") {
             None => Ok(Val::Tensor(shape)),
             Some(d) => {
                 let dim = d.as_int().ok_or("aten::size: dim must be known at import")?;
                 let index = self.b.const_int(dim);
-                let g =
-                    self.emit("Gather", &[shape.id, index], vec![attr_int("axis", 0)], Some(ElemType::Int64), Some(0));
-                Ok(Val::RuntimeInt(g.tensor().ok_or("gather")?.id))
+                let g = self.emit_t(
+                    "Gather",
+                    &[shape.id, index],
+                    vec![attr_int("axis", 0)],
+                    Some(ElemType::Int64),
+                    Some(0),
+                );
+                Ok(Val::RuntimeInt(g.id))
             }
         }
     }
@@ -607,20 +610,16 @@ impl<'a> Interp<'a> {
     fn linear(&mut self, a: &Args<'a>) -> R<'a> {
         let (x, w) = (a.tensor(0, "input")?, a.tensor(1, "weight")?);
         let b = a.opt_tensor(2, "bias")?;
-        self.linear_t(x, w, b)
+        Ok(Val::Tensor(self.linear_t(x, w, b)))
     }
 
     /// x @ wᵀ (+ b).
-    pub(super) fn linear_t(&mut self, x: T, w: T, b: Option<T>) -> R<'a> {
-        let wt =
-            self.emit("Transpose", &[w.id], vec![attr_ints("perm", &[1, 0])], w.elem, Some(2)).tensor().ok_or("t")?;
-        let y = self.emit("MatMul", &[x.id, wt.id], vec![], x.elem, x.rank);
+    pub(super) fn linear_t(&mut self, x: T, w: T, b: Option<T>) -> T {
+        let wt = self.emit_t("Transpose", &[w.id], vec![attr_ints("perm", &[1, 0])], w.elem, Some(2));
+        let y = self.emit_t("MatMul", &[x.id, wt.id], vec![], x.elem, x.rank);
         match b {
-            Some(b) => {
-                let y = y.tensor().ok_or("matmul")?;
-                Ok(self.emit("Add", &[y.id, b.id], vec![], y.elem, y.rank))
-            }
-            None => Ok(y),
+            Some(b) => self.emit_t("Add", &[y.id, b.id], vec![], y.elem, y.rank),
+            None => y,
         }
     }
 
@@ -649,10 +648,10 @@ impl<'a> Interp<'a> {
 
     /// A tensor of `like`'s shape filled with `value`.
     fn like_ones(&mut self, like: T, value: f64) -> Result<ValueId, String> {
-        let shape = self.emit("Shape", &[like.id], vec![], Some(ElemType::Int64), Some(1)).tensor().ok_or("shape")?;
+        let shape = self.emit_t("Shape", &[like.id], vec![], Some(ElemType::Int64), Some(1));
         let elem = like.elem.unwrap_or(ElemType::Float);
         let attr = attr_scalar_tensor("value", elem, scalar_bytes(value, elem));
-        Ok(self.emit("ConstantOfShape", &[shape.id], vec![attr], Some(elem), like.rank).tensor().ok_or("fill")?.id)
+        Ok(self.emit_t("ConstantOfShape", &[shape.id], vec![attr], Some(elem), like.rank).id)
     }
 
     /// `layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True)`.
@@ -660,10 +659,9 @@ impl<'a> Interp<'a> {
         let x = a.tensor(0, "input")?;
         let normalized = a.ints(1, "normalized_shape", 1, &[])?;
         let axis = -(normalized.len() as i64);
-        let count: i64 = normalized.iter().product();
         let scale = match a.opt_tensor(2, "weight")? {
             Some(w) => w.id,
-            None => self.filled(&normalized, x.elem.unwrap_or(ElemType::Float), 1.0, count)?,
+            None => self.filled(&normalized, x.elem.unwrap_or(ElemType::Float), 1.0),
         };
         let mut inputs = vec![x.id, scale];
         if let Some(b) = a.opt_tensor(3, "bias")? {
@@ -674,10 +672,10 @@ impl<'a> Interp<'a> {
     }
 
     /// A constant of `dims` filled with `value`.
-    fn filled(&mut self, dims: &[i64], elem: ElemType, value: f64, _count: i64) -> Result<ValueId, String> {
+    fn filled(&mut self, dims: &[i64], elem: ElemType, value: f64) -> ValueId {
         let shape = self.b.const_vector(dims);
         let attr = attr_scalar_tensor("value", elem, scalar_bytes(value, elem));
-        Ok(self.emit("ConstantOfShape", &[shape], vec![attr], Some(elem), Some(dims.len())).tensor().ok_or("fill")?.id)
+        self.emit_t("ConstantOfShape", &[shape], vec![attr], Some(elem), Some(dims.len())).id
     }
 
     /// `group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn)` (opset 21: per-channel scale).
@@ -734,98 +732,86 @@ impl<'a> Interp<'a> {
         let scale = a.get(6, "scale").and_then(Val::as_f64);
         let causal = a.bool(5, "is_causal", false)?;
         let mask = a.opt_tensor(3, "attn_mask")?;
-        self.attention_t(q, k, v, mask, causal, scale)
+        self.attention_t(q, k, v, mask, causal, scale).map(Val::Tensor)
     }
 
     /// softmax(q kᵀ · scale [+ mask]) v, with scale 1/√E by default.
-    pub(super) fn attention_t(&mut self, q: T, k: T, v: T, mask: Option<T>, causal: bool, scale: Option<f64>) -> R<'a> {
+    pub(super) fn attention_t(
+        &mut self,
+        q: T,
+        k: T,
+        v: T,
+        mask: Option<T>,
+        causal: bool,
+        scale: Option<f64>,
+    ) -> Result<T, String> {
         let rank = q.rank.ok_or("scaled_dot_product_attention: the query's rank is unknown")?;
         let mut perm: Vec<i64> = (0..rank as i64).collect();
         perm.swap(rank - 1, rank - 2);
-        let kt =
-            self.emit("Transpose", &[k.id], vec![attr_ints("perm", &perm)], k.elem, k.rank).tensor().ok_or("kt")?;
-        let scores = self.emit("MatMul", &[q.id, kt.id], vec![], q.elem, Some(rank)).tensor().ok_or("qk")?;
+        let kt = self.emit_t("Transpose", &[k.id], vec![attr_ints("perm", &perm)], k.elem, k.rank);
+        let scores = self.emit_t("MatMul", &[q.id, kt.id], vec![], q.elem, Some(rank));
         let scale = match scale {
             Some(s) => self.scalar_for(&Val::Float(s), q)?,
             None => {
                 // 1/sqrt(E), E the query's last axis.
-                let shape =
-                    self.emit("Shape", &[q.id], vec![], Some(ElemType::Int64), Some(1)).tensor().ok_or("shape")?;
+                let shape = self.emit_t("Shape", &[q.id], vec![], Some(ElemType::Int64), Some(1));
                 let last = self.b.const_int(-1);
                 let e =
-                    self.emit("Gather", &[shape.id, last], vec![attr_int("axis", 0)], Some(ElemType::Int64), Some(0));
-                let e = e.tensor().ok_or("e")?;
+                    self.emit_t("Gather", &[shape.id, last], vec![attr_int("axis", 0)], Some(ElemType::Int64), Some(0));
                 let elem = q.elem.unwrap_or(ElemType::Float);
-                let ef = self.emit("Cast", &[e.id], vec![attr_int("to", elem.code() as i64)], Some(elem), Some(0));
-                let root = self.emit("Sqrt", &[ef.tensor().ok_or("e")?.id], vec![], Some(elem), Some(0));
+                let ef = self.emit_t("Cast", &[e.id], vec![attr_int("to", elem.code() as i64)], Some(elem), Some(0));
+                let root = self.emit_t("Sqrt", &[ef.id], vec![], Some(elem), Some(0));
                 let one = self.scalar_for(&Val::Float(1.0), q)?;
-                self.emit("Div", &[one, root.tensor().ok_or("root")?.id], vec![], Some(elem), Some(0))
-                    .tensor()
-                    .ok_or("s")?
-                    .id
+                self.emit_t("Div", &[one, root.id], vec![], Some(elem), Some(0)).id
             }
         };
-        let mut scores = self.emit("Mul", &[scores.id, scale], vec![], q.elem, Some(rank)).tensor().ok_or("scaled")?;
+        let mut scores = self.emit_t("Mul", &[scores.id, scale], vec![], q.elem, Some(rank));
         if causal {
-            let mask = self.causal_mask(q, k)?;
+            let mask = self.causal_mask(q, k);
             let neg = self.scalar_for(&Val::Float(f64::NEG_INFINITY), q)?;
-            scores = self.emit("Where", &[mask, scores.id, neg], vec![], q.elem, Some(rank)).tensor().ok_or("w")?;
+            scores = self.emit_t("Where", &[mask, scores.id, neg], vec![], q.elem, Some(rank));
         }
         if let Some(mask) = mask {
             scores = if mask.elem == Some(ElemType::Bool) {
                 let neg = self.scalar_for(&Val::Float(f64::NEG_INFINITY), q)?;
-                self.emit("Where", &[mask.id, scores.id, neg], vec![], q.elem, Some(rank)).tensor().ok_or("w")?
+                self.emit_t("Where", &[mask.id, scores.id, neg], vec![], q.elem, Some(rank))
             } else {
-                self.emit("Add", &[scores.id, mask.id], vec![], q.elem, Some(rank)).tensor().ok_or("a")?
+                self.emit_t("Add", &[scores.id, mask.id], vec![], q.elem, Some(rank))
             };
         }
-        let probs =
-            self.emit("Softmax", &[scores.id], vec![attr_int("axis", -1)], q.elem, Some(rank)).tensor().ok_or("p")?;
-        Ok(self.emit("MatMul", &[probs.id, v.id], vec![], q.elem, Some(rank)))
+        let probs = self.emit_t("Softmax", &[scores.id], vec![attr_int("axis", -1)], q.elem, Some(rank));
+        Ok(self.emit_t("MatMul", &[probs.id, v.id], vec![], q.elem, Some(rank)))
     }
 
     /// The `[L, S]` lower-triangular bool mask of a causal attention.
-    fn causal_mask(&mut self, q: T, k: T) -> Result<ValueId, String> {
+    fn causal_mask(&mut self, q: T, k: T) -> ValueId {
         let mut sizes = Vec::new();
         for t in [q, k] {
-            let shape = self.emit("Shape", &[t.id], vec![], Some(ElemType::Int64), Some(1)).tensor().ok_or("shape")?;
+            let shape = self.emit_t("Shape", &[t.id], vec![], Some(ElemType::Int64), Some(1));
             let at = self.b.const_vector(&[-2]);
             sizes.push(
-                self.emit("Gather", &[shape.id, at], vec![attr_int("axis", 0)], Some(ElemType::Int64), Some(1))
-                    .tensor()
-                    .ok_or("g")?
-                    .id,
+                self.emit_t("Gather", &[shape.id, at], vec![attr_int("axis", 0)], Some(ElemType::Int64), Some(1)).id,
             );
         }
-        let dims = self
-            .emit("Concat", &sizes, vec![attr_int("axis", 0)], Some(ElemType::Int64), Some(1))
-            .tensor()
-            .ok_or("c")?;
+        let dims = self.emit_t("Concat", &sizes, vec![attr_int("axis", 0)], Some(ElemType::Int64), Some(1));
         let ones = attr_scalar_tensor("value", ElemType::Bool, vec![1]);
-        let full =
-            self.emit("ConstantOfShape", &[dims.id], vec![ones], Some(ElemType::Bool), Some(2)).tensor().ok_or("f")?;
-        let as_int = self.emit(
+        let full = self.emit_t("ConstantOfShape", &[dims.id], vec![ones], Some(ElemType::Bool), Some(2));
+        let as_int = self.emit_t(
             "Cast",
             &[full.id],
             vec![attr_int("to", ElemType::Int32.code() as i64)],
             Some(ElemType::Int32),
             Some(2),
         );
-        let tri = self.emit(
-            "Trilu",
-            &[as_int.tensor().ok_or("i")?.id],
-            vec![attr_int("upper", 0)],
-            Some(ElemType::Int32),
-            Some(2),
-        );
-        let mask = self.emit(
+        let tri = self.emit_t("Trilu", &[as_int.id], vec![attr_int("upper", 0)], Some(ElemType::Int32), Some(2));
+        let mask = self.emit_t(
             "Cast",
-            &[tri.tensor().ok_or("t")?.id],
+            &[tri.id],
             vec![attr_int("to", ElemType::Bool.code() as i64)],
             Some(ElemType::Bool),
             Some(2),
         );
-        Ok(mask.tensor().ok_or("mask")?.id)
+        mask.id
     }
 
     /// `flatten(self, start_dim=0, end_dim=-1)`.
@@ -839,7 +825,7 @@ impl<'a> Interp<'a> {
             return Ok(self.emit("Flatten", &[x.id], vec![attr_int("axis", 1)], x.elem, Some(2)));
         }
         // Keep the axes before `s` and after `e`, -1 between.
-        let shape = self.emit("Shape", &[x.id], vec![], Some(ElemType::Int64), Some(1)).tensor().ok_or("shape")?;
+        let shape = self.emit_t("Shape", &[x.id], vec![], Some(ElemType::Int64), Some(1));
         let mut parts = Vec::new();
         if s > 0 {
             parts.push(self.shape_slice(shape.id, 0, s)?);
@@ -848,16 +834,13 @@ impl<'a> Interp<'a> {
         if e + 1 < rank {
             parts.push(self.shape_slice(shape.id, e + 1, rank)?);
         }
-        let target = self
-            .emit("Concat", &parts, vec![attr_int("axis", 0)], Some(ElemType::Int64), Some(1))
-            .tensor()
-            .ok_or("c")?;
+        let target = self.emit_t("Concat", &parts, vec![attr_int("axis", 0)], Some(ElemType::Int64), Some(1));
         Ok(self.emit("Reshape", &[x.id, target.id], vec![], x.elem, Some((rank - (e - s)) as usize)))
     }
 
     fn shape_slice(&mut self, shape: ValueId, from: i64, to: i64) -> Result<ValueId, String> {
         let (s, e) = (self.b.const_vector(&[from]), self.b.const_vector(&[to]));
-        Ok(self.emit("Slice", &[shape, s, e], vec![], Some(ElemType::Int64), Some(1)).tensor().ok_or("slice")?.id)
+        Ok(self.emit_t("Slice", &[shape, s, e], vec![], Some(ElemType::Int64), Some(1)).id)
     }
 
     fn transpose(&mut self, op: &str, a: &Args<'a>) -> R<'a> {
@@ -896,7 +879,7 @@ impl<'a> Interp<'a> {
         }
         let scalar = self.int_value(v)?;
         let axes = self.b.const_vector(&[0]);
-        Ok(self.emit("Unsqueeze", &[scalar, axes], vec![], Some(ElemType::Int64), Some(1)).tensor().ok_or("u")?.id)
+        Ok(self.emit_t("Unsqueeze", &[scalar, axes], vec![], Some(ElemType::Int64), Some(1)).id)
     }
 
     fn cat(&mut self, stack: bool, a: &Args<'a>) -> R<'a> {
@@ -910,12 +893,7 @@ impl<'a> Interp<'a> {
             first.get_or_insert(t);
             if stack {
                 let axes = self.b.const_vector(&[dim]);
-                ids.push(
-                    self.emit("Unsqueeze", &[t.id, axes], vec![], t.elem, t.rank.map(|r| r + 1))
-                        .tensor()
-                        .ok_or("u")?
-                        .id,
-                );
+                ids.push(self.emit_t("Unsqueeze", &[t.id, axes], vec![], t.elem, t.rank.map(|r| r + 1)).id);
             } else {
                 ids.push(t.id);
             }
@@ -929,18 +907,17 @@ impl<'a> Interp<'a> {
     fn split(&mut self, op: &str, a: &Args<'a>) -> R<'a> {
         let x = a.tensor(0, "self")?;
         let origin = self.origin.clone();
-        let (outputs, dim) = match op {
+        let outputs = match op {
             "chunk" => {
                 let n = a.int(1, "chunks", 1)?;
                 let dim = a.int(2, "dim", 0)?;
-                let outs = self.b.node(
+                self.b.node(
                     "Split",
                     &[x.id],
                     n.max(1) as usize,
                     vec![attr_int("axis", dim), attr_int("num_outputs", n)],
                     &origin,
-                );
-                (outs, dim)
+                )
             }
             "split" => {
                 let sizes = match a.get(1, "split_size") {
@@ -953,11 +930,10 @@ impl<'a> Interp<'a> {
                 };
                 let dim = a.int(2, "dim", 0)?;
                 let split = self.b.const_vector(&sizes);
-                (self.b.node("Split", &[x.id, split], sizes.len(), vec![attr_int("axis", dim)], &origin), dim)
+                self.b.node("Split", &[x.id, split], sizes.len(), vec![attr_int("axis", dim)], &origin)
             }
             _ => return Err(format!("aten::{op} (the number of results is not known at import)")),
         };
-        let _ = dim;
         Ok(Val::List(outputs.into_iter().map(|id| Val::Tensor(T { id, elem: x.elem, rank: x.rank })).collect()))
     }
 
@@ -997,13 +973,12 @@ impl<'a> Interp<'a> {
             return Err("aten::arange over floats".into());
         }
         let ids = [self.int_value(&start)?, self.int_value(&end)?, self.int_value(&step)?];
-        let out = self.emit("Range", &ids, vec![], Some(ElemType::Int64), Some(1));
+        let out = self.emit_t("Range", &ids, vec![], Some(ElemType::Int64), Some(1));
         match a.get(usize::MAX, "dtype").and_then(Val::as_int).and_then(scalar_type) {
             Some(elem) if elem != ElemType::Int64 => {
-                let t = out.tensor().ok_or("range")?;
-                Ok(self.emit("Cast", &[t.id], vec![attr_int("to", elem.code() as i64)], Some(elem), Some(1)))
+                Ok(self.emit("Cast", &[out.id], vec![attr_int("to", elem.code() as i64)], Some(elem), Some(1)))
             }
-            _ => Ok(out),
+            _ => Ok(Val::Tensor(out)),
         }
     }
 
@@ -1062,12 +1037,11 @@ impl<'a> Interp<'a> {
             "le" => ("LessOrEqual", false),
             _ => ("GreaterOrEqual", false),
         };
-        let out = self.emit(onnx, &[p, q], vec![], Some(ElemType::Bool), like.rank);
+        let out = self.emit_t(onnx, &[p, q], vec![], Some(ElemType::Bool), like.rank);
         if negate {
-            let t = out.tensor().ok_or("cmp")?;
-            return Ok(self.emit("Not", &[t.id], vec![], Some(ElemType::Bool), t.rank));
+            return Ok(self.emit("Not", &[out.id], vec![], Some(ElemType::Bool), out.rank));
         }
-        Ok(out)
+        Ok(Val::Tensor(out))
     }
 }
 

@@ -53,45 +53,39 @@ impl<'a> Interp<'a> {
         let bias = |id| T { id, elem: b[0].elem, rank: Some(1) };
         let mut projected = Vec::new();
         for (i, x) in [q, k, v].into_iter().enumerate() {
-            let y = self.linear_t(x, part(ws[i]), Some(bias(bs[i])))?.tensor().ok_or("projection")?;
-            projected.push(self.split_heads(y, heads, embed / heads)?);
+            let y = self.linear_t(x, part(ws[i]), Some(bias(bs[i])));
+            projected.push(self.split_heads(y, heads, embed / heads));
         }
         let attended = self.attention_t(projected[0], projected[1], projected[2], mask, false, None)?;
-        let attended = attended.tensor().ok_or("attention")?;
-        let merged = self.merge_heads(attended, embed)?;
-        let out = self.linear_t(merged, w[1], Some(b[1]))?;
-        out.tensor().ok_or_else(|| "output projection".into())
+        let merged = self.merge_heads(attended, embed);
+        Ok(self.linear_t(merged, w[1], Some(b[1])))
     }
 
     /// `[B, L, E]` → `[B, H, L, E/H]`.
-    fn split_heads(&mut self, x: T, heads: i64, width: i64) -> Result<T, String> {
-        let prefix = self.shape_prefix(x, 2)?;
+    fn split_heads(&mut self, x: T, heads: i64, width: i64) -> T {
+        let prefix = self.shape_prefix(x, 2);
         let tail = self.b.const_vector(&[heads, width]);
-        let shape = self.emit("Concat", &[prefix, tail], vec![attr_int("axis", 0)], Some(ElemType::Int64), Some(1));
-        let shaped = self.emit("Reshape", &[x.id, shape.tensor().ok_or("shape")?.id], vec![], x.elem, Some(4));
+        let shape = self.emit_t("Concat", &[prefix, tail], vec![attr_int("axis", 0)], Some(ElemType::Int64), Some(1));
+        let shaped = self.emit_t("Reshape", &[x.id, shape.id], vec![], x.elem, Some(4));
         let perm = attr_ints("perm", &[0, 2, 1, 3]);
-        self.emit("Transpose", &[shaped.tensor().ok_or("reshape")?.id], vec![perm], x.elem, Some(4))
-            .tensor()
-            .ok_or_else(|| "heads".into())
+        self.emit_t("Transpose", &[shaped.id], vec![perm], x.elem, Some(4))
     }
 
     /// `[B, H, L, D]` → `[B, L, H·D]`.
-    fn merge_heads(&mut self, x: T, embed: i64) -> Result<T, String> {
+    fn merge_heads(&mut self, x: T, embed: i64) -> T {
         let perm = attr_ints("perm", &[0, 2, 1, 3]);
-        let t = self.emit("Transpose", &[x.id], vec![perm], x.elem, Some(4)).tensor().ok_or("transpose")?;
-        let prefix = self.shape_prefix(t, 2)?;
+        let t = self.emit_t("Transpose", &[x.id], vec![perm], x.elem, Some(4));
+        let prefix = self.shape_prefix(t, 2);
         let tail = self.b.const_vector(&[embed]);
-        let shape = self.emit("Concat", &[prefix, tail], vec![attr_int("axis", 0)], Some(ElemType::Int64), Some(1));
-        self.emit("Reshape", &[t.id, shape.tensor().ok_or("shape")?.id], vec![], x.elem, Some(3))
-            .tensor()
-            .ok_or_else(|| "merge".into())
+        let shape = self.emit_t("Concat", &[prefix, tail], vec![attr_int("axis", 0)], Some(ElemType::Int64), Some(1));
+        self.emit_t("Reshape", &[t.id, shape.id], vec![], x.elem, Some(3))
     }
 
     /// The first `n` sizes of `x`'s shape, as a 1-D int64 value.
-    fn shape_prefix(&mut self, x: T, n: i64) -> Result<diamond_ir::ValueId, String> {
-        let shape = self.emit("Shape", &[x.id], vec![], Some(ElemType::Int64), Some(1)).tensor().ok_or("shape")?;
+    fn shape_prefix(&mut self, x: T, n: i64) -> diamond_ir::ValueId {
+        let shape = self.emit_t("Shape", &[x.id], vec![], Some(ElemType::Int64), Some(1));
         let (s, e) = (self.b.const_vector(&[0]), self.b.const_vector(&[n]));
-        Ok(self.emit("Slice", &[shape.id, s, e], vec![], Some(ElemType::Int64), Some(1)).tensor().ok_or("slice")?.id)
+        self.emit_t("Slice", &[shape.id, s, e], vec![], Some(ElemType::Int64), Some(1)).id
     }
 
     /// `_transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight,
@@ -114,43 +108,36 @@ impl<'a> Interp<'a> {
         ];
         let mask = a.opt_tensor(18, "mask")?;
         let x = if norm_first {
-            let h = self.norm(src, norm1, eps)?;
+            let h = self.norm(src, norm1, eps);
             let attended = self.mha(h, h, h, embed, heads, attn_w, attn_b, mask)?;
-            let x = self.add(src, attended)?;
-            let h = self.norm(x, norm2, eps)?;
-            let f = self.feed_forward(h, ffn, gelu)?;
-            self.add(x, f)?
+            let x = self.add(src, attended);
+            let h = self.norm(x, norm2, eps);
+            let f = self.feed_forward(h, ffn, gelu);
+            self.add(x, f)
         } else {
             let attended = self.mha(src, src, src, embed, heads, attn_w, attn_b, mask)?;
-            let sum = self.add(src, attended)?;
-            let x = self.norm(sum, norm1, eps)?;
-            let f = self.feed_forward(x, ffn, gelu)?;
-            let sum = self.add(x, f)?;
-            self.norm(sum, norm2, eps)?
+            let sum = self.add(src, attended);
+            let x = self.norm(sum, norm1, eps);
+            let f = self.feed_forward(x, ffn, gelu);
+            let sum = self.add(x, f);
+            self.norm(sum, norm2, eps)
         };
         Ok(Val::Tensor(x))
     }
 
-    fn norm(&mut self, x: T, (w, b): (T, T), eps: f64) -> Result<T, String> {
+    fn norm(&mut self, x: T, (w, b): (T, T), eps: f64) -> T {
         let attrs = vec![attr_int("axis", -1), attr_float("epsilon", eps)];
-        self.emit("LayerNormalization", &[x.id, w.id, b.id], attrs, x.elem, x.rank)
-            .tensor()
-            .ok_or_else(|| "norm".into())
+        self.emit_t("LayerNormalization", &[x.id, w.id, b.id], attrs, x.elem, x.rank)
     }
 
-    fn add(&mut self, x: T, y: T) -> Result<T, String> {
-        self.emit("Add", &[x.id, y.id], vec![], x.elem, x.rank).tensor().ok_or_else(|| "add".into())
+    fn add(&mut self, x: T, y: T) -> T {
+        self.emit_t("Add", &[x.id, y.id], vec![], x.elem, x.rank)
     }
 
     /// linear2(act(linear1(x))).
-    fn feed_forward(&mut self, x: T, [w1, b1, w2, b2]: [T; 4], gelu: bool) -> Result<T, String> {
-        let h = self.linear_t(x, w1, Some(b1))?.tensor().ok_or("linear1")?;
-        let h = if gelu {
-            self.emit("Gelu", &[h.id], vec![], h.elem, h.rank)
-        } else {
-            self.emit("Relu", &[h.id], vec![], h.elem, h.rank)
-        };
-        let h = h.tensor().ok_or("activation")?;
-        self.linear_t(h, w2, Some(b2))?.tensor().ok_or_else(|| "linear2".into())
+    fn feed_forward(&mut self, x: T, [w1, b1, w2, b2]: [T; 4], gelu: bool) -> T {
+        let h = self.linear_t(x, w1, Some(b1));
+        let h = self.emit_t(if gelu { "Gelu" } else { "Relu" }, &[h.id], vec![], h.elem, h.rank);
+        self.linear_t(h, w2, Some(b2))
     }
 }

@@ -39,26 +39,17 @@ impl<'a> Interp<'a> {
         // The broadcast shape of the indices: the shape of their sum.
         let mut sum = indices[0];
         for t in &indices[1..] {
-            sum = self
-                .emit("Add", &[sum.id, t.id], vec![], Some(ElemType::Int64), sum.rank.max(t.rank))
-                .tensor()
-                .ok_or("add")?;
+            sum = self.emit_t("Add", &[sum.id, t.id], vec![], Some(ElemType::Int64), sum.rank.max(t.rank));
         }
-        let shape = self.emit("Shape", &[sum.id], vec![], Some(ElemType::Int64), Some(1)).tensor().ok_or("shape")?;
+        let shape = self.emit_t("Shape", &[sum.id], vec![], Some(ElemType::Int64), Some(1));
         let last = self.b.const_vector(&[-1]);
         let mut columns: Vec<ValueId> = Vec::new();
         for t in &indices {
             let t64 = self.int64_of(*t);
-            let full =
-                self.emit("Expand", &[t64, shape.id], vec![], Some(ElemType::Int64), sum.rank).tensor().ok_or("e")?;
-            columns.push(
-                self.emit("Unsqueeze", &[full.id, last], vec![], Some(ElemType::Int64), None).tensor().ok_or("u")?.id,
-            );
+            let full = self.emit_t("Expand", &[t64, shape.id], vec![], Some(ElemType::Int64), sum.rank);
+            columns.push(self.emit_t("Unsqueeze", &[full.id, last], vec![], Some(ElemType::Int64), None).id);
         }
-        let stacked = self
-            .emit("Concat", &columns, vec![attr_int("axis", -1)], Some(ElemType::Int64), None)
-            .tensor()
-            .ok_or("c")?;
+        let stacked = self.emit_t("Concat", &columns, vec![attr_int("axis", -1)], Some(ElemType::Int64), None);
         let rank = x.rank.zip(sum.rank).map(|(r, q)| q + r - indices.len());
         Ok(self.emit("GatherND", &[x.id, stacked.id], vec![], x.elem, rank))
     }
@@ -76,7 +67,7 @@ impl<'a> Interp<'a> {
             .map(|t| t.id)
             .collect();
         if parts.len() > 1 {
-            x = self.emit("Concat", &parts, vec![attr_int("axis", dim)], x.elem, x.rank).tensor().ok_or("concat")?;
+            x = self.emit_t("Concat", &parts, vec![attr_int("axis", dim)], x.elem, x.rank);
         }
         let axes = self.b.const_vector(&[dim]);
         let (zero, one, minus_one, end) = (
@@ -85,9 +76,8 @@ impl<'a> Interp<'a> {
             self.b.const_vector(&[-1]),
             self.b.const_vector(&[i64::MAX]),
         );
-        let tail = self.emit("Slice", &[x.id, one, end, axes], vec![], x.elem, x.rank).tensor().ok_or("slice")?;
-        let head =
-            self.emit("Slice", &[x.id, zero, minus_one, axes], vec![], x.elem, x.rank).tensor().ok_or("slice")?;
+        let tail = self.emit_t("Slice", &[x.id, one, end, axes], vec![], x.elem, x.rank);
+        let head = self.emit_t("Slice", &[x.id, zero, minus_one, axes], vec![], x.elem, x.rank);
         let op = if x.elem == Some(ElemType::Bool) { "Xor" } else { "Sub" };
         Ok(self.emit(op, &[tail.id, head.id], vec![], x.elem, x.rank))
     }
@@ -135,7 +125,7 @@ impl<'a> Interp<'a> {
         }
         let (start, end) = (self.b.const_vector(&[i * size]), self.b.const_vector(&[(i + 1) * size]));
         let axes = self.b.const_vector(&[dim]);
-        self.emit("Slice", &[x.id, start, end, axes], vec![], x.elem, x.rank).tensor().ok_or_else(|| "slice".into())
+        Ok(self.emit_t("Slice", &[x.id, start, end, axes], vec![], x.elem, x.rank))
     }
 
     /// `remainder(self, other)` (the divisor's sign, as Python's `%`) and `fmod` (the dividend's).
@@ -150,29 +140,23 @@ impl<'a> Interp<'a> {
             };
             return r.map(Val::Int).ok_or_else(|| "remainder by zero".into());
         }
-        let runtime = match (&x, &y) {
-            (Val::RuntimeInt(id), _) | (_, Val::RuntimeInt(id)) => {
-                Some(T { id: *id, elem: Some(ElemType::Int64), rank: Some(0) })
-            }
-            _ => None,
-        };
-        let like = x.tensor().or(y.tensor()).or(runtime);
+        let like = x.tensor().or(y.tensor()).or(x.as_operand()).or(y.as_operand());
         let like = like.ok_or_else(|| format!("remainder of {} and {}", x.describe(), y.describe()))?;
         let (p, q) = (self.scalar_for(&x, like)?, self.scalar_for(&y, like)?);
         let float = like.elem.is_some_and(super::value::is_float);
         let rank = like.rank;
         if float && !fmod {
             // a - floor(a / b) * b
-            let d = self.emit("Div", &[p, q], vec![], like.elem, rank).tensor().ok_or("div")?;
-            let f = self.emit("Floor", &[d.id], vec![], like.elem, rank).tensor().ok_or("floor")?;
-            let m = self.emit("Mul", &[f.id, q], vec![], like.elem, rank).tensor().ok_or("mul")?;
+            let d = self.emit_t("Div", &[p, q], vec![], like.elem, rank);
+            let f = self.emit_t("Floor", &[d.id], vec![], like.elem, rank);
+            let m = self.emit_t("Mul", &[f.id, q], vec![], like.elem, rank);
             return Ok(self.emit("Sub", &[p, m.id], vec![], like.elem, rank));
         }
-        let out = self.emit("Mod", &[p, q], vec![attr_int("fmod", i64::from(float || fmod))], like.elem, rank);
+        let out = self.emit_t("Mod", &[p, q], vec![attr_int("fmod", i64::from(float || fmod))], like.elem, rank);
         if matches!((&x, &y), (Val::RuntimeInt(_) | Val::Int(_), Val::RuntimeInt(_) | Val::Int(_))) {
-            return Ok(Val::RuntimeInt(out.tensor().ok_or("mod")?.id));
+            return Ok(Val::RuntimeInt(out.id));
         }
-        Ok(out)
+        Ok(Val::Tensor(out))
     }
 
     /// `pad(input, pad, mode="constant", value=None)` and `constant_pad_nd(input, pad, value=0)`:

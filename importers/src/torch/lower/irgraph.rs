@@ -15,8 +15,9 @@ use super::interp::Interp;
 use super::value::{Val, T};
 use super::{dim_decl, model, unsupported_error, InputShape, LowerError};
 use crate::torch::irtext::{IrAttr, IrBlock, IrGraph, IrNode, IrType, IrValue};
+use crate::torch::values::elem_of_torch_name;
 use diamond_ir::{DimDecl, DimValue, ElemType, Model, TensorShape, TypeInfo, TypeValue, ValueInfo};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// How many loop iterations are unrolled in all.
 const MAX_UNROLL: usize = 100_000;
@@ -29,7 +30,7 @@ pub fn lower_ir(path: &str, graph: &IrGraph, shapes: &[InputShape]) -> Result<Mo
     let mut interp = Interp::new(None, &files, GraphBuilder::new("torchscript"));
     interp.file = path.to_string();
     let mut env: Env<'_> = HashMap::new();
-    let mut lowering = IrLowering { params: HashMap::new(), unrolled: 0 };
+    let mut lowering = IrLowering { params: HashMap::new(), typed: HashSet::new(), unrolled: 0 };
     let mut tensor_index = 0;
     for input in &graph.inputs {
         match &input.ty {
@@ -52,9 +53,10 @@ pub fn lower_ir(path: &str, graph: &IrGraph, shapes: &[InputShape]) -> Result<Mo
                         )))
                     }
                 };
-                let elem = elem.as_deref().and_then(elem_of).unwrap_or(ElemType::Float);
+                let elem = elem.as_deref().and_then(elem_of_torch_name).unwrap_or(ElemType::Float);
                 let rank = dims.len();
                 let id = interp.b.input(&clean_name(&input.name), elem, &dims);
+                lowering.typed.insert(id);
                 env.insert(input.name.clone(), Val::Tensor(T { id, elem: Some(elem), rank: Some(rank) }));
                 tensor_index += 1;
             }
@@ -82,7 +84,7 @@ pub fn lower_ir(path: &str, graph: &IrGraph, shapes: &[InputShape]) -> Result<Mo
             }
         }
     }
-    Ok(model(interp.b, "torchscript"))
+    Ok(model(interp.b))
 }
 
 /// A module known only by its path (IR text has no module objects).
@@ -106,14 +108,11 @@ fn dim_of(d: Option<u64>) -> DimDecl {
     DimDecl { value: d.map(|n| DimValue::Known(n as i64)), denotation: None }
 }
 
-/// ONNX element type of a torch tensor type name (`Float`, `Long`, ...).
-fn elem_of(name: &str) -> Option<ElemType> {
-    crate::torch::values::elem_of_torch_name(name)
-}
-
 struct IrLowering {
     /// Parameters already made graph inputs, by path.
     params: HashMap<String, T>,
+    /// Values whose type the graph already states (inputs, earlier `value_info`).
+    typed: HashSet<diamond_ir::ValueId>,
     unrolled: usize,
 }
 
@@ -168,7 +167,11 @@ impl IrLowering {
             "prim::device" => vec![Val::Device],
             "prim::dtype" => {
                 let t = inputs.first().and_then(Val::tensor).ok_or_else(|| at("prim::dtype of a non-tensor".into()))?;
-                vec![Val::Int(scalar_code(t.elem).ok_or_else(|| at("prim::dtype: element type unknown".into()))?)]
+                vec![Val::Int(
+                    t.elem
+                        .and_then(super::value::scalar_code)
+                        .ok_or_else(|| at("prim::dtype: element type unknown".into()))?,
+                )]
             }
             "prim::If" => return self.run_if(interp, node, &inputs, env),
             "prim::Loop" => return self.run_loop(interp, node, inputs, env),
@@ -188,10 +191,23 @@ impl IrLowering {
             }
         };
         for (out, v) in node.outputs.iter().zip(results) {
-            declare(interp, out, &v);
+            self.declare(interp, out, &v);
             env.insert(out.name.clone(), v);
         }
         Ok(())
+    }
+
+    /// Records torch's recorded type of a tensor value as a `value_info` claim.
+    fn declare<'a>(&mut self, interp: &mut Interp<'a>, out: &IrValue, v: &Val<'a>) {
+        let (Val::Tensor(t), IrType::Tensor { elem, sizes: Some(sizes), .. }) = (v, &out.ty) else { return };
+        if !self.typed.insert(t.id) {
+            return;
+        }
+        let dims = sizes.iter().map(|d| dim_of(*d)).collect();
+        let elem = elem.as_deref().and_then(elem_of_torch_name).or(t.elem);
+        let ty =
+            TypeInfo { value: Some(TypeValue::Tensor { elem, shape: Some(TensorShape { dims }) }), denotation: None };
+        interp.b.graph.value_info.push(ValueInfo { value: Some(t.id), ty: Some(ty), ..ValueInfo::default() });
     }
 
     fn get_attr<'a>(
@@ -216,7 +232,7 @@ impl IrLowering {
                 if let Some(t) = self.params.get(&path) {
                     return Ok(Val::Tensor(*t));
                 }
-                let elem = elem.as_deref().and_then(elem_of).unwrap_or(ElemType::Float);
+                let elem = elem.as_deref().and_then(elem_of_torch_name).unwrap_or(ElemType::Float);
                 let rank = sizes.as_ref().map(Vec::len);
                 let dims: Vec<DimDecl> =
                     sizes.as_ref().map(|s| s.iter().map(|d| dim_of(*d)).collect()).unwrap_or_default();
@@ -230,6 +246,7 @@ impl IrLowering {
                     id
                 };
                 let t = T { id, elem: Some(elem), rank };
+                self.typed.insert(id);
                 self.params.insert(path, t);
                 Ok(Val::Tensor(t))
             }
@@ -332,10 +349,7 @@ fn constant<'a>(node: &IrNode) -> Result<Val<'a>, String> {
         (Some(IrAttr::Int(n)), Some(IrType::Bool)) => Val::Bool(*n != 0),
         (Some(IrAttr::Int(n)), _) => Val::Int(*n),
         (Some(IrAttr::Float(x)), _) => Val::Float(*x),
-        (Some(IrAttr::Str(s)), Some(IrType::Device)) => {
-            let _ = s;
-            Val::Device
-        }
+        (Some(IrAttr::Str(_)), Some(IrType::Device)) => Val::Device,
         (Some(IrAttr::Str(s)), _) => Val::Str(s.clone()),
         (Some(IrAttr::Ints(v)), _) => Val::List(v.iter().map(|&n| Val::Int(n)).collect()),
         (Some(IrAttr::Floats(v)), _) => Val::List(v.iter().map(|&x| Val::Float(x)).collect()),
@@ -354,40 +368,7 @@ fn scalar_tensor_constant<'a>(text: &str) -> Option<Val<'a>> {
     inner.parse::<f64>().ok().map(Val::Float)
 }
 
-/// Records torch's recorded type of a tensor value as a `value_info` claim.
-fn declare<'a>(interp: &mut Interp<'a>, out: &IrValue, v: &Val<'a>) {
-    let (Val::Tensor(t), IrType::Tensor { elem, sizes: Some(sizes), .. }) = (v, &out.ty) else { return };
-    if interp.b.graph.inputs.iter().any(|vi| vi.value == Some(t.id)) || declared(interp, t.id) {
-        return;
-    }
-    let dims = sizes.iter().map(|d| dim_of(*d)).collect();
-    let elem = elem.as_deref().and_then(elem_of).or(t.elem);
-    let ty = TypeInfo { value: Some(TypeValue::Tensor { elem, shape: Some(TensorShape { dims }) }), denotation: None };
-    interp.b.graph.value_info.push(ValueInfo { value: Some(t.id), ty: Some(ty), ..ValueInfo::default() });
-}
-
-fn declared(interp: &Interp<'_>, id: diamond_ir::ValueId) -> bool {
-    interp.b.graph.value_info.iter().any(|vi| vi.value == Some(id))
-}
-
 /// `__module.layer1/__module.layer1.0/__module.layer1.0.conv1` → `layer1.0.conv1`.
 fn scope_path(scope: &str) -> String {
     scope.rsplit('/').next().unwrap_or("").trim_start_matches("__module.").trim_start_matches("__module").to_string()
-}
-
-/// The TorchScript ScalarType code of an element type.
-fn scalar_code(elem: Option<ElemType>) -> Option<i64> {
-    Some(match elem? {
-        ElemType::Uint8 => 0,
-        ElemType::Int8 => 1,
-        ElemType::Int16 => 2,
-        ElemType::Int32 => 3,
-        ElemType::Int64 => 4,
-        ElemType::Float16 => 5,
-        ElemType::Float => 6,
-        ElemType::Double => 7,
-        ElemType::Bool => 11,
-        ElemType::Bfloat16 => 15,
-        _ => return None,
-    })
 }

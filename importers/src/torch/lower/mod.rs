@@ -155,7 +155,7 @@ pub fn lower_archive(
     }
     let result = result?;
     set_outputs(&mut interp, result)?;
-    Ok(model(interp.b, archive.root()))
+    Ok(model(interp.b))
 }
 
 /// Declares the result of `forward` as the graph's outputs.
@@ -205,7 +205,7 @@ fn dim_decl(d: &DimSpec) -> DimDecl {
 }
 
 /// The model around a lowered graph.
-pub(crate) fn model(b: GraphBuilder, name: &str) -> Model {
+pub(crate) fn model(b: GraphBuilder) -> Model {
     let mut model = Model {
         ir_version: Some(IR_VERSION),
         opset_imports: vec![OpsetImport { domain: Some(String::new()), version: Some(OPSET) }],
@@ -214,7 +214,6 @@ pub(crate) fn model(b: GraphBuilder, name: &str) -> Model {
         metadata_props: vec![StringEntry { key: Some("source_format".into()), value: Some("torchscript".into()) }],
         ..Model::default()
     };
-    let _ = name;
     model.graph = Some(model.graphs.push(b.graph));
     model
 }

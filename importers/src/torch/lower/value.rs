@@ -101,6 +101,16 @@ impl<'a> Val<'a> {
         }
     }
 
+    /// The tensor an arithmetic operand stands for: a tensor, or a runtime
+    /// int as a 0-d int64 tensor (numbers known at import take the other side's type).
+    pub fn as_operand(&self) -> Option<T> {
+        match self {
+            Val::Tensor(t) => Some(*t),
+            Val::RuntimeInt(id) => Some(T { id: *id, elem: Some(ElemType::Int64), rank: Some(0) }),
+            _ => None,
+        }
+    }
+
     /// The tensor, if this is one.
     pub fn tensor(&self) -> Option<T> {
         match self {
@@ -115,21 +125,28 @@ impl<'a> Val<'a> {
     }
 }
 
-/// The ONNX element type of a TorchScript `ScalarType` code (`torch.to(x, 6)`).
+/// TorchScript `ScalarType` codes (`torch.to(x, 6)`) and their ONNX element types.
+const SCALAR_TYPES: [(i64, ElemType); 10] = [
+    (0, ElemType::Uint8),
+    (1, ElemType::Int8),
+    (2, ElemType::Int16),
+    (3, ElemType::Int32),
+    (4, ElemType::Int64),
+    (5, ElemType::Float16),
+    (6, ElemType::Float),
+    (7, ElemType::Double),
+    (11, ElemType::Bool),
+    (15, ElemType::Bfloat16),
+];
+
+/// The ONNX element type of a TorchScript `ScalarType` code.
 pub fn scalar_type(code: i64) -> Option<ElemType> {
-    Some(match code {
-        0 => ElemType::Uint8,
-        1 => ElemType::Int8,
-        2 => ElemType::Int16,
-        3 => ElemType::Int32,
-        4 => ElemType::Int64,
-        5 => ElemType::Float16,
-        6 => ElemType::Float,
-        7 => ElemType::Double,
-        11 => ElemType::Bool,
-        15 => ElemType::Bfloat16,
-        _ => return None,
-    })
+    SCALAR_TYPES.iter().find(|(c, _)| *c == code).map(|(_, e)| *e)
+}
+
+/// The TorchScript `ScalarType` code of an element type.
+pub fn scalar_code(elem: ElemType) -> Option<i64> {
+    SCALAR_TYPES.iter().find(|(_, e)| *e == elem).map(|(c, _)| *c)
 }
 
 /// Whether `e` is a floating-point type.
