@@ -108,6 +108,10 @@ enum Command {
         /// Re-export only: do not add the inferred types.
         #[arg(long)]
         no_value_info: bool,
+        /// Also write inferred sizes over the dim names an exporter invented in the graph outputs
+        /// (`unk__3` → `batch`); by default outputs keep the file's names.
+        #[arg(long)]
+        output_dims: bool,
         /// The shape of a TorchScript input: NAME=D0,D1,... (sizes or symbols, e.g. x=batch,3,224,224).
         #[arg(long = "input-shape", value_name = "NAME=DIMS")]
         input_shape: Vec<diamond_importers::torch::lower::InputShape>,
@@ -149,9 +153,11 @@ fn main() -> ExitCode {
             skip_existing,
             allow_errors,
             no_value_info,
+            output_dims,
             input_shape,
         } => {
-            let settings = convert::one::Settings { shapes: input_shape, allow_errors, no_value_info, skip_existing };
+            let settings =
+                convert::one::Settings { shapes: input_shape, allow_errors, no_value_info, output_dims, skip_existing };
             let options = convert::Options { settings, jobs: jobs.map(usize::from), shard, report };
             convert::run(&inputs, &output, &options)
         }

@@ -12,6 +12,19 @@ pub enum Severity {
     Error,
     /// They hold only under an assumption worth knowing.
     Warning,
+    /// Nothing is wrong; something the file left open was found out.
+    Info,
+}
+
+impl Severity {
+    /// The word printed for it (`error`, `warning`, `info`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+    }
 }
 
 /// The stable diagnostic codes of the solver.
@@ -46,6 +59,8 @@ pub enum Code {
     UnitAxisWidened,
     /// A value holds more elements than 64 bits can count.
     SizeOverflow,
+    /// A declared dim the exporter named without knowing it (`unk__3`) was sized by inference.
+    DeclaredDimResolved,
 }
 
 impl Code {
@@ -66,6 +81,7 @@ impl Code {
             Code::ImpliedBound => "implied-bound",
             Code::UnitAxisWidened => "unit-axis-widened",
             Code::SizeOverflow => "size-overflow",
+            Code::DeclaredDimResolved => "declared-dim-resolved",
         }
     }
 
@@ -75,6 +91,7 @@ impl Code {
             Code::DynamicAxisSpecialized | Code::UnsupportedOp | Code::ImpliedBound | Code::UnitAxisWidened => {
                 Severity::Warning
             }
+            Code::DeclaredDimResolved => Severity::Info,
             _ => Severity::Error,
         }
     }
@@ -121,10 +138,7 @@ pub struct Diagnostic {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let severity = match self.severity {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-        };
+        let severity = self.severity.as_str();
         writeln!(f, "{severity}[{}]: {}", self.code.as_str(), self.message)?;
         if let Some(line) = self.line {
             writeln!(f, "  --> line {line}")?;

@@ -15,6 +15,8 @@ pub struct Settings {
     pub allow_errors: bool,
     /// Re-export only: no inferred `value_info`.
     pub no_value_info: bool,
+    /// Replace exporter-invented dim names in the graph outputs too.
+    pub output_dims: bool,
     /// Leave an existing output as it is.
     pub skip_existing: bool,
 }
@@ -139,7 +141,8 @@ fn run(input: &Path, output: &Path, settings: &Settings, outcome: &mut Outcome) 
     let to_write = if settings.no_value_info || first_error.is_some() {
         &model
     } else {
-        annotated = diamond_infer::graph::annotate(&model, &report.inferred);
+        let options = diamond_infer::graph::AnnotateOptions { output_dims: settings.output_dims };
+        annotated = diamond_infer::graph::annotate_with(&model, &report.inferred, options);
         outcome.typed_values = report.inferred.len();
         &annotated
     };

@@ -3,7 +3,7 @@
 
 use super::escape;
 use super::neighbourhood::{Picker, HOPS};
-use diamond_infer::{CheckReport, Diagnostic, Severity};
+use diamond_infer::{CheckReport, Diagnostic};
 use diamond_ir::Model;
 use std::fmt::Write;
 
@@ -29,10 +29,7 @@ pub fn section(page: &mut String, model: &Model, report: &CheckReport) {
 
 /// One diagnostic.
 fn article(page: &mut String, picker: &mut Picker<'_>, d: &Diagnostic, i: usize) {
-    let severity = match d.severity {
-        Severity::Error => "error",
-        Severity::Warning => "warning",
-    };
+    let severity = d.severity.as_str();
     let located = picker.locate(d);
     let _ = write!(
         page,

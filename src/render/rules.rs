@@ -20,6 +20,7 @@ pub fn short_description(code: Code) -> &'static str {
         Code::ImpliedBound => "The graph is valid only under a bound on a dynamic axis.",
         Code::UnitAxisWidened => "A stated unit axis is widened by broadcasting.",
         Code::SizeOverflow => "A value holds more elements than 64 bits can count.",
+        Code::DeclaredDimResolved => "A dim name the exporter invented (unk__3) is a size the graph determines.",
     }
 }
 
@@ -44,5 +45,6 @@ pub fn help(code: Code) -> &'static str {
         Code::ImpliedBound => "Check that the dynamic axis never exceeds the bound at run time.",
         Code::UnitAxisWidened => "Make the broadcast explicit (Expand) if widening the unit axis is intended.",
         Code::SizeOverflow => "Fix the shape computation: no tensor can hold this many elements.",
+        Code::DeclaredDimResolved => "Nothing to fix; `diamond convert` writes the size into value_info.",
     }
 }

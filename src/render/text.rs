@@ -39,6 +39,7 @@ pub fn diagnostic(d: &Diagnostic, painter: Painter) -> String {
     let (word, style) = match d.severity {
         Severity::Error => ("error", Style::Error),
         Severity::Warning => ("warning", Style::Warning),
+        Severity::Info => ("info", Style::Gutter),
     };
     let mut out = format!(
         "{}{}\n",

@@ -2,7 +2,9 @@
 //! element types of graph inputs, and of `value_info`/outputs when inference
 //! has nothing better.
 
+use super::claims::{classify, DeclaredDim};
 use super::facts::{Facts, ValueKind};
+use std::collections::HashSet;
 use crate::solver::Solver;
 use diamond_ir::term::{Basis, Dim, DimTerm, RowTerm, Size, SizeExpr};
 use diamond_ir::types::{DimValue, TensorShape, TypeInfo, TypeValue};
@@ -25,20 +27,39 @@ pub fn expr_dim(e: SizeExpr) -> Option<Dim> {
     }
 }
 
+/// Where a declaration comes from, which decides what its `dim_param`s mean.
+#[derive(Clone, Copy)]
+pub enum Declared<'a> {
+    /// A graph input: every `dim_param` is a rigid symbol.
+    Input,
+    /// `value_info` or a graph output: a `dim_param` is a size over these
+    /// input symbols, or a name the exporter made up (an unknown).
+    Claim(&'a HashSet<String>),
+}
+
 /// The row a declared shape states: `dim_value`s as sizes, `dim_param`s as
-/// rigid symbols, missing dims as opaque variables. A dim's `denotation`
+/// rigid symbols (or, in a claim, sizes over them; invented names are
+/// unknowns), missing dims as opaque variables. A dim's `denotation`
 /// (`DATA_CHANNEL`, ...) is its basis, except on a size 1 that is the
 /// claim-free unit (without `--strict-units`).
-pub fn shape_row(solver: &mut Solver, shape: &TensorShape, strict_units: bool) -> RowTerm {
+pub fn shape_row(solver: &mut Solver, shape: &TensorShape, strict_units: bool, from: Declared<'_>) -> RowTerm {
     let dims = shape
         .dims
         .iter()
         .map(|d| {
             let dim = match &d.value {
                 Some(DimValue::Known(n)) if *n >= 0 => size_dim(*n as u64, strict_units),
-                Some(DimValue::Param(p)) if !p.is_empty() => {
-                    Dim { size: Size::Symbolic(Box::new(SizeExpr::symbol(p))), basis: Basis::Default }
-                }
+                Some(DimValue::Param(p)) if !p.is_empty() => match from {
+                    Declared::Input => Dim { size: Size::Symbolic(Box::new(SizeExpr::symbol(p))), basis: Basis::Default },
+                    Declared::Claim(symbols) => match classify(p, symbols) {
+                        DeclaredDim::Size(n) => size_dim(n, strict_units),
+                        DeclaredDim::Expr(e) => match expr_dim(e) {
+                            Some(d) => d,
+                            None => return DimTerm::Var(solver.fresh_opaque_dim()),
+                        },
+                        DeclaredDim::Unknown(_) => return DimTerm::Var(solver.fresh_opaque_dim()),
+                    },
+                },
                 _ => return DimTerm::Var(solver.fresh_opaque_dim()),
             };
             DimTerm::Dim(with_denotation(dim, d.denotation.as_deref()))
@@ -56,7 +77,7 @@ fn with_denotation(dim: Dim, denotation: Option<&str>) -> Dim {
 }
 
 /// Facts from a declared type: the kind, the (inner) shape and element type.
-pub fn facts_from_type(solver: &mut Solver, ty: Option<&TypeInfo>, strict_units: bool) -> Facts {
+pub fn facts_from_type(solver: &mut Solver, ty: Option<&TypeInfo>, strict_units: bool, from: Declared<'_>) -> Facts {
     let unknown_row =
         |solver: &mut Solver| RowTerm { leading: vec![], var: Some(solver.fresh_opaque_row()), trailing: vec![] };
     let Some(value) = ty.and_then(|t| t.value.as_ref()) else {
@@ -67,7 +88,7 @@ pub fn facts_from_type(solver: &mut Solver, ty: Option<&TypeInfo>, strict_units:
     match value {
         TypeValue::Tensor { elem, shape } | TypeValue::SparseTensor { elem, shape } => {
             let row = match shape {
-                Some(s) => shape_row(solver, s, strict_units),
+                Some(s) => shape_row(solver, s, strict_units, from),
                 None => unknown_row(solver),
             };
             let mut f = Facts::tensor(row, elem.filter(|e| *e != diamond_ir::ElemType::Undefined));
@@ -77,17 +98,17 @@ pub fn facts_from_type(solver: &mut Solver, ty: Option<&TypeInfo>, strict_units:
             f
         }
         TypeValue::Sequence(inner) => {
-            let mut f = facts_from_type(solver, inner.as_deref(), strict_units);
+            let mut f = facts_from_type(solver, inner.as_deref(), strict_units, from);
             f.kind = ValueKind::Sequence(Box::new(f.kind.clone()));
             f
         }
         TypeValue::Optional(inner) => {
-            let mut f = facts_from_type(solver, inner.as_deref(), strict_units);
+            let mut f = facts_from_type(solver, inner.as_deref(), strict_units, from);
             f.kind = ValueKind::Optional(Box::new(f.kind.clone()));
             f
         }
         TypeValue::Map { key, value } => {
-            let mut f = facts_from_type(solver, value.as_deref(), strict_units);
+            let mut f = facts_from_type(solver, value.as_deref(), strict_units, from);
             f.kind = ValueKind::Map(key.unwrap_or(diamond_ir::ElemType::Undefined), Box::new(f.kind.clone()));
             f
         }

@@ -18,12 +18,14 @@ use super::facts::ValueKind;
 use diamond_ir::term::{Basis, DimTerm, RowTerm, Size};
 use diamond_ir::types::{DimDecl, DimValue, TensorShape, TypeInfo, TypeValue};
 use diamond_ir::{ElemType, GraphId, Model, ValueId, ValueInfo};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// The inferred type of each value, per graph, in value-id order.
 #[derive(Clone, Debug, Default)]
 pub struct InferredTypes {
     graphs: BTreeMap<GraphId, BTreeMap<ValueId, Option<TypeInfo>>>,
+    /// The size each exporter-invented dim name (`unk__3`) was found to have.
+    resolved_names: HashMap<String, DimValue>,
 }
 
 impl InferredTypes {
@@ -44,6 +46,19 @@ impl InferredTypes {
     /// `tensor_type` without one).
     pub fn get(&self, graph: GraphId, value: ValueId) -> Option<&TypeInfo> {
         self.graphs.get(&graph)?.get(&value)?.as_ref().filter(|t| declarable(t))
+    }
+
+    /// Records the sizes the check found for exporter-invented dim names.
+    pub(crate) fn set_resolved_names(&mut self, resolved: HashMap<String, super::report::DimReport>) {
+        use super::report::DimReport;
+        self.resolved_names = resolved
+            .into_iter()
+            .filter_map(|(name, d)| match d {
+                DimReport::Known(n) => Some((name, DimValue::Known(i64::try_from(n).ok()?))),
+                DimReport::Symbolic(e) => Some((name, DimValue::Param(e))),
+                DimReport::Unknown => None,
+            })
+            .collect();
     }
 
     /// How many values have a declarable type.
@@ -151,12 +166,31 @@ fn agree_shape(a: Option<TensorShape>, b: Option<TensorShape>) -> Option<TensorS
     Some(TensorShape { dims: dims.collect() })
 }
 
-/// A copy of `model` whose graphs declare the inferred types: `value_info`
-/// entries for every inferred intermediate value (replacing the file's own
-/// entry for it, whose dims the inference already took into account), and
-/// graph outputs' types filled in where the file leaves them open.
+/// What [`annotate_with`] may rewrite.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AnnotateOptions {
+    /// Also replace the dim names an exporter invented (`unk__3`) in the
+    /// graph outputs' types; by default outputs keep the file's names,
+    /// which downstream tools key on.
+    pub output_dims: bool,
+}
+
+/// [`annotate_with`] with the default options.
 pub fn annotate(model: &Model, inferred: &InferredTypes) -> Model {
+    annotate_with(model, inferred, AnnotateOptions::default())
+}
+
+/// A copy of `model` whose graphs declare the inferred types: `value_info`
+/// entries for every inferred intermediate value (the file's own entry keeps
+/// what it states, but a dim name the exporter invented is replaced by the
+/// inferred size), and graph outputs' types filled in where the file leaves
+/// them open.
+pub fn annotate_with(model: &Model, inferred: &InferredTypes, options: AnnotateOptions) -> Model {
     let mut out = model.clone();
+    let symbols = model.main_graph().map(super::claims::input_symbols).unwrap_or_default();
+    let invented = |p: &str| !super::claims::is_claim(p, &symbols);
+    let keep_names = |_: &str| false;
+    let resolved = &inferred.resolved_names;
     for (&gid, values) in &inferred.graphs {
         let graph = &mut out.graphs[gid];
         let mut interface: HashSet<ValueId> = graph.inputs.iter().filter_map(|vi| vi.value).collect();
@@ -166,7 +200,8 @@ pub fn annotate(model: &Model, inferred: &InferredTypes) -> Model {
             let Some(v) = vi.value else { continue };
             interface.insert(v);
             if let Some(ty) = inferred.get(gid, v) {
-                vi.ty = Some(fill_open(vi.ty.take(), ty));
+                let fill = if options.output_dims { Fill { replace: &invented, resolved } } else { Fill { replace: &keep_names, resolved } };
+                vi.ty = Some(fill.open(vi.ty.take(), ty));
             }
         }
         // The file's entries first, in their order, then new ones in value order.
@@ -175,7 +210,7 @@ pub fn annotate(model: &Model, inferred: &InferredTypes) -> Model {
             let Some(v) = vi.value else { continue };
             listed.insert(v);
             if let Some(ty) = inferred.get(gid, v) {
-                vi.ty = Some(fill_open(vi.ty.take(), ty));
+                vi.ty = Some(Fill { replace: &invented, resolved }.open(vi.ty.take(), ty));
             }
         }
         for &v in values.keys() {
@@ -189,46 +224,58 @@ pub fn annotate(model: &Model, inferred: &InferredTypes) -> Model {
     out
 }
 
-/// `stated` with every part it leaves open taken from `inferred`: what the
-/// file states is kept (a conflict is a `declared-shape-mismatch` already).
-fn fill_open(stated: Option<TypeInfo>, inferred: &TypeInfo) -> TypeInfo {
-    let Some(stated) = stated else { return inferred.clone() };
-    let denotation = stated.denotation.clone();
-    let value = match (stated.value, &inferred.value) {
-        (None, v) => v.clone(),
-        (Some(TypeValue::Tensor { elem, shape }), Some(TypeValue::Tensor { elem: ie, shape: is })) => {
-            Some(TypeValue::Tensor { elem: elem.or(*ie), shape: fill_shape(shape, is.as_ref()) })
-        }
-        (Some(TypeValue::Sequence(s)), Some(TypeValue::Sequence(Some(i)))) => {
-            Some(TypeValue::Sequence(Some(Box::new(fill_open(s.map(|b| *b), i)))))
-        }
-        (Some(TypeValue::Optional(s)), Some(TypeValue::Optional(Some(i)))) => {
-            Some(TypeValue::Optional(Some(Box::new(fill_open(s.map(|b| *b), i)))))
-        }
-        (stated, _) => stated,
-    };
-    TypeInfo { value, denotation }
+/// How a stated type takes inferred parts: what the file states is kept (a
+/// conflict is a `declared-shape-mismatch` already), except a `dim_param`
+/// that `replace` says is an invented name, which takes the inferred size
+/// (or the size found for that name elsewhere).
+struct Fill<'a> {
+    replace: &'a dyn Fn(&str) -> bool,
+    resolved: &'a HashMap<String, DimValue>,
 }
 
-fn fill_shape(stated: Option<TensorShape>, inferred: Option<&TensorShape>) -> Option<TensorShape> {
-    match (stated, inferred) {
-        (None, i) => i.cloned(),
-        (Some(s), Some(i)) if s.dims.len() == i.dims.len() => {
-            let dims = s
-                .dims
-                .into_iter()
-                .zip(&i.dims)
-                .map(|(sd, id)| DimDecl {
-                    value: sd
-                        .value
-                        .clone()
-                        .filter(|v| !matches!(v, DimValue::Param(p) if p.is_empty()))
-                        .or(id.value.clone()),
-                    denotation: sd.denotation.or(id.denotation.clone()),
-                })
-                .collect();
-            Some(TensorShape { dims })
+impl Fill<'_> {
+    fn open(&self, stated: Option<TypeInfo>, inferred: &TypeInfo) -> TypeInfo {
+        let Some(stated) = stated else { return inferred.clone() };
+        let denotation = stated.denotation.clone();
+        let value = match (stated.value, &inferred.value) {
+            (None, v) => v.clone(),
+            (Some(TypeValue::Tensor { elem, shape }), Some(TypeValue::Tensor { elem: ie, shape: is })) => {
+                Some(TypeValue::Tensor { elem: elem.or(*ie), shape: self.shape(shape, is.as_ref()) })
+            }
+            (Some(TypeValue::Sequence(s)), Some(TypeValue::Sequence(Some(i)))) => {
+                Some(TypeValue::Sequence(Some(Box::new(self.open(s.map(|b| *b), i)))))
+            }
+            (Some(TypeValue::Optional(s)), Some(TypeValue::Optional(Some(i)))) => {
+                Some(TypeValue::Optional(Some(Box::new(self.open(s.map(|b| *b), i)))))
+            }
+            (stated, _) => stated,
+        };
+        TypeInfo { value, denotation }
+    }
+
+    fn shape(&self, stated: Option<TensorShape>, inferred: Option<&TensorShape>) -> Option<TensorShape> {
+        match (stated, inferred) {
+            (None, i) => i.cloned(),
+            (Some(s), Some(i)) if s.dims.len() == i.dims.len() => {
+                let dims = s
+                    .dims
+                    .into_iter()
+                    .zip(&i.dims)
+                    .map(|(sd, id)| {
+                        let value = match sd.value {
+                            Some(DimValue::Param(p)) if p.trim().is_empty() => id.value.clone(),
+                            Some(DimValue::Param(p)) if (self.replace)(&p) => {
+                                id.value.clone().or_else(|| self.resolved.get(p.trim()).cloned()).or(Some(DimValue::Param(p)))
+                            }
+                            None => id.value.clone(),
+                            stated => stated,
+                        };
+                        DimDecl { value, denotation: sd.denotation.or(id.denotation.clone()) }
+                    })
+                    .collect();
+                Some(TensorShape { dims })
+            }
+            (s, _) => s,
         }
-        (s, _) => s,
     }
 }

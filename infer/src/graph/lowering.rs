@@ -11,7 +11,7 @@
 //! sorted); a rule that lacks a fact returns `Defer` and is retried after
 //! the rest of the graph, repeatedly while retries make progress.
 
-use super::declared::{facts_from_type, states_shape};
+use super::declared::{facts_from_type, states_shape, Declared};
 use super::facts::{ConstValue, Facts, ValueKind};
 use super::{CheckOptions, OpCtx};
 use crate::cause::Origin;
@@ -66,6 +66,8 @@ pub(crate) struct Lowering<'m> {
     declared: HashMap<GraphId, HashMap<ValueId, &'m diamond_ir::TypeInfo>>,
     /// Values whose every element is known to lie in `[0, bound)` (see `bounds.rs`).
     pub(crate) index_bounds: HashMap<Key, diamond_ir::term::SizeExpr>,
+    /// The main graph inputs' symbols: what a declared `dim_param` elsewhere may state sizes in.
+    pub(crate) input_symbols: std::collections::HashSet<String>,
 }
 
 impl<'m> Lowering<'m> {
@@ -89,6 +91,7 @@ impl<'m> Lowering<'m> {
             from_declaration: Vec::new(),
             declared: HashMap::new(),
             index_bounds: HashMap::new(),
+            input_symbols: model.main_graph().map(super::claims::input_symbols).unwrap_or_default(),
         }
     }
 
@@ -198,7 +201,7 @@ impl<'m> Lowering<'m> {
                         .filter(|_| self.instances[inst as usize].parent.is_none() && depth == 0)
                     {
                         Some(t) => self.bound_facts(t),
-                        None => facts_from_type(&mut self.solver, info_ty, strict),
+                        None => facts_from_type(&mut self.solver, info_ty, strict, Declared::Input),
                     }
                 }
             };
@@ -465,7 +468,7 @@ impl<'m> Lowering<'m> {
             Some(ty) => {
                 let prefix = &self.instances[inst as usize].prefix;
                 self.from_declaration.push(format!("{prefix}{}", graph.value_name(out)));
-                facts_from_type(&mut self.solver, Some(ty), self.options.strict_units)
+                facts_from_type(&mut self.solver, Some(ty), self.options.strict_units, Declared::Claim(&self.input_symbols))
             }
             None => self.unknown_facts(),
         };

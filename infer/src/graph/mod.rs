@@ -10,6 +10,7 @@
 //! determine.
 
 mod bounds;
+pub mod claims;
 mod context;
 mod declared;
 pub mod decode;
@@ -22,7 +23,7 @@ mod report;
 pub use context::{OpCtx, MAX_FLOAT_ELEMS};
 pub use declared::size_dim;
 pub use facts::{ConstData, ConstValue, Elem, Facts, ValueKind};
-pub use inferred::{annotate, InferredTypes};
+pub use inferred::{annotate, annotate_with, AnnotateOptions, InferredTypes};
 pub use report::{json_dtype as report_json_dtype, CheckReport, DimReport, ValueReport};
 
 use crate::ops::OpTable;

@@ -7,7 +7,6 @@ use crate::cause::Origin;
 use crate::diagnostic::{Code, Diagnostic, Severity};
 use crate::solver::TensorId;
 use diamond_ir::term::{DimTerm, RowTerm, Size};
-use diamond_ir::types::{DimValue, TypeValue};
 use diamond_ir::{ElemType, GraphId};
 use serde::Serialize;
 
@@ -149,6 +148,7 @@ pub(crate) fn build(low: Lowering<'_>, main: GraphId) -> CheckReport {
     let facts: Vec<(ValueKind, Option<ElemType>)> =
         reported.iter().map(|(_, key, _, _)| (low.facts[key].kind.clone(), low.facts[key].dtype)).collect();
     let from_declaration = low.from_declaration.clone();
+    let low_symbols = low.input_symbols.clone();
     // Per defined value outside function bodies: its graph, kind and element type.
     let typed: Vec<(GraphId, diamond_ir::ValueId, TensorId, ValueKind, Option<ElemType>)> = low
         .defined
@@ -211,7 +211,7 @@ pub(crate) fn build(low: Lowering<'_>, main: GraphId) -> CheckReport {
     for vi in &graph.inputs {
         let Some(id) = vi.value else { continue };
         let name = graph.value_name(id);
-        let declared = declared_dims(vi.ty.as_ref().and_then(|t| t.value.as_ref()));
+        let declared = super::claims::declared_dims(vi.ty.as_ref().and_then(|t| t.value.as_ref()), &low_symbols);
         let Some(v) = index.get(name).map(|&i| &values[i]) else { continue };
         let stated_unknowns = match &declared {
             None => true,
@@ -229,79 +229,12 @@ pub(crate) fn build(low: Lowering<'_>, main: GraphId) -> CheckReport {
         }
     }
     // Claims: value_info and outputs.
-    for vi in graph.value_info.iter().chain(&graph.outputs) {
-        let Some(id) = vi.value else { continue };
-        let name = graph.value_name(id);
-        let Some(declared) = declared_dims(vi.ty.as_ref().and_then(|t| t.value.as_ref())) else { continue };
-        let Some(v) = index.get(name).map(|&i| &mut values[i]) else { continue };
-        let Some(shape) = &v.shape else {
-            // Inference left even the rank open: the declaration is all there is.
-            v.shape = Some(declared.iter().map(|d| d.clone().unwrap_or(DimReport::Unknown)).collect());
-            continue;
-        };
-        let clash = if declared.len() != shape.len() {
-            Some((None, format!("rank {} is stated but the graph implies rank {}", declared.len(), shape.len())))
-        } else {
-            declared.iter().zip(shape).enumerate().find_map(|(axis, (d, s))| match (d, s) {
-                (Some(d), s) if *s != DimReport::Unknown && d != s => {
-                    Some((Some(axis), format!("axis {axis} is stated as {d} but the graph implies {s}")))
-                }
-                _ => None,
-            })
-        };
-        match clash {
-            Some((axis, what)) => {
-                // Located at the node producing the value.
-                let message = format!("declared shape of '{name}' disagrees with the graph: {what}");
-                let help = format!("fix or remove the declared shape of '{name}' (value_info or graph output)");
-                let notes = vec![format!("declared {}, inferred {}", show(&declared), v.shape_text())];
-                diagnostics.push(at_producer(graph, id, Code::DeclaredShapeMismatch, message, axis, help, notes))
-            }
-            None => {
-                // Fill what only the declaration knows.
-                if let Some(shape) = v.shape.as_mut() {
-                    for (s, d) in shape.iter_mut().zip(&declared) {
-                        if *s == DimReport::Unknown {
-                            if let Some(d) = d {
-                                *s = d.clone();
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
+    let resolved = super::claims::check_declarations(graph, &low_symbols, &mut values, &mut diagnostics);
+    inferred.set_resolved_names(resolved);
     size_overflows(graph, &values, &mut diagnostics);
     super::provenance::annotate(graph, &values, &mut diagnostics);
     let _ = Origin::Solver("report");
     CheckReport { inputs, outputs, values, inferred_from_use, from_declaration, diagnostics, inferred }
-}
-
-fn show(dims: &[Option<DimReport>]) -> String {
-    let parts: Vec<String> = dims.iter().map(|d| d.as_ref().map_or("?".into(), |d| d.to_string())).collect();
-    format!("[{}]", parts.join(", "))
-}
-
-/// A declared tensor shape as reported dims (`None` per unstated dim), or `None` with no shape.
-fn declared_dims(ty: Option<&TypeValue>) -> Option<Vec<Option<DimReport>>> {
-    let shape = match ty? {
-        TypeValue::Tensor { shape, .. } | TypeValue::SparseTensor { shape, .. } => shape.as_ref()?,
-        TypeValue::Sequence(i) | TypeValue::Optional(i) => {
-            return declared_dims(i.as_deref().and_then(|t| t.value.as_ref()));
-        }
-        _ => return None,
-    };
-    Some(
-        shape
-            .dims
-            .iter()
-            .map(|d| match &d.value {
-                Some(DimValue::Known(n)) if *n >= 0 => Some(DimReport::Known(*n as u64)),
-                Some(DimValue::Param(p)) if !p.is_empty() => Some(DimReport::Symbolic(p.clone())),
-                _ => None,
-            })
-            .collect(),
-    )
 }
 
 /// A `size-overflow` error for each main-graph value whose known sizes
@@ -325,7 +258,7 @@ fn size_overflows(graph: &diamond_ir::Graph, values: &[ValueReport], diagnostics
 }
 
 /// An error about value `id` of the main graph, located at the node producing it.
-fn at_producer(
+pub(crate) fn at_producer(
     graph: &diamond_ir::Graph,
     id: diamond_ir::ValueId,
     code: Code,

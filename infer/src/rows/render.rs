@@ -32,10 +32,7 @@ pub fn count(diagnostics: &[Diagnostic]) -> (usize, usize) {
 
 fn render_diagnostic(d: &Diagnostic, source: &str) -> String {
     let mut out = String::new();
-    let severity = match d.severity {
-        Severity::Error => "error",
-        Severity::Warning => "warning",
-    };
+    let severity = d.severity.as_str();
     let _ = writeln!(out, "{severity}[{}]: {}", d.code.as_str(), d.message);
     if let Some(line) = d.line {
         let text = source.lines().nth(line as usize - 1).unwrap_or("").trim_end();

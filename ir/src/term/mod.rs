@@ -12,7 +12,9 @@
 mod dim;
 mod row;
 mod size;
+mod size_text;
 
 pub use dim::{Basis, Dim, DimTerm, DimVar};
 pub use row::{write_row, RowTerm, RowVar};
 pub use size::{Size, SizeExpr};
+pub use size_text::{size_text_symbols, SizeTextError};

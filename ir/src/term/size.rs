@@ -165,6 +165,20 @@ impl SizeExpr {
         }
     }
 
+    /// The operands when the expression is exactly `max(a, b, ...)`.
+    pub fn max_operands(&self) -> Option<&[SizeExpr]> {
+        if self.terms.len() != 1 {
+            return None;
+        }
+        match self.terms.iter().next()? {
+            (atoms, 1) => match atoms.as_slice() {
+                [Atom::Max(operands)] => Some(operands),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     fn extremum(a: &SizeExpr, b: &SizeExpr, is_min: bool) -> SizeExpr {
         if a == b {
             return a.clone();
