@@ -1,7 +1,8 @@
 //! The text report of `diamond check`, in the manner of rustc: the values
 //! table, then each diagnostic as a header (`error[code]: message`), a `-->`
-//! location line, and `= note:` / `= help:` lines, then the assumptions the
-//! check made (dynamic axes specialized, bounds implied) and a summary line.
+//! location line, and `= note:` / `= help:` lines, then the declared dims
+//! inference sized (one `info` line each), the assumptions the check made
+//! (dynamic axes specialized, bounds implied) and a summary line.
 
 use super::colour::{Painter, Style};
 use super::{location, notes};
@@ -12,17 +13,19 @@ use std::fmt::Write;
 pub fn render(report: &CheckReport, painter: Painter, max: Option<usize>) -> String {
     let mut out = crate::check_report::render_values(report);
     let limit = max.unwrap_or(usize::MAX);
-    for d in report.diagnostics.iter().take(limit) {
+    let findings: Vec<&Diagnostic> = report.diagnostics.iter().filter(|d| d.severity != Severity::Info).collect();
+    for d in findings.iter().take(limit) {
         out.push('\n');
         out += &diagnostic(d, painter);
     }
-    let hidden = report.diagnostics.len().saturating_sub(limit);
+    let hidden = findings.len().saturating_sub(limit);
     if hidden > 0 {
         let _ = writeln!(
             out,
             "\n... and {hidden} more diagnostic(s) not shown (--max-diagnostics {limit}); --json and --sarif carry all"
         );
     }
+    out += &resolved_dims(report, painter, limit);
     out += &assumptions(report, painter, limit);
     let _ = writeln!(
         out,
@@ -69,6 +72,23 @@ fn headline(d: &Diagnostic) -> &str {
         None => format!("{op} (node {i}): "),
     };
     d.message.strip_prefix(label.as_str()).filter(|rest| !rest.is_empty()).unwrap_or(&d.message)
+}
+
+/// The dims the file names without sizing them, as inferred: one line each
+/// (they are notes, not findings), at most `limit`.
+fn resolved_dims(report: &CheckReport, painter: Painter, limit: usize) -> String {
+    let all: Vec<&Diagnostic> = report.diagnostics.iter().filter(|d| d.severity == Severity::Info).collect();
+    if all.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("\n{}\n", painter.paint(Style::Bold, "declared dims the exporter left unsized, as inferred:"));
+    for d in all.iter().take(limit) {
+        let _ = writeln!(out, "  {}: {}", painter.paint(Style::Gutter, "info"), d.message);
+    }
+    if all.len() > limit {
+        let _ = writeln!(out, "  ... and {} more", all.len() - limit);
+    }
+    out
 }
 
 /// Whether `d` records an assumption the check went on under.

@@ -91,27 +91,41 @@ impl SizeExpr {
         Some(product)
     }
 
-    /// `self / divisor` when the division is exact term by term: the divisor
-    /// is a non-zero constant dividing every coefficient, or a single monomial
-    /// dividing every term. `None` otherwise.
+    /// `self / divisor` when the divisor divides `self` exactly as
+    /// polynomials with integer coefficients (`(32*b*p+32*b*s)/(8*p+8*s)` is
+    /// `4*b`); `None` otherwise. Multivariate division by one polynomial
+    /// under a graded monomial order leaves no remainder exactly when the
+    /// divisor divides.
     pub fn div_exact(&self, divisor: &SizeExpr) -> Option<SizeExpr> {
-        if divisor.terms.len() != 1 {
-            return None;
-        }
-        let (d_atoms, &d_coeff) = divisor.terms.iter().next()?;
+        let (d_atoms, d_coeff) = divisor.leading()?;
+        let mut remainder = self.clone();
         let mut quotient = SizeExpr::default();
-        for (atoms, &c) in &self.terms {
-            if c % d_coeff != 0 {
+        // Each step removes the remainder's leading monomial; the bound only guards pathological inputs.
+        for _ in 0..256 {
+            let Some((r_atoms, r_coeff)) = remainder.leading() else { return Some(quotient) };
+            if r_coeff % d_coeff != 0 {
                 return None;
             }
-            let mut rest = atoms.clone();
+            let mut rest = r_atoms.clone();
             for atom in d_atoms {
                 let at = rest.iter().position(|a| a == atom)?;
                 rest.remove(at);
             }
-            quotient = quotient.add(&SizeExpr::from_monomial(rest, c / d_coeff))?;
+            let step = SizeExpr::from_monomial(rest, r_coeff / d_coeff);
+            quotient = quotient.add(&step)?;
+            remainder = remainder.add(&step.mul(divisor)?.mul(&SizeExpr::constant(-1))?)?;
         }
-        Some(quotient)
+        None
+    }
+
+    /// The leading term under the graded order: highest degree first, then
+    /// (smaller atoms counting as more significant) the lexicographically
+    /// smallest sorted atom list. `None` for zero.
+    fn leading(&self) -> Option<(&Vec<Atom>, i64)> {
+        self.terms
+            .iter()
+            .max_by(|(m1, _), (m2, _)| m1.len().cmp(&m2.len()).then_with(|| m2.cmp(m1)))
+            .map(|(m, &c)| (m, c))
     }
 
     /// `⌊self / divisor⌋` for a positive divisor, folded when constant.
@@ -293,6 +307,16 @@ mod tests {
         assert_eq!(two_b_s.div_exact(&c(4)), None);
         assert_eq!(two_b_s.div_exact(&s("h")), None);
         assert_eq!(c(12).div_exact(&c(4)), Some(c(3)));
+        // Sums divide when they factor: (32*b*p + 32*b*s) / (8*p + 8*s) = 4*b.
+        let p_plus_s = s("p").add(&s("s")).unwrap();
+        let num = c(32).mul(&s("b")).unwrap().mul(&p_plus_s).unwrap();
+        let den = c(8).mul(&p_plus_s).unwrap();
+        assert_eq!(num.div_exact(&den), Some(c(4).mul(&s("b")).unwrap()));
+        // (b*b - 1) / (b + 1) = b - 1; b*b / (b + 1) does not divide.
+        let b2m1 = s("b").mul(&s("b")).unwrap().add(&c(-1)).unwrap();
+        assert_eq!(b2m1.div_exact(&s("b").add(&c(1)).unwrap()), Some(s("b").add(&c(-1)).unwrap()));
+        assert_eq!(s("b").mul(&s("b")).unwrap().div_exact(&s("b").add(&c(1)).unwrap()), None);
+        assert_eq!(num.div_exact(&SizeExpr::default()), None);
     }
 
     #[test]
