@@ -536,15 +536,28 @@ impl<'l, 'm> OpCtx<'l, 'm> {
     /// row's rank is already known, the target's rank is stated at once (the
     /// largest), so later rules see a closed row before closing.
     pub fn broadcast_into(&mut self, target: RowTerm, rows: Vec<(String, RowTerm)>, why: &'static str) {
-        let ranks: Option<Vec<usize>> = rows
+        let resolved: Option<Vec<RowTerm>> = rows
             .iter()
             .map(|(_, r)| {
                 let r = self.low.solver.resolve_row(r);
-                r.var.is_none().then(|| r.flank_len())
+                r.var.is_none().then_some(r)
             })
             .collect();
-        if let Some(rank) = ranks.and_then(|r| r.into_iter().max()) {
-            let dims = (0..rank).map(|_| self.fresh_dim()).collect();
+        if let Some(resolved) = resolved {
+            let rank = resolved.iter().map(RowTerm::flank_len).max().unwrap_or(0);
+            // NumPy's rule: an axis where every operand has 1 (or no axis) is 1.
+            // The order alone would leave it free until closing, and rules that
+            // read it before (a Reshape's -1, an Expand) would see an unknown.
+            let all_units = |k: usize| {
+                resolved.iter().all(|r| {
+                    let dims: Vec<&DimTerm> = r.leading.iter().chain(&r.trailing).collect();
+                    let offset = rank - dims.len();
+                    k < offset || matches!(dims[k - offset], DimTerm::Dim(d) if d.is_unit())
+                })
+            };
+            let dims = (0..rank)
+                .map(|k| if all_units(k) { DimTerm::Dim(diamond_ir::term::Dim::unit()) } else { self.fresh_dim() })
+                .collect();
             let cause = self.cause("output", "has the largest rank of the broadcast operands");
             self.low.solver.add(Constraint::RowEq(target.clone(), RowTerm::closed(dims), cause));
         }

@@ -345,9 +345,30 @@ fn compare_ints(op: &str, x: &Elem, y: &Elem) -> Option<bool> {
     // Equal size terms are equal whatever the sizes are.
     let same = x == y && !matches!(x, Elem::Unknown);
     match op {
-        "Equal" | "LessOrEqual" | "GreaterOrEqual" if same => Some(true),
-        "Less" | "Greater" if same => Some(false),
-        _ => None,
+        "Equal" | "LessOrEqual" | "GreaterOrEqual" if same => return Some(true),
+        "Less" | "Greater" if same => return Some(false),
+        _ => {}
+    }
+    // A size is never negative: `batch == -1` is false (the `-1` test of
+    // Reshape targets that exporters write before an Expand).
+    let below_sizes = |size: &Elem, n: &Elem| nonnegative(size) && matches!(n, Elem::Int(q) if *q < 0);
+    if below_sizes(x, y) {
+        return Some(matches!(op, "Greater" | "GreaterOrEqual"));
+    }
+    if below_sizes(y, x) {
+        return Some(matches!(op, "Less" | "LessOrEqual"));
+    }
+    None
+}
+
+/// Whether an element is known to be at least 0: an axis size, or an
+/// expression whose terms are all sizes with positive coefficients.
+fn nonnegative(e: &Elem) -> bool {
+    match e {
+        Elem::Int(n) => *n >= 0,
+        Elem::Expr(x) => x.is_nonnegative(),
+        Elem::Var(_) => true,
+        Elem::Unknown => false,
     }
 }
 

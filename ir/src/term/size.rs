@@ -165,6 +165,13 @@ impl SizeExpr {
         SizeExpr::extremum(a, b, false)
     }
 
+    /// Whether the value is at least 0 for every value of the symbols (they
+    /// are sizes): every coefficient positive and every atom a size, or a
+    /// rounding, `min` or `max` of such. Conservative: `false` when unsure.
+    pub fn is_nonnegative(&self) -> bool {
+        self.terms.iter().all(|(atoms, &c)| c > 0 && atoms.iter().all(Atom::is_nonnegative))
+    }
+
     /// The operands when the expression is exactly `min(a, b, ...)`.
     pub fn min_operands(&self) -> Option<&[SizeExpr]> {
         if self.terms.len() != 1 {
@@ -204,6 +211,16 @@ impl SizeExpr {
         operands.sort();
         let atom = if is_min { Atom::Min(operands) } else { Atom::Max(operands) };
         SizeExpr::from_monomial(vec![atom], 1)
+    }
+}
+
+impl Atom {
+    fn is_nonnegative(&self) -> bool {
+        match self {
+            Atom::Symbol(_) => true,
+            Atom::FloorDiv(e, _) | Atom::CeilDiv(e, _) => e.is_nonnegative(),
+            Atom::Min(args) | Atom::Max(args) => args.iter().all(SizeExpr::is_nonnegative),
+        }
     }
 }
 
