@@ -172,6 +172,20 @@ impl SizeExpr {
         self.terms.iter().all(|(atoms, &c)| c > 0 && atoms.iter().all(Atom::is_nonnegative))
     }
 
+    /// The value when every symbol has one in `value_of`; `None` when a
+    /// symbol has none or the arithmetic overflows.
+    pub fn eval(&self, value_of: &dyn Fn(&str) -> Option<i64>) -> Option<i64> {
+        let mut total: i64 = 0;
+        for (atoms, &c) in &self.terms {
+            let mut term = c;
+            for atom in atoms {
+                term = term.checked_mul(atom.eval(value_of)?)?;
+            }
+            total = total.checked_add(term)?;
+        }
+        Some(total)
+    }
+
     /// The operands when the expression is exactly `min(a, b, ...)`.
     pub fn min_operands(&self) -> Option<&[SizeExpr]> {
         if self.terms.len() != 1 {
@@ -215,6 +229,19 @@ impl SizeExpr {
 }
 
 impl Atom {
+    fn eval(&self, value_of: &dyn Fn(&str) -> Option<i64>) -> Option<i64> {
+        match self {
+            Atom::Symbol(name) => value_of(name),
+            Atom::FloorDiv(e, d) => Some(e.eval(value_of)?.div_euclid(i64::try_from(*d).ok()?)),
+            Atom::CeilDiv(e, d) => {
+                let (n, d) = (e.eval(value_of)?, i64::try_from(*d).ok()?);
+                Some(n.div_euclid(d) + i64::from(n.rem_euclid(d) != 0))
+            }
+            Atom::Min(args) => args.iter().map(|a| a.eval(value_of)).collect::<Option<Vec<_>>>()?.into_iter().min(),
+            Atom::Max(args) => args.iter().map(|a| a.eval(value_of)).collect::<Option<Vec<_>>>()?.into_iter().max(),
+        }
+    }
+
     fn is_nonnegative(&self) -> bool {
         match self {
             Atom::Symbol(_) => true,
@@ -346,6 +373,14 @@ mod tests {
         assert_eq!(s("h").add(&c(-1)).unwrap().floor_div(2).unwrap().to_string(), "floor((h-1)/2)");
         assert_eq!(SizeExpr::max(&s("a"), &s("b")), SizeExpr::max(&s("b"), &s("a")));
         assert_eq!(SizeExpr::min(&c(3), &c(5)), c(3));
+        let at = |name: &str| match name {
+            "h" => Some(7),
+            _ => None,
+        };
+        assert_eq!(s("h").add(&c(-1)).unwrap().floor_div(2).unwrap().add(&c(1)).unwrap().eval(&at), Some(4));
+        assert_eq!(SizeExpr::min(&c(4), &s("h")).mul(&s("h")).unwrap().eval(&at), Some(28));
+        assert_eq!(s("h").ceil_div(2).unwrap().eval(&at), Some(4));
+        assert_eq!(s("b").eval(&at), None);
         assert!(c(i64::MAX).add(&c(1)).is_none());
     }
 }
