@@ -214,15 +214,5 @@ fn inferred_shapes_are_written_as_value_info() {
 }
 
 fn shape_text(ty: &diamond_ir::TypeInfo) -> Option<String> {
-    let Some(diamond_ir::TypeValue::Tensor { shape: Some(shape), .. }) = &ty.value else { return None };
-    let dims: Vec<String> = shape
-        .dims
-        .iter()
-        .map(|d| match &d.value {
-            Some(diamond_ir::DimValue::Known(n)) => n.to_string(),
-            Some(diamond_ir::DimValue::Param(p)) => p.clone(),
-            None => "?".into(),
-        })
-        .collect();
-    Some(format!("[{}]", dims.join(", ")))
+    common::declared_shape_text(ty)
 }

@@ -3,6 +3,8 @@
 //! compared by normal form, a declaration that holds only under a condition
 //! is an assumption, and `convert` writes the inferred sizes.
 
+mod common;
+
 use serde_json::Value;
 use std::process::{Command, Output};
 
@@ -89,21 +91,7 @@ fn declared_shapes(path: &std::path::Path) -> std::collections::HashMap<String, 
         .value_info
         .iter()
         .chain(&graph.outputs)
-        .filter_map(|vi| {
-            let Some(diamond_ir::TypeValue::Tensor { shape: Some(shape), .. }) = &vi.ty.as_ref()?.value else {
-                return None;
-            };
-            let dims: Vec<String> = shape
-                .dims
-                .iter()
-                .map(|d| match &d.value {
-                    Some(diamond_ir::DimValue::Known(n)) => n.to_string(),
-                    Some(diamond_ir::DimValue::Param(p)) => p.clone(),
-                    None => "?".into(),
-                })
-                .collect();
-            Some((graph.value_name(vi.value?).to_string(), format!("[{}]", dims.join(", "))))
-        })
+        .filter_map(|vi| Some((graph.value_name(vi.value?).to_string(), common::declared_shape_text(vi.ty.as_ref()?)?)))
         .collect()
 }
 

@@ -4,6 +4,8 @@
 //! files declare the shapes the values really have and compute torch's
 //! outputs under tract.
 
+mod common;
+
 use diamond_infer::graph::DimReport;
 use diamond_infer::{check_model, CheckReport, Severity};
 use diamond_ir::term::{size_text_symbols, SizeExpr};
@@ -158,25 +160,6 @@ fn diamond(args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_diamond")).args(args).output().expect("runs diamond")
 }
 
-/// A `.npy` file of the corpus as a tract tensor (float32 or int64, as the corpus has).
-fn npy_tensor(path: &Path) -> tract_onnx::prelude::Tensor {
-    use tract_onnx::prelude::*;
-    let t = diamond_importers::npy::read_npy(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let shape: Vec<usize> = t.dims.iter().map(|&d| d as usize).collect();
-    let raw = t.data.raw.clone().unwrap_or_default();
-    match t.data_type {
-        Some(diamond_ir::ElemType::Int64) => {
-            let v: Vec<i64> = raw.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect();
-            tract_ndarray::ArrayD::from_shape_vec(shape, v).unwrap().into_tensor()
-        }
-        Some(diamond_ir::ElemType::Float) => {
-            let v: Vec<f32> = raw.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
-            tract_ndarray::ArrayD::from_shape_vec(shape, v).unwrap().into_tensor()
-        }
-        other => panic!("{}: unexpected element type {other:?}", path.display()),
-    }
-}
-
 /// Files `<stem>.<kind>_<i>.npy` in order.
 fn numbered(stem: &str, kind: &str) -> Vec<PathBuf> {
     (0..).map(|i| exports_dir().join(format!("{stem}.{kind}_{i}.npy"))).take_while(|p| p.exists()).collect()
@@ -186,8 +169,8 @@ fn numbered(stem: &str, kind: &str) -> Vec<PathBuf> {
 /// difference from torch's outputs, or why tract could not run it.
 fn tract_difference(stem: &str, path: &Path) -> Result<f32, String> {
     use tract_onnx::prelude::*;
-    let inputs: Vec<Tensor> = numbered(stem, "input").iter().map(|p| npy_tensor(p)).collect();
-    let wants: Vec<Tensor> = numbered(stem, "output").iter().map(|p| npy_tensor(p)).collect();
+    let inputs: Vec<Tensor> = numbered(stem, "input").iter().map(|p| common::npy_tensor(p)).collect();
+    let wants: Vec<Tensor> = numbered(stem, "output").iter().map(|p| common::npy_tensor(p)).collect();
     assert!(!inputs.is_empty() && !wants.is_empty(), "{stem}: no sample data");
     // tract 0.23 loses track of symbols in attention masks (it computes
     // [2,1,1,7] for a [batch,1,seq,seq] Where): run it on the model with every

@@ -165,22 +165,9 @@ fn converted_archives_compute_what_torch_computed_under_tract() {
     }
 }
 
-/// A `.npy` file as a tract tensor.
+/// A `.npy` fixture of `fixtures/torch/` as a tract tensor.
 fn npy_tensor(name: &str) -> tract_onnx::prelude::Tensor {
-    use tract_onnx::prelude::*;
-    let t = diamond_importers::npy::read_npy(&torch(name)).unwrap();
-    let shape: Vec<usize> = t.dims.iter().map(|&d| d as usize).collect();
-    let raw = t.data.raw.clone().unwrap_or_default();
-    match t.data_type {
-        Some(diamond_ir::ElemType::Int64) => {
-            let v: Vec<i64> = raw.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect();
-            tract_ndarray::ArrayD::from_shape_vec(shape, v).unwrap().into_tensor()
-        }
-        _ => {
-            let v: Vec<f32> = raw.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
-            tract_ndarray::ArrayD::from_shape_vec(shape, v).unwrap().into_tensor()
-        }
-    }
+    common::npy_tensor(&torch(name))
 }
 
 #[test]

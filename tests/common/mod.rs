@@ -47,3 +47,37 @@ pub fn data_files(case: &Path, prefix: &str) -> Vec<PathBuf> {
 pub fn case_name(case: &Path) -> String {
     case.file_name().unwrap().to_string_lossy().into_owned()
 }
+
+/// A float32 or int64 `.npy` file (what the torch fixtures hold) as a tract tensor.
+pub fn npy_tensor(path: &Path) -> tract_onnx::prelude::Tensor {
+    use tract_onnx::prelude::*;
+    let t = diamond_importers::npy::read_npy(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let shape: Vec<usize> = t.dims.iter().map(|&d| d as usize).collect();
+    let raw = t.data.raw.clone().unwrap_or_default();
+    match t.data_type {
+        Some(diamond_ir::ElemType::Int64) => {
+            let v: Vec<i64> = raw.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect();
+            tract_ndarray::ArrayD::from_shape_vec(shape, v).unwrap().into_tensor()
+        }
+        Some(diamond_ir::ElemType::Float) => {
+            let v: Vec<f32> = raw.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+            tract_ndarray::ArrayD::from_shape_vec(shape, v).unwrap().into_tensor()
+        }
+        other => panic!("{}: unexpected element type {other:?}", path.display()),
+    }
+}
+
+/// A declared tensor type's dims as text (`[batch, 8, ?]`); `None` without a shape.
+pub fn declared_shape_text(ty: &diamond_ir::TypeInfo) -> Option<String> {
+    let Some(diamond_ir::TypeValue::Tensor { shape: Some(shape), .. }) = &ty.value else { return None };
+    let dims: Vec<String> = shape
+        .dims
+        .iter()
+        .map(|d| match &d.value {
+            Some(diamond_ir::DimValue::Known(n)) => n.to_string(),
+            Some(diamond_ir::DimValue::Param(p)) => p.clone(),
+            None => "?".into(),
+        })
+        .collect();
+    Some(format!("[{}]", dims.join(", ")))
+}
