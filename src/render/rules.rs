@@ -18,6 +18,7 @@ pub fn short_description(code: Code) -> &'static str {
         Code::InvalidGraph => "The graph is malformed: a dangling name, a cycle, a value produced twice.",
         Code::UnsupportedOp => "An operator diamond has no rule for; its outputs stay unknown.",
         Code::ImpliedBound => "The graph is valid only under a bound on a dynamic axis.",
+        Code::Divisibility => "The graph is valid only when a dynamic size is divisible by a constant.",
         Code::UnitAxisWidened => "A stated unit axis is widened by broadcasting.",
         Code::SizeOverflow => "A value holds more elements than 64 bits can count.",
     }
@@ -42,6 +43,7 @@ pub fn help(code: Code) -> &'static str {
         Code::InvalidGraph => "Fix the graph's wiring: every input must be produced once, before its use.",
         Code::UnsupportedOp => "Values downstream of this node are not checked; declare its output shapes if known.",
         Code::ImpliedBound => "Check that the dynamic axis never exceeds the bound at run time.",
+        Code::Divisibility => "Check that the dynamic sizes are always multiples of the constant at run time.",
         Code::UnitAxisWidened => "Make the broadcast explicit (Expand) if widening the unit axis is intended.",
         Code::SizeOverflow => "Fix the shape computation: no tensor can hold this many elements.",
     }

@@ -114,6 +114,21 @@ impl SizeExpr {
         Some(quotient)
     }
 
+    /// The greatest common divisor of the coefficients (0 for the zero expression).
+    pub fn coefficient_gcd(&self) -> u64 {
+        self.terms.values().fold(0u64, |g, &c| gcd(g, c.unsigned_abs()))
+    }
+
+    /// For a single monomial `c·m`: `m` (coefficient 1) and `c`. `None` for
+    /// zero or a sum of several monomials.
+    pub fn monomial_parts(&self) -> Option<(SizeExpr, i64)> {
+        if self.terms.len() != 1 {
+            return None;
+        }
+        let (atoms, &c) = self.terms.iter().next()?;
+        Some((SizeExpr::from_monomial(atoms.clone(), 1), c))
+    }
+
     /// `⌊self / divisor⌋` for a positive divisor, folded when constant.
     pub fn floor_div(&self, divisor: u64) -> Option<SizeExpr> {
         self.divide(divisor, false)
@@ -246,6 +261,15 @@ impl fmt::Display for Size {
             Size::Known(n) => write!(f, "{n}"),
             Size::Symbolic(e) => write!(f, "{e}"),
         }
+    }
+}
+
+/// The greatest common divisor of `a` and `b` (`gcd(0, b) = b`).
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
     }
 }
 

@@ -49,7 +49,7 @@ fn params_ok(ctx: &mut OpCtx) -> bool {
     let axis = ctx.attr_int("axis").unwrap_or(1);
     if block > 0 {
         if scale.len() != x.len() {
-            ctx.invalid(format!(
+            ctx.rank_conflict(1, format!(
                 "blocked quantization needs a scale of the input's rank {}, got rank {}",
                 x.len(),
                 scale.len()
