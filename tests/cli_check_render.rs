@@ -327,3 +327,17 @@ fn auto_colours_a_terminal_unless_no_color_is_set() {
     assert!(!on_tty(Some("1")).unwrap().contains("\x1b["), "NO_COLOR=1 turns colour off");
     assert!(on_tty(Some("")).unwrap().contains("\x1b["), "an empty NO_COLOR does not");
 }
+
+#[test]
+fn a_divisibility_assumption_is_a_warning_listed_with_the_assumptions() {
+    let out = check(&["fixtures/diagnostics/reshape-divisibility.onnx"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    expect![[r#""#]].assert_eq(&String::from_utf8(out.stdout).unwrap());
+}
+
+#[test]
+fn a_wrong_transb_is_one_error_whose_help_names_the_fix() {
+    let out = check(&["fixtures/diagnostics/gemm-transb.onnx"]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    expect![[r#""#]].assert_eq(&String::from_utf8(out.stdout).unwrap());
+}

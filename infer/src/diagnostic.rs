@@ -15,7 +15,7 @@ pub enum Severity {
 }
 
 /// The stable diagnostic codes of the solver.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Code {
     /// Two dimensions cannot broadcast to each other.

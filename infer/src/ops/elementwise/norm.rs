@@ -96,7 +96,7 @@ fn to_normalized(ctx: &mut OpCtx, axis: i64, params: &[(usize, &str)]) {
     if axis < -r || axis >= r {
         return;
     }
-    let a = if axis < 0 { axis + r } else { axis } as usize;
+    let a = (if axis < 0 { axis + r } else { axis }) as usize;
     let normalized = dims[a..].to_vec();
     let shape = shape_text(ctx, &normalized);
     for &(i, name) in params {
