@@ -86,7 +86,7 @@ fn a_ones_vector_closes_up_to_the_known_axes_of_the_open_row_it_meets() {
         expect![[r#"
             ones  principal [..o]  closed [2, 7]
             prod  principal [<..p.r> 2, 7]  closed [2, 7]
-            x  principal [2, 7]  closed [2, 7]
+            x     principal [2, 7]  closed [2, 7]
         "#]],
     );
 }

@@ -285,6 +285,16 @@ mod tests {
     }
 
     #[test]
+    fn coefficients_and_monomials_split() {
+        let e = c(64).mul(&s("b")).unwrap().mul(&s("s")).unwrap().add(&c(96).mul(&s("b")).unwrap()).unwrap();
+        assert_eq!(e.coefficient_gcd(), 32);
+        assert_eq!(e.monomial_parts(), None);
+        let m = c(2048).mul(&s("s")).unwrap();
+        assert_eq!(m.monomial_parts(), Some((s("s"), 2048)));
+        assert_eq!(c(12).monomial_parts(), Some((c(1), 12)));
+    }
+
+    #[test]
     fn equal_polynomials_are_equal_values() {
         let left = c(2).mul(&s("b")).unwrap().mul(&s("s")).unwrap();
         let right = s("s").mul(&s("b")).unwrap().mul(&c(2)).unwrap();
