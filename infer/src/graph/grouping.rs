@@ -38,7 +38,10 @@ pub(crate) fn apply(graph: &Graph, values: &[ValueReport], diagnostics: &mut Vec
 /// The shape codes whose errors can share a cause.
 fn is_shape_error(d: &Diagnostic) -> bool {
     d.severity == Severity::Error
-        && matches!(d.code, Code::BroadcastConflict | Code::DimMismatch | Code::RankConflict | Code::ElementCountMismatch)
+        && matches!(
+            d.code,
+            Code::BroadcastConflict | Code::DimMismatch | Code::RankConflict | Code::ElementCountMismatch
+        )
 }
 
 /// Drops repeats of a diagnostic about the same thing (see the module documentation).
@@ -218,8 +221,7 @@ fn gemm_fits(a: &[DimReport], b: &[DimReport], c: Option<&[DimReport]>, trans_a:
     match c {
         None => true,
         Some(c) => {
-            c.len() <= 2
-                && c.iter().rev().zip([n, m]).all(|(x, t)| matches!(x, DimReport::Known(1)) || same(x, t))
+            c.len() <= 2 && c.iter().rev().zip([n, m]).all(|(x, t)| matches!(x, DimReport::Known(1)) || same(x, t))
         }
     }
 }
@@ -265,19 +267,15 @@ fn concat_hint(view: &View, node: &Node) -> Option<String> {
     }
     let raw = attr_int(node, "axis")?;
     let current = if raw < 0 { raw + rank as i64 } else { raw };
-    let fits = |axis: usize| {
-        (0..rank).filter(|&j| j != axis).all(|j| inputs.iter().all(|s| same(&s[j], &inputs[0][j])))
-    };
+    let fits =
+        |axis: usize| (0..rank).filter(|&j| j != axis).all(|j| inputs.iter().all(|s| same(&s[j], &inputs[0][j])));
     if usize::try_from(current).is_ok_and(|c| c < rank && fits(c)) {
         return None;
     }
     let candidates: Vec<usize> = (0..rank).filter(|&c| fits(c)).collect();
     let [axis] = candidates[..] else { return None };
     let shapes: Vec<String> = inputs.iter().map(|s| show(s)).collect();
-    Some(format!(
-        "set axis={axis} (currently {raw}): the inputs {} agree on every axis but {axis}",
-        shapes.join(", ")
-    ))
+    Some(format!("set axis={axis} (currently {raw}): the inputs {} agree on every axis but {axis}", shapes.join(", ")))
 }
 
 /// The reductions whose `keepdims` matters to a consumer.
@@ -289,8 +287,22 @@ fn is_reduction(op: &str) -> bool {
 /// reduction's `keepdims` makes the inputs broadcast.
 fn keepdims_hint(view: &View, node: &Node) -> Option<String> {
     const BROADCASTING: [&str; 16] = [
-        "Add", "Sub", "Mul", "Div", "Pow", "Mod", "Where", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
-        "And", "Or", "Max", "Min",
+        "Add",
+        "Sub",
+        "Mul",
+        "Div",
+        "Pow",
+        "Mod",
+        "Where",
+        "Equal",
+        "Less",
+        "Greater",
+        "LessOrEqual",
+        "GreaterOrEqual",
+        "And",
+        "Or",
+        "Max",
+        "Min",
     ];
     if !BROADCASTING.contains(&node.op_type()) {
         return None;

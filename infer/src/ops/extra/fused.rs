@@ -49,11 +49,14 @@ pub(super) fn causal_conv_with_state(ctx: &mut OpCtx) -> Result<(), Defer> {
     check_dtype(ctx, 0, &FLOATS);
     check_choice(ctx, "activation", "none", &["none", "silu", "swish"]);
     if x.len() != 3 || w.len() != 3 {
-        ctx.rank_conflict(0, format!(
-            "input has rank {} and weight rank {}; both must have rank 3 ([B, C, L] and [C, 1, k])",
-            x.len(),
-            w.len()
-        ));
+        ctx.rank_conflict(
+            0,
+            format!(
+                "input has rank {} and weight rank {}; both must have rank 3 ([B, C, L] and [C, 1, k])",
+                x.len(),
+                w.len()
+            ),
+        );
         super::unknown_shape(ctx, 0, t);
         super::unknown_shape(ctx, 1, t);
         return Ok(());

@@ -147,7 +147,10 @@ pub(super) fn feature_vectorizer(ctx: &mut OpCtx) -> Result<(), Defer> {
     }
     let t = Some(ElemType::Float);
     if let Some(bad) = all.iter().position(|d| d.is_empty() || d.len() > 2) {
-        ctx.rank_conflict(bad, format!("input {bad} has rank {}; FeatureVectorizer takes [N, C] or [C]", all[bad].len()));
+        ctx.rank_conflict(
+            bad,
+            format!("input {bad} has rank {}; FeatureVectorizer takes [N, C] or [C]", all[bad].len()),
+        );
         unknown_shape(ctx, 0, t);
         return Ok(());
     }

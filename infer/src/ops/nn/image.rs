@@ -46,7 +46,10 @@ fn grid_sample_shape(ctx: &mut OpCtx, x: &[DimTerm]) -> Option<()> {
             dims.extend(g[1..=r].iter().cloned());
         }
         Some(g) => {
-            ctx.rank_conflict(1, format!("the grid has rank {} but the input has rank {}; they must match", g.len(), x.len()));
+            ctx.rank_conflict(
+                1,
+                format!("the grid has rank {} but the input has rank {}; they must match", g.len(), x.len()),
+            );
             return None;
         }
         None => dims.extend((0..r).map(|_| ctx.unknown_dim())),

@@ -66,7 +66,10 @@ fn concat(ctx: &mut OpCtx) -> Result<(), Defer> {
     };
     let r = first.len();
     if let Some((k, d)) = all.iter().enumerate().find(|(_, d)| d.len() != r) {
-        ctx.rank_conflict(given[k], format!("input {} has rank {} but input {} has rank {r}", given[k], d.len(), given[0]));
+        ctx.rank_conflict(
+            given[k],
+            format!("input {} has rank {} but input {} has rank {r}", given[k], d.len(), given[0]),
+        );
         return unknown_outputs(ctx);
     }
     let axis = match ctx.attr_int("axis") {
