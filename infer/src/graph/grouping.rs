@@ -20,7 +20,7 @@
 use super::report::{DimReport, ValueReport};
 use crate::diagnostic::{Code, Diagnostic, Severity};
 use diamond_ir::entity::EntityId;
-use diamond_ir::{AttrValue, Graph, Node, NodeId};
+use diamond_ir::{AttrValue, Graph, Node};
 use std::collections::{HashMap, HashSet};
 
 /// Deduplicates, groups and hints `diagnostics` (see the module documentation).
@@ -66,8 +66,15 @@ struct View<'g> {
 }
 
 impl<'g> View<'g> {
-    fn node(&self, index: u32) -> Option<(NodeId, &'g Node)> {
-        self.graph.nodes.iter().find(|(nid, _)| EntityId::index(*nid) as u32 == index)
+    /// The main-graph node a diagnostic is located at: same index, name
+    /// (or label) and operator, so a function body's node is never taken
+    /// for the main graph's node of the same index.
+    fn node_of(&self, d: &Diagnostic) -> Option<&'g Node> {
+        let index = d.node_index?;
+        let (nid, node) = self.graph.nodes.iter().find(|(nid, _)| EntityId::index(*nid) as u32 == index)?;
+        let name =
+            if node.name().is_empty() { super::lowering::node_label(self.graph, nid) } else { node.name().to_string() };
+        (d.op.as_deref() == Some(node.op_type()) && d.node.as_deref() == Some(name.as_str())).then_some(node)
     }
 
     /// Input `i`'s closed shape, when its rank is known.
@@ -97,17 +104,20 @@ impl<'g> View<'g> {
 
 /// Groups the shape errors of each main-graph node (see the module documentation).
 fn group(view: &View, diagnostics: &mut Vec<Diagnostic>) {
-    let mut by_node: Vec<(u32, Vec<usize>)> = Vec::new();
+    // Keyed by the node's index and name: a function body's nodes are
+    // numbered in their own graph, and their diagnostics carry no prefix.
+    let mut by_node: Vec<((u32, Option<String>), Vec<usize>)> = Vec::new();
     for (k, d) in diagnostics.iter().enumerate() {
         let (None, Some(index), true) = (&d.graph, d.node_index, is_shape_error(d)) else { continue };
-        match by_node.iter_mut().find(|(i, _)| *i == index) {
+        let key = (index, d.node.clone());
+        match by_node.iter_mut().find(|(i, _)| *i == key) {
             Some((_, list)) => list.push(k),
-            None => by_node.push((index, vec![k])),
+            None => by_node.push((key, vec![k])),
         }
     }
     let mut drop: HashSet<usize> = HashSet::new();
-    for (index, list) in by_node {
-        let Some((_, node)) = view.node(index) else { continue };
+    for (_, list) in by_node {
+        let Some(node) = view.node_of(&diagnostics[list[0]]) else { continue };
         let hint = hint(view, node);
         let primary = list[0];
         if let Some(h) = &hint {
