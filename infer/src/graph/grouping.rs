@@ -106,7 +106,8 @@ impl<'g> View<'g> {
 fn group(view: &View, diagnostics: &mut Vec<Diagnostic>) {
     // Keyed by the node's index and name: a function body's nodes are
     // numbered in their own graph, and their diagnostics carry no prefix.
-    let mut by_node: Vec<((u32, Option<String>), Vec<usize>)> = Vec::new();
+    type NodeKey = (u32, Option<String>);
+    let mut by_node: Vec<(NodeKey, Vec<usize>)> = Vec::new();
     for (k, d) in diagnostics.iter().enumerate() {
         let (None, Some(index), true) = (&d.graph, d.node_index, is_shape_error(d)) else { continue };
         let key = (index, d.node.clone());
