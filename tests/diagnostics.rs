@@ -151,4 +151,11 @@ fn one_wrong_attribute_gives_one_error_whose_help_names_the_fix() {
         reduce[0]
     );
     assert!(reduce[0].notes.iter().any(|n| n.starts_with("same cause, also at input 1")), "{:#?}", reduce[0].notes);
+    let transpose = diagnostics("transpose-perm");
+    assert_eq!(
+        transpose[0].help.as_deref(),
+        Some("set perm=[0, 1, 2] on Transpose 't' (currently [0, 2, 1]): its output [2, 3, 4] then broadcasts with the other operands"),
+        "{:#?}",
+        transpose[0]
+    );
 }

@@ -13,9 +13,9 @@
 //!   what, and why), or when they share a clashing size.
 //! - **Attribute hints.** The node is checked again on its inputs' closed
 //!   shapes with one attribute changed: Gemm's `transA` / `transB`,
-//!   Concat's `axis`, and `keepdims` of a reduction whose output the
-//!   erroneous node broadcasts with. A hint is given only when exactly one
-//!   change works.
+//!   Concat's `axis`, and `keepdims` of a reduction or `perm` of a
+//!   Transpose whose output the erroneous node broadcasts with. A hint is
+//!   given only when exactly one change works.
 
 use super::report::{DimReport, ValueReport};
 use crate::diagnostic::{Code, Diagnostic, Severity};
@@ -173,7 +173,7 @@ fn hint(view: &View, node: &Node) -> Option<String> {
     match node.op_type() {
         "Gemm" => gemm_hint(view, node),
         "Concat" => concat_hint(view, node),
-        _ => keepdims_hint(view, node),
+        _ => producer_hint(view, node),
     }
 }
 
@@ -294,9 +294,9 @@ fn is_reduction(op: &str) -> bool {
     op.starts_with("Reduce") || op == "ArgMax" || op == "ArgMin"
 }
 
-/// A broadcasting node whose input comes from a reduction: flipping that
-/// reduction's `keepdims` makes the inputs broadcast.
-fn keepdims_hint(view: &View, node: &Node) -> Option<String> {
+/// A broadcasting node whose input comes from a reduction or a Transpose:
+/// changing that producer's `keepdims` or `perm` makes the inputs broadcast.
+fn producer_hint(view: &View, node: &Node) -> Option<String> {
     const BROADCASTING: [&str; 16] = [
         "Add",
         "Sub",
@@ -319,36 +319,64 @@ fn keepdims_hint(view: &View, node: &Node) -> Option<String> {
         return None;
     }
     let shapes: Vec<Option<&[DimReport]>> = (0..node.inputs.len()).map(|i| view.input(node, i)).collect();
+    let fits = |i: usize, replaced: &[DimReport]| {
+        let all: Vec<Vec<DimReport>> = shapes
+            .iter()
+            .enumerate()
+            .filter_map(|(j, s)| if j == i { Some(replaced.to_vec()) } else { s.map(<[DimReport]>::to_vec) })
+            .collect();
+        broadcast(&all).is_some()
+    };
     let mut found = Vec::new();
     for (i, shape) in shapes.iter().enumerate() {
-        let Some(reduce) = view.producer(node, i).filter(|p| is_reduction(p.op_type())) else { continue };
-        let Some(flipped) = flipped_keepdims(view, reduce) else { continue };
-        if *shape == Some(flipped.1.as_slice()) {
-            continue;
-        }
-        let mut all: Vec<Vec<DimReport>> = Vec::new();
-        for (j, s) in shapes.iter().enumerate() {
-            if j == i {
-                all.push(flipped.1.clone());
-            } else if let Some(s) = s {
-                all.push(s.to_vec());
+        let Some(producer) = view.producer(node, i) else { continue };
+        let name = if producer.name().is_empty() { String::new() } else { format!(" '{}'", producer.name()) };
+        let op = producer.op_type();
+        if is_reduction(op) {
+            let Some((keep, out)) = flipped_keepdims(view, producer) else { continue };
+            if *shape != Some(out.as_slice()) && fits(i, &out) {
+                found.push(format!(
+                    "set keepdims={keep} on {op}{name} (currently {}): its output {} then broadcasts with the other operands",
+                    1 - keep,
+                    show(&out)
+                ));
             }
-        }
-        if broadcast(&all).is_some() {
-            let name = if reduce.name().is_empty() { String::new() } else { format!(" '{}'", reduce.name()) };
-            found.push(format!(
-                "set keepdims={} on {}{name} (currently {}): its output {} then broadcasts with the other operands",
-                flipped.0,
-                reduce.op_type(),
-                1 - flipped.0,
-                show(&flipped.1)
-            ));
+        } else if op == "Transpose" {
+            let Some(input) = view.input(producer, 0).filter(|s| (2..=5).contains(&s.len())) else { continue };
+            let current = attr_ints(producer, "perm").unwrap_or_else(|| (0..input.len() as i64).rev().collect());
+            for perm in permutations(input.len()) {
+                let as_i64: Vec<i64> = perm.iter().map(|&k| k as i64).collect();
+                let out: Vec<DimReport> = perm.iter().map(|&k| input[k].clone()).collect();
+                if as_i64 != current && *shape != Some(out.as_slice()) && fits(i, &out) {
+                    found.push(format!(
+                        "set perm={as_i64:?} on Transpose{name} (currently {current:?}): its output {} then broadcasts with the other operands",
+                        show(&out)
+                    ));
+                }
+            }
         }
     }
     match found.len() {
         1 => found.pop(),
         _ => None,
     }
+}
+
+/// Every permutation of `0..n`, in lexicographic order.
+fn permutations(n: usize) -> Vec<Vec<usize>> {
+    if n == 0 {
+        return vec![Vec::new()];
+    }
+    let mut out = Vec::new();
+    for rest in permutations(n - 1) {
+        for at in 0..=rest.len() {
+            let mut p = rest.clone();
+            p.insert(at, n - 1);
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
 }
 
 /// A reduction's `keepdims` flipped, and its output shape then.
