@@ -158,4 +158,11 @@ fn one_wrong_attribute_gives_one_error_whose_help_names_the_fix() {
         "{:#?}",
         transpose[0]
     );
+    let gather = diagnostics("gather-axis");
+    assert_eq!(
+        gather[0].help.as_deref(),
+        Some("set axis=0 on Gather 'rows' (currently 1): its output [3, 4] then broadcasts with the other operands"),
+        "{:#?}",
+        gather[0]
+    );
 }

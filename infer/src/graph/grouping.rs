@@ -13,9 +13,9 @@
 //!   what, and why), or when they share a clashing size.
 //! - **Attribute hints.** The node is checked again on its inputs' closed
 //!   shapes with one attribute changed: Gemm's `transA` / `transB`,
-//!   Concat's `axis`, and `keepdims` of a reduction or `perm` of a
-//!   Transpose whose output the erroneous node broadcasts with. A hint is
-//!   given only when exactly one change works.
+//!   Concat's `axis`, and `keepdims` of a reduction, `axis` of a Gather or
+//!   `perm` of a Transpose whose output the erroneous node broadcasts with.
+//!   A hint is given only when exactly one change works.
 
 use super::report::{DimReport, ValueReport};
 use crate::diagnostic::{Code, Diagnostic, Severity};
@@ -294,8 +294,9 @@ fn is_reduction(op: &str) -> bool {
     op.starts_with("Reduce") || op == "ArgMax" || op == "ArgMin"
 }
 
-/// A broadcasting node whose input comes from a reduction or a Transpose:
-/// changing that producer's `keepdims` or `perm` makes the inputs broadcast.
+/// A broadcasting node whose input comes from a reduction, a Gather or a
+/// Transpose: changing that producer's `keepdims`, `axis` or `perm` makes
+/// the inputs broadcast.
 fn producer_hint(view: &View, node: &Node) -> Option<String> {
     const BROADCASTING: [&str; 16] = [
         "Add",
@@ -340,6 +341,20 @@ fn producer_hint(view: &View, node: &Node) -> Option<String> {
                     1 - keep,
                     show(&out)
                 ));
+            }
+        } else if op == "Gather" {
+            let (Some(data), Some(indices)) = (view.input(producer, 0), view.input(producer, 1)) else { continue };
+            let r = data.len() as i64;
+            let raw = attr_int(producer, "axis").unwrap_or(0);
+            let current = if raw < 0 { raw + r } else { raw };
+            for a in (0..data.len()).filter(|&a| a as i64 != current) {
+                let out: Vec<DimReport> = data[..a].iter().chain(indices).chain(&data[a + 1..]).cloned().collect();
+                if *shape != Some(out.as_slice()) && fits(i, &out) {
+                    found.push(format!(
+                        "set axis={a} on Gather{name} (currently {raw}): its output {} then broadcasts with the other operands",
+                        show(&out)
+                    ));
+                }
             }
         } else if op == "Transpose" {
             let Some(input) = view.input(producer, 0).filter(|s| (2..=5).contains(&s.len())) else { continue };
