@@ -67,7 +67,9 @@ fn expand(ctx: &mut OpCtx) -> Result<(), Defer> {
     let broadcast = |ctx: &mut OpCtx, tdims: Vec<DimTerm>| {
         let Some(out) = ctx.out_row(0) else { return };
         let Some(input) = ctx.in_row(0) else { return };
-        let rows = vec![("input 0".to_string(), input), ("input 1 (the shape)".to_string(), RowTerm::closed(tdims))];
+        // The shape operand's *values* are the row: it is named so that no
+        // reader takes the axis for one of input 1's own axes.
+        let rows = vec![("input 0".to_string(), input), ("shape values (input 1)".to_string(), RowTerm::closed(tdims))];
         ctx.broadcast_into(out, rows, "broadcasts to the output");
     };
     let (Some(a), Some(b)) = (known_sizes(ctx, &dims), known_sizes(ctx, &tdims)) else {
