@@ -327,3 +327,42 @@ fn auto_colours_a_terminal_unless_no_color_is_set() {
     assert!(!on_tty(Some("1")).unwrap().contains("\x1b["), "NO_COLOR=1 turns colour off");
     assert!(on_tty(Some("")).unwrap().contains("\x1b["), "an empty NO_COLOR does not");
 }
+
+#[test]
+fn a_divisibility_assumption_is_a_warning_listed_with_the_assumptions() {
+    let out = check(&["fixtures/diagnostics/reshape-divisibility.onnx"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    expect![[r#"
+        x  float [batch, seq, 4]
+        y  float [floor(batch*seq/2), 2, 4]
+
+        warning[divisibility]: the -1 of the target shape is 4*batch*seq / 8 = floor(batch*seq/2): the reshape holds only when batch*seq is divisible by 2
+         --> node 0 `reshape` (Reshape), input 1
+
+        assumptions (the results hold only if these do):
+          - Reshape 'reshape' (node 0): the -1 of the target shape is 4*batch*seq / 8 = floor(batch*seq/2): the reshape holds only when batch*seq is divisible by 2 (node 0 `reshape` (Reshape), input 1)
+
+        3 values (1 initializers not listed; --json has them); 0 error(s), 1 warning(s)
+    "#]].assert_eq(&String::from_utf8(out.stdout).unwrap());
+}
+
+#[test]
+fn a_wrong_transb_is_one_error_whose_help_names_the_fix() {
+    let out = check(&["fixtures/diagnostics/gemm-transb.onnx"]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    expect![[r#"
+        a  float [2, 3]
+        y  float [2, 3]
+
+        error[dim-mismatch]: dimensions differ: 4 must equal 3
+         --> node 0 `gemm` (Gemm), input 1, axis 0
+          |
+          = note: 4 comes from initializer 'b' axis 0
+          = note: 3 comes from graph input 'a' axis 1
+          = note: required by Gemm 'gemm' (node 0) input 1: a Gemm operand is a matrix sharing K, axis 0
+          = note: same cause, also at input 2, axis 0: error[broadcast-conflict] 4 cannot broadcast to 3: only the claim-free unit `_` broadcasts
+          = help: set transB=1 (currently 0): B [4, 3] is [N, K]
+
+        4 values (2 initializers not listed; --json has them); 1 error(s), 0 warning(s)
+    "#]].assert_eq(&String::from_utf8(out.stdout).unwrap());
+}

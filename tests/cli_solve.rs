@@ -29,12 +29,15 @@ fn the_seed_facts_solve_cleanly() {
         "seed.rows",
         0,
         expect![[r#"
-            x  principal [..a]  closed [3, 4]
-            m  principal [3 <..r> 4]  closed [3 <> 5, 6, 4]
-            s  principal [_]  closed [_]
-            y  principal [<..c.r> 2, 3]  closed [2, 3]
-            w  principal [128, 64]  closed [128, 64]
-            b  principal [batch, 64]  closed [batch, 64]
+            x     principal [..a]  closed [3, 4]
+            m     principal [3 <..r> 4]  closed [3 <> 5, 6, 4]
+            s     principal [_]  closed [_]
+            y     principal [<..c.r> 2, 3]  closed [2, 3]
+            w     principal [128, 64]  closed [128, 64]
+            b     principal [batch, 64]  closed [batch, 64]
+            ones  principal [..o]  closed [2, 7]
+            prod  principal [<..p.r> 2, 7]  closed [2, 7]
+            v     principal [2, 7]  closed [2, 7]
         "#]],
     );
 }

@@ -3,6 +3,9 @@
 //! After solving, leaves (graph inputs, `leaf` and `param` tensors) close
 //! upward: each free row variable of a leaf becomes its accumulated upper
 //! bound (or the empty row), each free dimension variable its upper bound; a
+//! leaf row with no bound of its own that waits below an open row whose
+//! variable is free and unbounded closes to that row's known axes (the
+//! variable will close to the empty row: the ones-vector idiom); a
 //! dimension with no bound is a hole, which becomes `_` for a leaf and an
 //! `undetermined-parameter` error for a parameter. Bounds reach a leaf
 //! through the inequalities still waiting between two variables, so they are
@@ -252,8 +255,11 @@ impl Solver {
                 }
                 None if opaque.1.contains(&self.store.find_row(rho).0) => {}
                 None => {
-                    let empty = self.store.alloc(&[], None, &[]);
-                    self.bind_row(rho, empty, cause)
+                    let value = match self.known_axes_above(rho, cause) {
+                        Some(known) => known,
+                        None => self.store.alloc(&[], None, &[]),
+                    };
+                    self.bind_row(rho, value, cause)
                 }
             }
         }
@@ -281,6 +287,40 @@ impl Solver {
                 }
             }
         }
+    }
+}
+
+impl Solver {
+    /// For a leaf row variable `rho` with no upper bound of its own: the
+    /// known axes of the open rows it waits below (`ρ ⊑ l·⟨σ⟩·r` with `σ`
+    /// free and unbounded), met when there are several. Such a `σ` has
+    /// nothing above it, so it closes downward to the empty row and the
+    /// larger row becomes `l·r`: closing `ρ` upward to exactly that is the
+    /// seed's ones-vector idiom (`ones ⊑ prod`, `x ⊑ prod`, `x : [2, 7]`
+    /// closes `ones` to `[2, 7]`). `None` when no such row is waiting.
+    fn known_axes_above(&mut self, rho: RowVar, cause: CauseId) -> Option<R> {
+        let root = self.store.find_row(rho);
+        let mut found = false;
+        for slot in 0..self.pending.len() {
+            let Some(Item::RowLe(a, b, _)) = self.pending[slot] else { continue };
+            let sub = self.store.row(a);
+            if !sub.dims.is_empty() || sub.var.map(|v| self.store.find_row(v)) != Some(root) {
+                continue;
+            }
+            let sup = self.store.row(b);
+            let Some(sigma) = sup.var else { continue };
+            let sigma = self.store.find_row(sigma);
+            if sigma == root || !matches!(self.store.row_state(sigma), RowState::Free { upper: None }) {
+                continue;
+            }
+            let known = self.store.alloc(sup.leading(), None, sup.trailing());
+            self.bound_row(root, known, cause);
+            found = true;
+        }
+        if !found {
+            return None;
+        }
+        self.row_upper(root).map(|(bound, _)| bound)
     }
 }
 

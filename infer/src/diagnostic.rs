@@ -28,7 +28,7 @@ impl Severity {
 }
 
 /// The stable diagnostic codes of the solver.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Code {
     /// Two dimensions cannot broadcast to each other.
@@ -55,6 +55,9 @@ pub enum Code {
     UnsupportedOp,
     /// The graph is valid only under a bound on a dynamic axis.
     ImpliedBound,
+    /// The graph is valid only when a dynamic size is divisible by a constant
+    /// (a `Reshape` splitting symbolic axes into fixed factors).
+    Divisibility,
     /// A stated unit axis is widened by broadcasting (`--strict-units`).
     UnitAxisWidened,
     /// A value holds more elements than 64 bits can count.
@@ -79,6 +82,7 @@ impl Code {
             Code::InvalidGraph => "invalid-graph",
             Code::UnsupportedOp => "unsupported-op",
             Code::ImpliedBound => "implied-bound",
+            Code::Divisibility => "divisibility",
             Code::UnitAxisWidened => "unit-axis-widened",
             Code::SizeOverflow => "size-overflow",
             Code::DeclaredDimResolved => "declared-dim-resolved",
@@ -88,9 +92,11 @@ impl Code {
     /// The severity this code always has.
     pub fn severity(self) -> Severity {
         match self {
-            Code::DynamicAxisSpecialized | Code::UnsupportedOp | Code::ImpliedBound | Code::UnitAxisWidened => {
-                Severity::Warning
-            }
+            Code::DynamicAxisSpecialized
+            | Code::UnsupportedOp
+            | Code::ImpliedBound
+            | Code::Divisibility
+            | Code::UnitAxisWidened => Severity::Warning,
             Code::DeclaredDimResolved => Severity::Info,
             _ => Severity::Error,
         }

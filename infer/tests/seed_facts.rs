@@ -77,6 +77,21 @@ fn a_leaf_closes_up_through_an_interior_tensor() {
 }
 
 #[test]
+fn a_ones_vector_closes_up_to_the_known_axes_of_the_open_row_it_meets() {
+    // The seed's idiom: `ones` (a leaf) broadcasts to `prod`, an interior
+    // tensor that only `x` bounds from below; `prod` closes to [2, 7], and
+    // `ones` closes upward to it rather than to the empty row.
+    check(
+        "tensor ones : leaf [..o]\ntensor prod : [..p]\ntensor x : [2, 7]\nones <= prod\nx <= prod\n",
+        expect![[r#"
+            ones  principal [..o]  closed [2, 7]
+            prod  principal [<..p.r> 2, 7]  closed [2, 7]
+            x     principal [2, 7]  closed [2, 7]
+        "#]],
+    );
+}
+
+#[test]
 fn an_interior_tensor_closes_down() {
     check(
         "tensor y : [..c]\n[2, 3] <= y\n",

@@ -238,10 +238,10 @@ fn reach(graph: &Graph, index: &GraphIndex, focus: NodeId) -> (Vec<NodeId>, usiz
     (order, omitted.len())
 }
 
-/// The value a diagnostic's operand (`input 1`, `output 0`) names at node `focus`.
+/// The value a diagnostic's operand (`input 1`, `output 0`, `input 1 (scale)`) names at node `focus`.
 fn operand_value(graph: &Graph, focus: NodeId, operand: Option<&str>) -> Option<ValueId> {
     let (side, k) = operand?.split_once(' ')?;
-    let k: usize = k.parse().ok()?;
+    let k: usize = k.split(' ').next()?.parse().ok()?;
     let node = &graph.nodes[focus];
     let v = *match side {
         "input" => node.inputs.get(k),

@@ -93,7 +93,7 @@ fn resolved_dims(report: &CheckReport, painter: Painter, limit: usize) -> String
 
 /// Whether `d` records an assumption the check went on under.
 fn is_assumption(d: &Diagnostic) -> bool {
-    matches!(d.code, Code::DynamicAxisSpecialized | Code::ImpliedBound)
+    matches!(d.code, Code::DynamicAxisSpecialized | Code::ImpliedBound | Code::Divisibility)
 }
 
 /// The assumptions section (empty when the check assumed nothing): one line per assumption, at most `limit`.

@@ -516,6 +516,14 @@ impl<'l, 'm> OpCtx<'l, 'm> {
         self.low.solver.add(Constraint::DimEq(a, b, cause));
     }
 
+    /// `a ⊑ b` on dimensions (`a` broadcasts to `b`) where `a` is axis
+    /// `axis` of `operand`: a conflict then names that axis.
+    pub fn le_dims_at(&mut self, a: DimTerm, b: DimTerm, operand: &str, axis: usize, why: impl Into<Rule>) {
+        let root = self.cause(operand, why);
+        let cause = self.low.solver.axis_cause(root, axis);
+        self.low.solver.add(Constraint::DimLe(a, b, cause));
+    }
+
     /// `a = b` on rows, because of `operand`: `why`.
     pub fn eq_rows(&mut self, a: RowTerm, b: RowTerm, operand: &str, why: impl Into<Rule>) {
         let cause = self.cause(operand, why);
@@ -598,6 +606,25 @@ impl<'l, 'm> OpCtx<'l, 'm> {
     pub fn invalid(&mut self, message: impl AsRef<str>) {
         let m = format!("{}: {}", self.label, message.as_ref());
         self.report(Code::InvalidAttribute, m);
+    }
+
+    /// A conflict about input `i`'s shape — its rank, or axis `axis` of it —
+    /// reported with `code` at that operand (never as `invalid-attribute`:
+    /// the offending thing is an input tensor); the message is prefixed
+    /// with the node.
+    pub fn input_conflict(&mut self, code: Code, i: usize, axis: Option<usize>, message: impl AsRef<str>) {
+        let m = crate::diagnostic::shorten(format!("{}: {}", self.label, message.as_ref()));
+        let root = self.cause(&format!("input {i}"), "operator rule");
+        let cause = match axis {
+            Some(a) => self.low.solver.axis_cause(root, a),
+            None => root,
+        };
+        self.low.solver.report_fact(code, m, cause, Vec::new());
+    }
+
+    /// A `rank-conflict` error: input `i` has a rank the operator does not take.
+    pub fn rank_conflict(&mut self, i: usize, message: impl AsRef<str>) {
+        self.input_conflict(Code::RankConflict, i, None, message);
     }
 
     /// A `dtype-mismatch` error at this node.

@@ -87,7 +87,12 @@ impl<'g> Tracer<'g> {
         let Some((_, node)) = self.graph.nodes.iter().find(|(nid, _)| EntityId::index(*nid) as u32 == index) else {
             return Vec::new();
         };
-        let located = d.operand.as_deref().and_then(|o| o.strip_prefix("input ")).and_then(|i| i.parse::<usize>().ok());
+        // `input 1`, or `input 1 (scale)` naming the operand.
+        let located = d
+            .operand
+            .as_deref()
+            .and_then(|o| o.strip_prefix("input "))
+            .and_then(|i| i.split(' ').next()?.parse::<usize>().ok());
         let (Some(i), Some(axis)) = (located, d.axis) else { return Vec::new() };
         let Some(&value) = node.inputs.get(i) else { return Vec::new() };
         let Some(size) = self.shape(value).and_then(|s| s.get(axis)).cloned() else { return Vec::new() };

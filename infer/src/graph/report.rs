@@ -233,6 +233,7 @@ pub(crate) fn build(low: Lowering<'_>, main: GraphId) -> CheckReport {
     inferred.set_resolved_names(resolved);
     size_overflows(graph, &values, &mut diagnostics);
     super::provenance::annotate(graph, &values, &mut diagnostics);
+    super::grouping::apply(graph, &values, &mut diagnostics);
     let _ = Origin::Solver("report");
     CheckReport { inputs, outputs, values, inferred_from_use, from_declaration, diagnostics, inferred }
 }

@@ -39,6 +39,8 @@ pub const ML: &str = "ai.onnx.ml";
 pub const TRAINING: &str = "ai.onnx.preview.training";
 /// The preview domain of operators on their way into the standard.
 pub const PREVIEW: &str = "ai.onnx.preview";
+/// ONNX Runtime's contrib domain (the fused operators its optimizers write).
+pub const MICROSOFT: &str = "com.microsoft";
 
 /// The table from (domain, operator) to the rules of its versions.
 #[derive(Default)]

@@ -128,6 +128,21 @@ impl SizeExpr {
             .map(|(m, &c)| (m, c))
     }
 
+    /// The greatest common divisor of the coefficients (0 for the zero expression).
+    pub fn coefficient_gcd(&self) -> u64 {
+        self.terms.values().fold(0u64, |g, &c| gcd(g, c.unsigned_abs()))
+    }
+
+    /// For a single monomial `c·m`: `m` (coefficient 1) and `c`. `None` for
+    /// zero or a sum of several monomials.
+    pub fn monomial_parts(&self) -> Option<(SizeExpr, i64)> {
+        if self.terms.len() != 1 {
+            return None;
+        }
+        let (atoms, &c) = self.terms.iter().next()?;
+        Some((SizeExpr::from_monomial(atoms.clone(), 1), c))
+    }
+
     /// `⌊self / divisor⌋` for a positive divisor, folded when constant.
     pub fn floor_div(&self, divisor: u64) -> Option<SizeExpr> {
         self.divide(divisor, false)
@@ -321,6 +336,15 @@ impl fmt::Display for Size {
     }
 }
 
+/// The greatest common divisor of `a` and `b` (`gcd(0, b) = b`).
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -330,6 +354,16 @@ mod tests {
     }
     fn c(n: i64) -> SizeExpr {
         SizeExpr::constant(n)
+    }
+
+    #[test]
+    fn coefficients_and_monomials_split() {
+        let e = c(64).mul(&s("b")).unwrap().mul(&s("s")).unwrap().add(&c(96).mul(&s("b")).unwrap()).unwrap();
+        assert_eq!(e.coefficient_gcd(), 32);
+        assert_eq!(e.monomial_parts(), None);
+        let m = c(2048).mul(&s("s")).unwrap();
+        assert_eq!(m.monomial_parts(), Some((s("s"), 2048)));
+        assert_eq!(c(12).monomial_parts(), Some((c(1), 12)));
     }
 
     #[test]

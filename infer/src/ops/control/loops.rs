@@ -383,7 +383,7 @@ fn scan8(ctx: &mut OpCtx) -> Result<(), Defer> {
         let need = if is_scan { 2 } else { 1 };
         if dims.len() < need {
             let what = if is_scan { "a batch and a sequence axis" } else { "a batch axis" };
-            ctx.invalid(format!("input {} has rank {} but needs {what}", 1 + i, dims.len()));
+            ctx.rank_conflict(1 + i, format!("input {} has rank {} but needs {what}", 1 + i, dims.len()));
             return Ok(());
         }
         let operand = format!("input {}", 1 + i);

@@ -2,13 +2,25 @@
 //! outputs), `InstanceNormalization`, `LayerNormalization` (with `Mean` and
 //! `InvStdDev` of the reduced shape and the `stash_type` element type),
 //! `GroupNormalization`, `RMSNormalization`, `LRN`,
-//! `MeanVarianceNormalization` and `LpNormalization`. Each output `Y` has the
-//! input's shape; per-channel parameters have the shape `[C]`.
+//! `MeanVarianceNormalization` and `LpNormalization`, and `com.microsoft`'s
+//! `SkipLayerNormalization`. Each output `Y` has the input's shape.
+//!
+//! Parameters are checked against what they scale, each named in the
+//! operand (`input 1 (scale)`) so a clash says which one: per-channel ones
+//! (`BatchNormalization`'s scale, B, mean and var, `InstanceNormalization`'s
+//! scale and B, `GroupNormalization`'s scale and bias from opset 21) have
+//! shape `[C]`, C being X's axis 1; `GroupNormalization` before opset 21
+//! takes `[num_groups]`; `LayerNormalization`'s Scale and B and
+//! `RMSNormalization`'s scale broadcast unidirectionally to the normalized
+//! shape `X.shape[axis:]`; `SkipLayerNormalization`'s gamma, beta and bias
+//! are `[hidden]` and its skip has the input's shape (or `[1, S, H]`,
+//! `[S, H]`).
 
 use super::{axis_ok, dtype_attr, same_shape, set_dtype_opt};
+use crate::constraint::Constraint;
 use crate::graph::OpCtx;
-use crate::ops::{Defer, OpTable, ONNX};
-use diamond_ir::term::RowTerm;
+use crate::ops::{Defer, OpTable, MICROSOFT, ONNX};
+use diamond_ir::term::{DimTerm, RowTerm};
 use diamond_ir::ElemType;
 
 pub(super) fn register(t: &mut OpTable) {
@@ -20,6 +32,7 @@ pub(super) fn register(t: &mut OpTable) {
     t.add(ONNX, "LRN", 1, lrn);
     t.add(ONNX, "MeanVarianceNormalization", 9, mean_variance_norm);
     t.add(ONNX, "LpNormalization", 1, lp_norm);
+    t.add(MICROSOFT, "SkipLayerNormalization", 1, skip_layer_norm);
 }
 
 /// Output 0 has input 0's shape and type.
@@ -29,15 +42,69 @@ fn same_as_x(ctx: &mut OpCtx) {
     set_dtype_opt(ctx, 0, t);
 }
 
-/// Each given input among `params` has shape `[C]`, C being input 0's
-/// axis 1 (when input 0's rank is known and at least 2).
-fn per_channel(ctx: &mut OpCtx, params: &[usize]) {
+/// Each given input among `params` (index, name) has shape `[C]`, C being
+/// input 0's axis 1 (when input 0's rank is known and at least 2).
+fn per_channel(ctx: &mut OpCtx, params: &[(usize, &str)]) {
     let Some(dims) = ctx.dims(0) else { return };
     let Some(c) = dims.get(1).filter(|_| dims.len() >= 2).cloned() else { return };
-    for &i in params {
-        if let Some(row) = ctx.in_row(i) {
-            ctx.eq_rows(row, RowTerm::closed(vec![c.clone()]), &format!("input {i}"), "has shape [C], C = X's axis 1");
+    for &(i, name) in params {
+        vector_of(ctx, i, name, c.clone(), &format!("{name} has shape [C], C = X's axis 1 (the channels)"));
+    }
+}
+
+/// Input `i` (named `name`), when given, is the vector `[len]`: a wrong
+/// rank is a `rank-conflict`, a wrong length a `dim-mismatch` at its axis 0,
+/// both naming the operand (`input 1 (scale)`).
+fn vector_of(ctx: &mut OpCtx, i: usize, name: &str, len: DimTerm, why: &str) {
+    if !ctx.has_input(i) {
+        return;
+    }
+    let operand = format!("input {i} ({name})");
+    match ctx.dims(i) {
+        Some(d) if d.len() == 1 => ctx.eq_dims_at(d[0].clone(), len, &operand, 0, why.to_string()),
+        Some(d) => {
+            let shape = shape_text(ctx, &[len]);
+            ctx.rank_conflict(i, format!("{name} (input {i}) has rank {}; it must be the vector {shape}", d.len()));
         }
+        None => {
+            if let Some(row) = ctx.in_row(i) {
+                ctx.eq_rows(row, RowTerm::closed(vec![len]), &operand, why.to_string());
+            }
+        }
+    }
+}
+
+/// Dimensions as text (`[768]`, `[?]` for a size not known yet).
+fn shape_text(ctx: &mut OpCtx, dims: &[DimTerm]) -> String {
+    let parts: Vec<String> = dims
+        .iter()
+        .map(|d| match ctx.resolve(d) {
+            DimTerm::Dim(d) => d.size.to_string(),
+            DimTerm::Var(_) => "?".to_string(),
+        })
+        .collect();
+    format!("[{}]", parts.join(", "))
+}
+
+/// Each given input among `params` (index, name) broadcasts
+/// unidirectionally to the normalized shape `X.shape[axis:]` (when X's
+/// rank is known and `axis` in range): a clash is a `broadcast-conflict`
+/// (or `rank-conflict`) at the parameter's own axis.
+fn to_normalized(ctx: &mut OpCtx, axis: i64, params: &[(usize, &str)]) {
+    let Some(dims) = ctx.dims(0) else { return };
+    let r = dims.len() as i64;
+    if axis < -r || axis >= r {
+        return;
+    }
+    let a = (if axis < 0 { axis + r } else { axis }) as usize;
+    let normalized = dims[a..].to_vec();
+    let shape = shape_text(ctx, &normalized);
+    for &(i, name) in params {
+        let Some(row) = ctx.in_row(i) else { continue };
+        let operand = format!("input {i} ({name})");
+        let why = format!("{name} broadcasts to the normalized shape X.shape[{a}:] = {shape}");
+        let cause = ctx.cause(&operand, why);
+        ctx.constrain(Constraint::RowLe(row, RowTerm::closed(normalized.clone()), cause));
     }
 }
 
@@ -48,7 +115,7 @@ fn per_channel(ctx: &mut OpCtx, params: &[usize]) {
 fn batch_norm(ctx: &mut OpCtx) -> Result<(), Defer> {
     same_as_x(ctx);
     if ctx.version() >= 9 || ctx.attr_int("spatial").unwrap_or(1) == 1 {
-        per_channel(ctx, &[1, 2, 3, 4]);
+        per_channel(ctx, &[(1, "scale"), (2, "B"), (3, "mean"), (4, "var")]);
     }
     if ctx.version() >= 14 {
         if ctx.attr_int("training_mode").unwrap_or(0) != 0 {
@@ -73,7 +140,7 @@ fn batch_norm(ctx: &mut OpCtx) -> Result<(), Defer> {
 /// `InstanceNormalization`: same shape and type; scale and bias have shape `[C]`.
 fn instance_norm(ctx: &mut OpCtx) -> Result<(), Defer> {
     same_as_x(ctx);
-    per_channel(ctx, &[1, 2]);
+    per_channel(ctx, &[(1, "scale"), (2, "B")]);
     Ok(())
 }
 
@@ -95,13 +162,11 @@ fn group_norm(ctx: &mut OpCtx) -> Result<(), Defer> {
     }
     same_as_x(ctx);
     if ctx.version() >= 21 {
-        per_channel(ctx, &[1, 2]);
+        per_channel(ctx, &[(1, "scale"), (2, "bias")]);
     } else {
-        for i in [1, 2] {
-            if let Some(row) = ctx.in_row(i) {
-                let g = ctx.known(groups);
-                ctx.eq_rows(row, RowTerm::closed(vec![g]), &format!("input {i}"), "has shape [num_groups]");
-            }
+        for (i, name) in [(1, "scale"), (2, "bias")] {
+            let g = ctx.known(groups);
+            vector_of(ctx, i, name, g, &format!("{name} has shape [num_groups] before opset 21"));
         }
     }
     Ok(())
@@ -140,6 +205,7 @@ fn layer_norm(ctx: &mut OpCtx) -> Result<(), Defer> {
     let axis = ctx.attr_int("axis").unwrap_or(-1);
     let Some(stats) = reduced_row(ctx, axis)? else { return Ok(()) };
     same_as_x(ctx);
+    to_normalized(ctx, axis, &[(1, "Scale"), (2, "B")]);
     for j in [1, 2] {
         if ctx.has_output(j) {
             ctx.set_row(j, stats.clone());
@@ -157,6 +223,8 @@ fn rms_norm(ctx: &mut OpCtx) -> Result<(), Defer> {
         return Ok(());
     }
     same_shape(ctx, 0, 0);
+    let axis = ctx.attr_int("axis").unwrap_or(-1);
+    to_normalized(ctx, axis, &[(1, "scale")]);
     if let (Some(x), Some(s)) = (ctx.dtype(0), ctx.dtype(1)) {
         if x == s {
             ctx.set_dtype(0, x);
@@ -204,5 +272,46 @@ fn lp_norm(ctx: &mut OpCtx) -> Result<(), Defer> {
         return Ok(());
     }
     same_as_x(ctx);
+    Ok(())
+}
+
+/// `com.microsoft` `SkipLayerNormalization`: `input` is `[B, S, H]` (or
+/// `[tokens, H]`); `skip` has its shape, or `[1, S, H]`, or `[S, H]`;
+/// gamma, beta and bias are `[H]`. `output` and `input_skip_bias_sum`
+/// (output 3) have the input's shape and type; `mean` and `inv_std_var`
+/// are left unknown.
+fn skip_layer_norm(ctx: &mut OpCtx) -> Result<(), Defer> {
+    let x = ctx.need_dims(0)?;
+    let t = ctx.same_dtype(&[0, 1, 2, 3, 4]);
+    if !(2..=3).contains(&x.len()) {
+        ctx.rank_conflict(0, format!("input has rank {}; it must be [B, S, H] or [tokens, H]", x.len()));
+        return Ok(());
+    }
+    let hidden = x[x.len() - 1].clone();
+    if let Some(s) = ctx.dims(1) {
+        if s.len() < 2 || s.len() > x.len() {
+            let message = format!("skip (input 1) has rank {} but the input has rank {}", s.len(), x.len());
+            ctx.rank_conflict(1, format!("{message}; skip must be [B, S, H], [1, S, H] or [S, H]"));
+        } else {
+            let offset = x.len() - s.len();
+            for (k, d) in s.iter().enumerate() {
+                let why = "skip has the input's shape (its batch may be 1)";
+                if offset == 0 && k == 0 && x.len() == 3 {
+                    ctx.le_dims_at(d.clone(), x[0].clone(), "input 1 (skip)", 0, why);
+                } else {
+                    ctx.eq_dims_at(d.clone(), x[offset + k].clone(), "input 1 (skip)", k, why);
+                }
+            }
+        }
+    }
+    for (i, name) in [(2, "gamma"), (3, "beta"), (4, "bias")] {
+        vector_of(ctx, i, name, hidden.clone(), &format!("{name} has shape [hidden], hidden = input's last axis"));
+    }
+    for j in [0, 3] {
+        if ctx.has_output(j) {
+            same_shape(ctx, 0, j);
+            set_dtype_opt(ctx, j, t);
+        }
+    }
     Ok(())
 }

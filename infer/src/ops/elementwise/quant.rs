@@ -49,11 +49,10 @@ fn params_ok(ctx: &mut OpCtx) -> bool {
     let axis = ctx.attr_int("axis").unwrap_or(1);
     if block > 0 {
         if scale.len() != x.len() {
-            ctx.invalid(format!(
-                "blocked quantization needs a scale of the input's rank {}, got rank {}",
-                x.len(),
-                scale.len()
-            ));
+            ctx.rank_conflict(
+                1,
+                format!("blocked quantization needs a scale of the input's rank {}, got rank {}", x.len(), scale.len()),
+            );
             return false;
         }
         return ctx.axis(axis, x.len(), "axis").is_some();

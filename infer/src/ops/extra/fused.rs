@@ -34,7 +34,7 @@ pub(super) fn swiglu(ctx: &mut OpCtx) -> Result<(), Defer> {
 fn dims_of_rank(ctx: &mut OpCtx, i: usize, rank: usize, what: &str) -> Option<Vec<DimTerm>> {
     let dims = ctx.dims(i)?;
     if dims.len() != rank {
-        ctx.invalid(format!("{what} (input {i}) has rank {}; it must have rank {rank}", dims.len()));
+        ctx.rank_conflict(i, format!("{what} (input {i}) has rank {}; it must have rank {rank}", dims.len()));
         return None;
     }
     Some(dims)
@@ -49,11 +49,14 @@ pub(super) fn causal_conv_with_state(ctx: &mut OpCtx) -> Result<(), Defer> {
     check_dtype(ctx, 0, &FLOATS);
     check_choice(ctx, "activation", "none", &["none", "silu", "swish"]);
     if x.len() != 3 || w.len() != 3 {
-        ctx.invalid(format!(
-            "input has rank {} and weight rank {}; both must have rank 3 ([B, C, L] and [C, 1, k])",
-            x.len(),
-            w.len()
-        ));
+        ctx.rank_conflict(
+            0,
+            format!(
+                "input has rank {} and weight rank {}; both must have rank 3 ([B, C, L] and [C, 1, k])",
+                x.len(),
+                w.len()
+            ),
+        );
         super::unknown_shape(ctx, 0, t);
         super::unknown_shape(ctx, 1, t);
         return Ok(());
@@ -146,7 +149,7 @@ pub(super) fn linear_attention(ctx: &mut OpCtx) -> Result<(), Defer> {
     let stated = match (heads, q.len()) {
         (Some((hq, hkv)), 3) => linear_attention_shapes(ctx, &q, hq, hkv, t, s),
         (Some(_), r) => {
-            ctx.invalid(format!("query has rank {r}; it must be [B, T, H_q * d_k]"));
+            ctx.rank_conflict(0, format!("query has rank {r}; it must be [B, T, H_q * d_k]"));
             false
         }
         (None, _) => false,
@@ -178,7 +181,7 @@ fn linear_attention_shapes(
                 packed.push(Some(d[2].clone()));
             }
             Some(d) => {
-                ctx.invalid(format!("{name} (input {i}) has rank {}; it must be [B, T, H_kv * d]", d.len()));
+                ctx.rank_conflict(i, format!("{name} (input {i}) has rank {}; it must be [B, T, H_kv * d]", d.len()));
                 return false;
             }
             None => packed.push(None),
@@ -232,7 +235,7 @@ fn past_state_sizes(
     }
     let Some(p) = ctx.dims(3) else { return (dk, dv) };
     if p.len() != 4 {
-        ctx.invalid(format!("past_state (input 3) has rank {}; it must be [B, H_kv, d_k, d_v]", p.len()));
+        ctx.rank_conflict(3, format!("past_state (input 3) has rank {}; it must be [B, H_kv, d_k, d_v]", p.len()));
         return (dk, dv);
     }
     ctx.eq_dims_at(p[0].clone(), batch.clone(), "input 3", 0, "past_state has the query's batch");

@@ -147,7 +147,10 @@ pub(super) fn feature_vectorizer(ctx: &mut OpCtx) -> Result<(), Defer> {
     }
     let t = Some(ElemType::Float);
     if let Some(bad) = all.iter().position(|d| d.is_empty() || d.len() > 2) {
-        ctx.invalid(format!("input {bad} has rank {}; FeatureVectorizer takes [N, C] or [C]", all[bad].len()));
+        ctx.rank_conflict(
+            bad,
+            format!("input {bad} has rank {}; FeatureVectorizer takes [N, C] or [C]", all[bad].len()),
+        );
         unknown_shape(ctx, 0, t);
         return Ok(());
     }
@@ -235,7 +238,7 @@ pub(super) fn linear_classifier(ctx: &mut OpCtx) -> Result<(), Defer> {
     let label = label_type(ctx, "classlabels_ints", "classlabels_strings");
     let labels = attr_len(ctx, "classlabels_ints").max(attr_len(ctx, "classlabels_strings"));
     let Some((n, f)) = batch_and_features(ctx, &dims, true) else {
-        ctx.invalid(format!("X (input 0) has rank {}; LinearClassifier takes [N, F] or [F]", dims.len()));
+        ctx.rank_conflict(0, format!("X (input 0) has rank {}; LinearClassifier takes [N, F] or [F]", dims.len()));
         classifier_outputs(ctx, None, None, label);
         return Ok(());
     };
@@ -288,7 +291,7 @@ fn regression_output(ctx: &mut OpCtx, dims: &[DimTerm], width: DimTerm) {
         [n, _] => set_tensor(ctx, 0, vec![n.clone(), width], t),
         [_] => set_trailing(ctx, 0, vec![width], t),
         _ => {
-            ctx.invalid(format!("X (input 0) has rank {}; {} takes [N, F]", dims.len(), ctx.op()));
+            ctx.rank_conflict(0, format!("X (input 0) has rank {}; {} takes [N, F]", dims.len(), ctx.op()));
             unknown_shape(ctx, 0, t);
         }
     }

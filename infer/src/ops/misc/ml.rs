@@ -40,7 +40,7 @@ pub(super) fn array_feature_extractor(ctx: &mut OpCtx) -> Result<(), Defer> {
     let count = element_count(ctx, 1);
     let out = match dims.as_slice() {
         [] => {
-            ctx.invalid("X (input 0) is a scalar; ArrayFeatureExtractor needs rank at least 1");
+            ctx.rank_conflict(0, "X (input 0) is a scalar; ArrayFeatureExtractor needs rank at least 1");
             unknown_shape(ctx, 0, t);
             return Ok(());
         }
@@ -105,7 +105,7 @@ pub(super) fn tree_ensemble(ctx: &mut OpCtx) -> Result<(), Defer> {
             unknown_shape(ctx, 0, t);
         }
         _ => {
-            ctx.invalid(format!("X (input 0) has rank {}; TreeEnsemble takes [N, F]", dims.len()));
+            ctx.rank_conflict(0, format!("X (input 0) has rank {}; TreeEnsemble takes [N, F]", dims.len()));
             unknown_shape(ctx, 0, t);
         }
     }

@@ -25,7 +25,7 @@ pub(super) fn string_normalizer(ctx: &mut OpCtx) -> Result<(), Defer> {
     let dims = ctx.need_dims(0)?;
     let t = Some(ElemType::String);
     if !matches!(dims.len(), 1 | 2) {
-        ctx.invalid(format!("the input has rank {}; StringNormalizer takes [C] or [1, C]", dims.len()));
+        ctx.rank_conflict(0, format!("the input has rank {}; StringNormalizer takes [C] or [1, C]", dims.len()));
         unknown_shape(ctx, 0, t);
         return Ok(());
     }
@@ -151,7 +151,7 @@ pub(super) fn tfidf_vectorizer(ctx: &mut OpCtx) -> Result<(), Defer> {
         [_] => vec![k],
         [n, _] => vec![n.clone(), k],
         _ => {
-            ctx.invalid(format!("the input has rank {}; TfIdfVectorizer takes [C] or [N, C]", dims.len()));
+            ctx.rank_conflict(0, format!("the input has rank {}; TfIdfVectorizer takes [C] or [N, C]", dims.len()));
             unknown_shape(ctx, 0, t);
             return Ok(());
         }

@@ -12,11 +12,10 @@ pub(super) fn tensor_scatter(ctx: &mut OpCtx) -> Result<(), Defer> {
     let update = ctx.need_dims(1)?;
     let t = ctx.same_dtype(&[0, 1]);
     if cache.len() != update.len() {
-        ctx.invalid(format!(
-            "update (input 1) has rank {} but past_cache (input 0) rank {}",
-            update.len(),
-            cache.len()
-        ));
+        ctx.rank_conflict(
+            1,
+            format!("update (input 1) has rank {} but past_cache (input 0) rank {}", update.len(), cache.len()),
+        );
         unknown_shape(ctx, 0, t);
         return Ok(());
     }

@@ -63,7 +63,7 @@ fn attention_shapes(ctx: &mut OpCtx, q: &[DimTerm]) -> Option<()> {
             Query { batch: q[0].clone(), heads, seq: q[1].clone(), q_heads: Some(qh), kv_heads: Some(kvh) }
         }
         r => {
-            ctx.invalid(format!("Q has rank {r}; it must be 3 or 4"));
+            ctx.rank_conflict(0, format!("Q has rank {r}; it must be 3 or 4"));
             return None;
         }
     };
@@ -111,7 +111,7 @@ fn per_head(ctx: &mut OpCtx, i: usize, rank: usize, kv_heads: Option<i64>) -> Op
         });
     };
     if d.len() != rank {
-        ctx.invalid(format!("input {i} has rank {} but Q has rank {rank}; they must match", d.len()));
+        ctx.rank_conflict(i, format!("input {i} has rank {} but Q has rank {rank}; they must match", d.len()));
         return None;
     }
     Some(match (rank, kv_heads) {

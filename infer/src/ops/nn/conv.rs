@@ -98,12 +98,15 @@ fn conv_shape(
     let n = x.len() - 2;
     if let Some(wd) = &w {
         if wd.len() != x.len() {
-            ctx.invalid(format!(
-                "the weight (input {}) has rank {} but the input has rank {}; they must match",
-                ops.w,
-                wd.len(),
-                x.len()
-            ));
+            ctx.rank_conflict(
+                1,
+                format!(
+                    "the weight (input {}) has rank {} but the input has rank {}; they must match",
+                    ops.w,
+                    wd.len(),
+                    x.len()
+                ),
+            );
             return None;
         }
     }
@@ -217,11 +220,10 @@ fn conv_transpose_dims(ctx: &mut OpCtx, x: &[DimTerm], w: Option<&[DimTerm]>) ->
     let n = x.len() - 2;
     if let Some(wd) = w {
         if wd.len() != x.len() {
-            ctx.invalid(format!(
-                "the weight has rank {} but the input has rank {}; they must match",
-                wd.len(),
-                x.len()
-            ));
+            ctx.rank_conflict(
+                1,
+                format!("the weight has rank {} but the input has rank {}; they must match", wd.len(), x.len()),
+            );
             return None;
         }
     }

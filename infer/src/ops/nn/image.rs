@@ -46,7 +46,10 @@ fn grid_sample_shape(ctx: &mut OpCtx, x: &[DimTerm]) -> Option<()> {
             dims.extend(g[1..=r].iter().cloned());
         }
         Some(g) => {
-            ctx.invalid(format!("the grid has rank {} but the input has rank {}; they must match", g.len(), x.len()));
+            ctx.rank_conflict(
+                1,
+                format!("the grid has rank {} but the input has rank {}; they must match", g.len(), x.len()),
+            );
             return None;
         }
         None => dims.extend((0..r).map(|_| ctx.unknown_dim())),
@@ -68,7 +71,7 @@ fn affine_grid_shape(ctx: &mut OpCtx) -> Result<Option<()>, Defer> {
     let len = match size_dims.as_slice() {
         [d] => ctx.size_of(d),
         _ => {
-            ctx.invalid(format!("size has rank {}; it must be a vector", size_dims.len()));
+            ctx.rank_conflict(1, format!("size has rank {}; it must be a vector", size_dims.len()));
             return Ok(None);
         }
     };
@@ -110,7 +113,7 @@ fn col2im(ctx: &mut OpCtx) -> Result<(), Defer> {
 /// States `Col2Im`'s output shape.
 fn col2im_shape(ctx: &mut OpCtx, x: &[DimTerm]) -> Option<()> {
     if x.len() != 3 {
-        ctx.invalid(format!("the input has rank {}; it must be [N, C·∏block_shape, L]", x.len()));
+        ctx.rank_conflict(0, format!("the input has rank {}; it must be [N, C·∏block_shape, L]", x.len()));
         return None;
     }
     let image = ctx.elems(1);

@@ -262,7 +262,7 @@ fn affine(
 /// Checks that input `i` has rank at least `min`; reports otherwise.
 fn check_min_rank(ctx: &mut OpCtx, i: usize, rank: usize, min: usize, what: &str) -> bool {
     if rank < min {
-        ctx.invalid(format!("input {i} ({what}) has rank {rank}; it needs at least {min}"));
+        ctx.rank_conflict(i, format!("input {i} ({what}) has rank {rank}; it needs at least {min}"));
         return false;
     }
     true
@@ -271,7 +271,7 @@ fn check_min_rank(ctx: &mut OpCtx, i: usize, rank: usize, min: usize, what: &str
 /// Checks that input `i` has exactly rank `want`; reports otherwise.
 fn check_rank(ctx: &mut OpCtx, i: usize, rank: usize, want: usize, what: &str) -> bool {
     if rank != want {
-        ctx.invalid(format!("input {i} ({what}) has rank {rank}; it must have rank {want}"));
+        ctx.rank_conflict(i, format!("input {i} ({what}) has rank {rank}; it must have rank {want}"));
         return false;
     }
     true

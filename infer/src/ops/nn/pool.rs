@@ -89,7 +89,7 @@ fn region_count(ctx: &mut OpCtx, i: usize, want_rank: usize, last: u64) -> Optio
             Some(d[0].clone())
         }
         Some(d) => {
-            ctx.invalid(format!("input {i} (rois) has rank {}; it must have rank {want_rank}", d.len()));
+            ctx.rank_conflict(i, format!("input {i} (rois) has rank {}; it must have rank {want_rank}", d.len()));
             None
         }
         None => Some(ctx.unknown_dim()),

@@ -32,7 +32,7 @@ fn gate_count(op: &str) -> i64 {
 /// States the shapes of `Y`, `Y_h` and `Y_c`.
 fn recurrent_shape(ctx: &mut OpCtx, x: &[DimTerm]) -> Option<()> {
     if x.len() != 3 {
-        ctx.invalid(format!("X has rank {}; it must be [seq_length, batch_size, input_size]", x.len()));
+        ctx.rank_conflict(0, format!("X has rank {}; it must be [seq_length, batch_size, input_size]", x.len()));
         return None;
     }
     let layout = if ctx.version() >= 14 { ctx.attr_int("layout").unwrap_or(0) } else { 0 };

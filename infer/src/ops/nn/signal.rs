@@ -37,7 +37,7 @@ fn dft(ctx: &mut OpCtx) -> Result<(), Defer> {
 fn dft_shape(ctx: &mut OpCtx, x: &[DimTerm]) -> Option<()> {
     let r = x.len();
     if r < 2 {
-        ctx.invalid(format!("the input has rank {r}; it needs a signal axis and the complex axis"));
+        ctx.rank_conflict(0, format!("the input has rank {r}; it needs a signal axis and the complex axis"));
         return None;
     }
     let inverse = ctx.attr_int("inverse").unwrap_or(0) != 0;
@@ -100,7 +100,7 @@ fn stft(ctx: &mut OpCtx) -> Result<(), Defer> {
 /// States `STFT`'s output shape.
 fn stft_shape(ctx: &mut OpCtx, x: &[DimTerm]) -> Option<()> {
     if x.len() != 3 {
-        ctx.invalid(format!("the signal has rank {}; it must be [batch, length, 1 or 2]", x.len()));
+        ctx.rank_conflict(0, format!("the signal has rank {}; it must be [batch, length, 1 or 2]", x.len()));
         return None;
     }
     let onesided = ctx.attr_int("onesided").unwrap_or(1) != 0;
@@ -108,7 +108,7 @@ fn stft_shape(ctx: &mut OpCtx, x: &[DimTerm]) -> Option<()> {
         match ctx.dims(2).as_deref() {
             Some([d]) => Some(d.clone()),
             Some(d) => {
-                ctx.invalid(format!("the window has rank {}; it must be a vector", d.len()));
+                ctx.rank_conflict(2, format!("the window has rank {}; it must be a vector", d.len()));
                 return None;
             }
             None => None,

@@ -18,7 +18,10 @@ fn loss_dims(ctx: &mut OpCtx, dims: &[DimTerm]) -> Option<Vec<DimTerm>> {
         return None;
     }
     let [n, c, rest @ ..] = dims else {
-        ctx.invalid(format!("the scores (input 0) have rank {}; at least 2 ([N, C, ...]) is needed", dims.len()));
+        ctx.rank_conflict(
+            0,
+            format!("the scores (input 0) have rank {}; at least 2 ([N, C, ...]) is needed", dims.len()),
+        );
         return None;
     };
     let target: Vec<DimTerm> = std::iter::once(n.clone()).chain(rest.iter().cloned()).collect();

@@ -50,7 +50,7 @@ fn matmul_row(ctx: &mut OpCtx, a: usize, b: usize) -> Result<Option<RowTerm>, De
 
 /// Reports a rank-0 matrix operand.
 fn scalar_operand(ctx: &mut OpCtx, i: usize) -> Option<RowTerm> {
-    ctx.invalid(format!("input {i} is a scalar; matrix product operands need rank at least 1"));
+    ctx.rank_conflict(i, format!("input {i} is a scalar; matrix product operands need rank at least 1"));
     None
 }
 
@@ -114,7 +114,7 @@ pub(super) fn det(ctx: &mut OpCtx) -> Result<(), Defer> {
     let dims = ctx.need_dims(0)?;
     let t = ctx.dtype(0);
     let [batch @ .., rows, cols] = dims.as_slice() else {
-        ctx.invalid(format!("Det needs an input of rank at least 2, got rank {}", dims.len()));
+        ctx.rank_conflict(0, format!("Det needs an input of rank at least 2, got rank {}", dims.len()));
         unknown_shape(ctx, 0, t);
         return Ok(());
     };

@@ -61,11 +61,19 @@ fn expand(ctx: &mut OpCtx) -> Result<(), Defer> {
         }
     }
     let rank = dims.len().max(tdims.len());
-    let (Some(a), Some(b)) = (known_sizes(ctx, &dims), known_sizes(ctx, &tdims)) else {
-        let Some(out) = ctx.out_row(0) else { return Ok(()) };
-        let Some(input) = ctx.in_row(0) else { return Ok(()) };
-        let rows = vec![("input 0".to_string(), input), ("input 1 (the shape)".to_string(), RowTerm::closed(tdims))];
+    // Symbolic sizes, or sizes that clash: the solver broadcasts the input
+    // with the shape operand, and reports a clash as a `broadcast-conflict`
+    // at the operand (the shape is an input, not an attribute).
+    let broadcast = |ctx: &mut OpCtx, tdims: Vec<DimTerm>| {
+        let Some(out) = ctx.out_row(0) else { return };
+        let Some(input) = ctx.in_row(0) else { return };
+        // The shape operand's *values* are the row: it is named so that no
+        // reader takes the axis for one of input 1's own axes.
+        let rows = vec![("input 0".to_string(), input), ("shape values (input 1)".to_string(), RowTerm::closed(tdims))];
         ctx.broadcast_into(out, rows, "broadcasts to the output");
+    };
+    let (Some(a), Some(b)) = (known_sizes(ctx, &dims), known_sizes(ctx, &tdims)) else {
+        broadcast(ctx, tdims);
         return Ok(());
     };
     let mut sizes = vec![0usize; rank];
@@ -76,8 +84,8 @@ fn expand(ctx: &mut OpCtx) -> Result<(), Defer> {
             (x, y) if x == y || y == 1 => x,
             (1, y) => y,
             _ => {
-                ctx.invalid(format!("an input axis of size {x} cannot broadcast with a shape axis of size {y}"));
-                return unknown_outputs(ctx);
+                broadcast(ctx, tdims);
+                return Ok(());
             }
         };
     }

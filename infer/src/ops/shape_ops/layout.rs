@@ -123,6 +123,12 @@ fn reshape(ctx: &mut OpCtx) -> Result<(), Defer> {
                 ctx.invalid(message);
                 return unknown_outputs(ctx);
             }
+            Inferred::Assumed(d, message) => {
+                // The element count holds only under the stated divisibility.
+                dims[at] = d;
+                count_constraint = false;
+                ctx.report_at(crate::diagnostic::Code::Divisibility, "input 1", message);
+            }
             Inferred::Unsolvable => count_constraint = false,
             Inferred::Later => {}
         }
@@ -164,6 +170,9 @@ enum Inferred {
     Dim(DimTerm),
     /// The element counts cannot match.
     Invalid(String),
+    /// Symbolic sizes that divide only when a dynamic size is a multiple of
+    /// a constant: its dimension, and the assumption (a `divisibility` warning).
+    Assumed(DimTerm, String),
     /// Symbolic sizes that do not divide: nothing is said.
     Unsolvable,
     /// Sizes not known yet: the element-count constraint will solve it.
@@ -220,8 +229,46 @@ fn inferred_dim(ctx: &mut OpCtx, input: &[DimTerm], dims: &[DimTerm], at: usize)
                 var.map_or(Inferred::Later, |v| Inferred::Dim(DimTerm::Var(v)))
             }
             None if pending => Inferred::Later,
-            None => Inferred::Unsolvable,
+            None => match divided_assuming(&total, &rest) {
+                Some((quotient, dividend, divisor)) => {
+                    let message = format!(
+                        "{}: the -1 of the target shape is {total} / {rest} = {quotient}: the reshape holds only when \
+                         {dividend} is divisible by {divisor}",
+                        ctx.label()
+                    );
+                    Inferred::Assumed(dim_of_expr(ctx, quotient), message)
+                }
+                None => Inferred::Unsolvable,
+            },
         },
+    }
+}
+
+/// `total / rest` where `rest = k·m` is one monomial that divides `total`
+/// symbolically (`total = m·t`) and the constant `k` divides `t` only when a
+/// dynamic size is a multiple of it: `[batch, seq, 64]` to `[-1, 32, 64]` is
+/// `batch*seq*64 / 2048`, which is `⌊batch*seq / 32⌋` when `batch*seq` is a
+/// multiple of 32. Returns the quotient, the dividend after cancelling
+/// common factors (`batch*seq`) and the divisor left (32).
+fn divided_assuming(total: &SizeExpr, rest: &SizeExpr) -> Option<(SizeExpr, SizeExpr, u64)> {
+    let (symbols, k) = rest.monomial_parts()?;
+    let k = u64::try_from(k).ok().filter(|&k| k > 1)?;
+    let t = total.div_exact(&symbols)?;
+    let common = gcd(t.coefficient_gcd(), k);
+    let dividend = t.div_exact(&SizeExpr::constant(i64::try_from(common).ok()?))?;
+    let divisor = k / common;
+    if divisor <= 1 || dividend.as_constant().is_some() {
+        return None;
+    }
+    Some((dividend.floor_div(divisor)?, dividend, divisor))
+}
+
+/// The greatest common divisor of `a` and `b`.
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
     }
 }
 
@@ -423,7 +470,7 @@ fn space_depth(ctx: &mut OpCtx, to_space: bool) -> Result<(), Defer> {
     dtype_from(ctx, 0, 0);
     let Some(b) = blocksize(ctx) else { return unknown_outputs(ctx) };
     if dims.len() != 4 {
-        ctx.invalid(format!("the input must have rank 4, not {}", dims.len()));
+        ctx.rank_conflict(0, format!("the input must have rank 4, not {}", dims.len()));
         return unknown_outputs(ctx);
     }
     let bb = SizeExpr::constant(b as i64);

@@ -66,7 +66,10 @@ fn concat(ctx: &mut OpCtx) -> Result<(), Defer> {
     };
     let r = first.len();
     if let Some((k, d)) = all.iter().enumerate().find(|(_, d)| d.len() != r) {
-        ctx.invalid(format!("input {} has rank {} but input {} has rank {r}", given[k], d.len(), given[0]));
+        ctx.rank_conflict(
+            given[k],
+            format!("input {} has rank {} but input {} has rank {r}", given[k], d.len(), given[0]),
+        );
         return unknown_outputs(ctx);
     }
     let axis = match ctx.attr_int("axis") {
@@ -494,7 +497,7 @@ fn gather_elements(ctx: &mut OpCtx) -> Result<(), Defer> {
     let idims = ctx.need_dims(1)?;
     dtype_to(ctx, 0);
     if dims.len() != idims.len() {
-        ctx.invalid(format!("data has rank {} but indices have rank {}", dims.len(), idims.len()));
+        ctx.rank_conflict(1, format!("data has rank {} but indices have rank {}", dims.len(), idims.len()));
         return unknown_outputs(ctx);
     }
     let Some(a) = ctx.axis(ctx.attr_int("axis").unwrap_or(0), dims.len(), "axis") else { return unknown_outputs(ctx) };
@@ -526,7 +529,7 @@ fn gather_nd(ctx: &mut OpCtx) -> Result<(), Defer> {
     let idims = ctx.need_dims(1)?;
     let Some(last) = idims.last() else {
         dtype_to(ctx, 0);
-        ctx.invalid("indices must have rank 1 or more");
+        ctx.rank_conflict(1, "indices must have rank 1 or more");
         return unknown_outputs(ctx);
     };
     let Some(k) = ctx.size_of(last) else { return Err(Defer) };
