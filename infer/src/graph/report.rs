@@ -102,6 +102,10 @@ pub struct CheckReport {
     /// Every lowered value's inferred type, as ONNX declarations (for `convert`).
     #[serde(skip)]
     pub inferred: super::inferred::InferredTypes,
+    /// Main-graph values computed by nodes whose elements value propagation
+    /// knows (shape arithmetic: integers, size expressions), by name.
+    #[serde(skip)]
+    pub known_values: std::collections::HashMap<String, std::sync::Arc<super::facts::ConstValue>>,
 }
 
 impl CheckReport {
@@ -147,6 +151,7 @@ pub(crate) fn build(low: Lowering<'_>, main: GraphId) -> CheckReport {
     let reported = low.reported.clone();
     let facts: Vec<(ValueKind, Option<ElemType>)> =
         reported.iter().map(|(_, key, _, _)| (low.facts[key].kind.clone(), low.facts[key].dtype)).collect();
+    let known_values = known_values(&low, main);
     let from_declaration = low.from_declaration.clone();
     let low_symbols = low.input_symbols.clone();
     // Per defined value outside function bodies: its graph, kind and element type.
@@ -235,7 +240,28 @@ pub(crate) fn build(low: Lowering<'_>, main: GraphId) -> CheckReport {
     super::provenance::annotate(graph, &values, &mut diagnostics);
     super::grouping::apply(graph, &values, &mut diagnostics);
     let _ = Origin::Solver("report");
-    CheckReport { inputs, outputs, values, inferred_from_use, from_declaration, diagnostics, inferred }
+    CheckReport { inputs, outputs, values, inferred_from_use, from_declaration, diagnostics, inferred, known_values }
+}
+
+/// The main graph's node outputs whose elements value propagation holds.
+fn known_values(
+    low: &Lowering<'_>,
+    main: GraphId,
+) -> std::collections::HashMap<String, std::sync::Arc<super::facts::ConstValue>> {
+    let graph = &low.model.graphs[main];
+    let mut out = std::collections::HashMap::new();
+    for (_, node) in graph.nodes.iter() {
+        for &v in &node.outputs {
+            let name = graph.value_name(v);
+            if name.is_empty() {
+                continue;
+            }
+            if let Some(value) = low.facts.get(&(0, v)).and_then(|f| f.value.clone()) {
+                out.insert(name.to_string(), value);
+            }
+        }
+    }
+    out
 }
 
 /// A `size-overflow` error for each main-graph value whose known sizes

@@ -1,0 +1,140 @@
+//! What the passes read about the current model: the check report and the
+//! main graph's def-use tables.
+
+use diamond_infer::graph::{CheckReport, ConstValue, DimReport};
+use diamond_infer::check_model;
+use diamond_ir::{ElemType, Graph, GraphId, Model, NodeId, ValueId};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// The facts about a model that the passes decide on.
+pub struct Analysis {
+    /// The check of the model as it is now.
+    pub report: CheckReport,
+    /// The main graph.
+    pub main: GraphId,
+    /// Per value of the main graph, the nodes reading it (a node once per operand).
+    pub consumers: HashMap<ValueId, Vec<NodeId>>,
+    /// Per value, the node producing it.
+    pub producer: HashMap<ValueId, NodeId>,
+    /// Names that subgraphs of main-graph nodes read from the main graph.
+    pub outer_refs: HashSet<String>,
+    /// The main graph's outputs.
+    pub outputs: HashSet<ValueId>,
+    /// The main graph's inputs (initializers listed as inputs included).
+    pub inputs: HashSet<ValueId>,
+    /// Initializers by value.
+    pub initializers: HashMap<ValueId, usize>,
+    /// Values by name in the report.
+    index: HashMap<String, usize>,
+}
+
+impl Analysis {
+    /// Checks `model` and indexes its main graph; `None` without a main graph.
+    pub fn new(model: &Model) -> Option<Analysis> {
+        let main = model.graph?;
+        let report = check_model(model, &Default::default());
+        let graph = &model.graphs[main];
+        let mut consumers: HashMap<ValueId, Vec<NodeId>> = HashMap::new();
+        let mut producer = HashMap::new();
+        let mut outer_refs = HashSet::new();
+        for (nid, node) in graph.nodes.iter() {
+            for &v in &node.inputs {
+                consumers.entry(v).or_default().push(nid);
+            }
+            for &v in &node.outputs {
+                producer.insert(v, nid);
+            }
+            for g in node.subgraphs() {
+                collect_refs(model, g, &mut outer_refs);
+            }
+        }
+        let outputs = graph.outputs.iter().filter_map(|vi| vi.value).collect();
+        let inputs = graph.inputs.iter().filter_map(|vi| vi.value).collect();
+        let initializers = graph
+            .initializers
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| Some((graph.value_named(t.name.as_deref()?)?, i)))
+            .collect();
+        let index = report.values.iter().enumerate().map(|(i, v)| (v.name.clone(), i)).collect();
+        Some(Analysis { report, main, consumers, producer, outer_refs, outputs, inputs, initializers, index })
+    }
+
+    /// The main graph of `model`.
+    pub fn graph<'m>(&self, model: &'m Model) -> &'m Graph {
+        &model.graphs[self.main]
+    }
+
+    /// The inferred shape of a main-graph value, when every dim is known or symbolic.
+    pub fn shape(&self, model: &Model, v: ValueId) -> Option<&[DimReport]> {
+        let name = self.graph(model).value_name(v);
+        let shape = self.report.values.get(*self.index.get(name)?)?.shape.as_deref()?;
+        shape.iter().all(|d| *d != DimReport::Unknown).then_some(shape)
+    }
+
+    /// The inferred element type of a main-graph value.
+    pub fn dtype(&self, model: &Model, v: ValueId) -> Option<ElemType> {
+        let name = self.graph(model).value_name(v);
+        self.report.values.get(*self.index.get(name)?)?.dtype
+    }
+
+    /// The elements of a value when they are known: an initializer's, a
+    /// `Constant` node's, or what value propagation computed.
+    pub fn constant(&self, model: &Model, v: ValueId) -> Option<Arc<ConstValue>> {
+        let graph = self.graph(model);
+        if let Some(&i) = self.initializers.get(&v) {
+            // An initializer that is also a graph input is a default the caller may override.
+            if self.inputs.contains(&v) {
+                return None;
+            }
+            return diamond_infer::graph::decode::decode(&graph.initializers[i]).map(Arc::new);
+        }
+        self.report.known_values.get(graph.value_name(v)).cloned()
+    }
+
+    /// Whether a value may be rewired or removed: not part of the interface
+    /// and not read by name from a subgraph.
+    pub fn is_internal(&self, model: &Model, v: ValueId) -> bool {
+        !self.outputs.contains(&v)
+            && !self.inputs.contains(&v)
+            && !self.outer_refs.contains(self.graph(model).value_name(v))
+    }
+
+    /// Whether nothing reads a value (no node, no subgraph, not an output).
+    pub fn unused(&self, model: &Model, v: ValueId) -> bool {
+        self.consumers.get(&v).is_none_or(|c| c.is_empty()) && self.is_internal(model, v)
+    }
+}
+
+/// Every name the nodes of `graph` (and their subgraphs) read that `graph`
+/// does not define itself.
+fn collect_refs(model: &Model, g: GraphId, out: &mut HashSet<String>) {
+    let graph = &model.graphs[g];
+    let mut defined: HashSet<&str> = graph.inputs.iter().filter_map(|vi| vi.value).map(|v| graph.value_name(v)).collect();
+    defined.extend(graph.initializers.iter().filter_map(|t| t.name.as_deref()));
+    for (_, node) in graph.nodes.iter() {
+        defined.extend(node.outputs.iter().map(|&v| graph.value_name(v)));
+    }
+    for (_, node) in graph.nodes.iter() {
+        for &v in &node.inputs {
+            let name = graph.value_name(v);
+            if !name.is_empty() && !defined.contains(name) {
+                out.insert(name.to_string());
+            }
+        }
+        for sub in node.subgraphs() {
+            let mut inner = HashSet::new();
+            collect_refs(model, sub, &mut inner);
+            out.extend(inner.into_iter().filter(|n| !defined.contains(n.as_str())));
+        }
+    }
+    for vi in &graph.outputs {
+        if let Some(v) = vi.value {
+            let name = graph.value_name(v);
+            if !defined.contains(name) {
+                out.insert(name.to_string());
+            }
+        }
+    }
+}

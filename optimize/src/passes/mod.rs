@@ -1,0 +1,48 @@
+//! The passes, one file each, and the table that names them.
+
+mod cse;
+mod dead_code;
+mod fold_shapes;
+mod noop;
+
+use crate::Analysis;
+use diamond_ir::Model;
+
+/// One graph → graph rewrite.
+pub trait Pass: Sync {
+    /// The name `--passes` uses.
+    fn name(&self) -> &'static str;
+    /// Rewrites the main graph of `model`, reading `analysis` (the model as
+    /// it was before this pass); returns how many rewrites it made.
+    fn run(&self, model: &mut Model, analysis: &Analysis) -> usize;
+}
+
+/// The passes in their default order.
+pub const PASS_NAMES: &[&str] = &["fold-shapes", "noop", "cse", "dead-code"];
+
+/// The pass called `name`.
+pub fn pass_named(name: &str) -> Option<&'static dyn Pass> {
+    Some(match name {
+        "fold-shapes" => &fold_shapes::FoldShapes,
+        "noop" => &noop::Noop,
+        "cse" => &cse::Cse,
+        "dead-code" => &dead_code::DeadCode,
+        _ => return None,
+    })
+}
+
+/// Whether a constant holds one value everywhere: `c` for every element
+/// (integers, floats and booleans compared as numbers).
+pub(crate) fn uniform(value: &diamond_infer::graph::ConstValue, c: f64) -> bool {
+    use diamond_infer::graph::ConstData;
+    match &value.data {
+        ConstData::Ints(v) => v.iter().all(|e| e.as_int().is_some_and(|n| n as f64 == c)),
+        ConstData::Floats(v) => v.iter().all(|&f| f == c),
+        ConstData::Bools(v) => v.iter().all(|&b| (b as u8) as f64 == c),
+        ConstData::Strings(_) => false,
+    }
+}
+
+/// Operators whose result differs run to run: never merged or folded.
+pub(crate) const NONDETERMINISTIC: &[&str] =
+    &["RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial"];

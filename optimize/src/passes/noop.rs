@@ -1,0 +1,97 @@
+//! `noop`: removes nodes whose output equals one of their inputs, decided
+//! by the inferred shapes and types (symbolic ones included): Identity,
+//! inference-mode Dropout, a Cast to the type it has, a
+//! Reshape/Expand/Squeeze/Unsqueeze/Flatten whose output shape is its input
+//! shape, an identity Transpose, a Slice with positive steps keeping the
+//! shape, a Pad by zeros, a one-input Concat/Sum/Max/Min/Mean, a one-output
+//! Split, Mul/Div by a uniform 1 and Add/Sub of a uniform 0 that broadcast
+//! nothing, a Where whose condition is constant. Readers of the output read
+//! the input instead. An output that is a graph output or that a subgraph
+//! reads keeps its node.
+
+use super::{uniform, Pass};
+use crate::rewrite::{remove_nodes, replace_uses};
+use crate::Analysis;
+use diamond_ir::{AttrValue, Model, NodeId, ValueId};
+use std::collections::HashSet;
+
+pub(crate) struct Noop;
+
+impl Pass for Noop {
+    fn name(&self) -> &'static str {
+        "noop"
+    }
+
+    fn run(&self, model: &mut Model, a: &Analysis) -> usize {
+        let ids: Vec<NodeId> = a.graph(model).nodes.ids().collect();
+        let mut dead = HashSet::new();
+        for nid in ids {
+            let Some((out, to)) = passthrough(model, a, nid) else { continue };
+            replace_uses(&mut model.graphs[a.main], out, to);
+            dead.insert(nid);
+        }
+        remove_nodes(&mut model.graphs[a.main], &dead);
+        dead.len()
+    }
+}
+
+/// `(output, input)` when node `nid`'s output 0 is its input and may be replaced by it.
+fn passthrough(model: &Model, a: &Analysis, nid: NodeId) -> Option<(ValueId, ValueId)> {
+    let graph = a.graph(model);
+    let n = &graph.nodes[nid];
+    let out = *n.outputs.first()?;
+    if !a.is_internal(model, out) || graph.value_name(out).is_empty() {
+        return None;
+    }
+    // Any other output (Dropout's mask, Split's others) must be unread.
+    if n.outputs.iter().skip(1).any(|&o| !graph.value_name(o).is_empty() && !a.unused(model, o)) {
+        return None;
+    }
+    let input = |i: usize| n.inputs.get(i).copied().filter(|&v| !graph.value_name(v).is_empty());
+    let same = |v: ValueId| {
+        let typed = a.dtype(model, v).is_some() && a.dtype(model, v) == a.dtype(model, out);
+        let shaped = a.shape(model, v).zip(a.shape(model, out)).is_some_and(|(p, q)| p == q);
+        typed && shaped
+    };
+    let constant_is = |i: usize, c: f64| input(i).and_then(|v| a.constant(model, v)).is_some_and(|k| uniform(&k, c));
+    let x = input(0);
+    let pass = |v: Option<ValueId>| v.filter(|&v| same(v));
+    if !n.domain().is_empty() {
+        return None;
+    }
+    let to = match n.op_type() {
+        "Identity" | "Cast" | "CastLike" | "Reshape" | "Expand" | "Squeeze" | "Unsqueeze" | "Flatten" => pass(x),
+        "Dropout" => pass(x).filter(|_| input(2).is_none() || constant_is(2, 0.0)),
+        "Transpose" => pass(x).filter(|_| identity_perm(n)),
+        "Slice" => pass(x).filter(|_| {
+            input(4).is_none() || input(4).and_then(|v| a.constant(model, v)).and_then(|k| k.as_i64s()).is_some_and(|s| s.iter().all(|&d| d > 0))
+        }),
+        "Pad" => pass(x).filter(|_| match input(1) {
+            Some(p) => a.constant(model, p).and_then(|k| k.as_i64s()).is_some_and(|p| p.iter().all(|&d| d == 0)),
+            None => n.attribute("pads").and_then(|at| match at.value() {
+                Some(AttrValue::Ints(p)) => Some(p.iter().all(|&d| d == 0)),
+                _ => None,
+            }) == Some(true),
+        }),
+        "Concat" | "Sum" | "Max" | "Min" | "Mean" if n.inputs.len() == 1 => pass(x),
+        "Split" if n.outputs.len() == 1 => pass(x),
+        "Mul" if constant_is(1, 1.0) => pass(x),
+        "Mul" if constant_is(0, 1.0) => pass(input(1)),
+        "Add" if constant_is(1, 0.0) => pass(x),
+        "Add" if constant_is(0, 0.0) => pass(input(1)),
+        "Sub" if constant_is(1, 0.0) => pass(x),
+        "Div" if constant_is(1, 1.0) => pass(x),
+        "Where" if constant_is(0, 1.0) => pass(input(1)),
+        "Where" if constant_is(0, 0.0) => pass(input(2)),
+        _ => None,
+    }?;
+    Some((out, to))
+}
+
+/// A Transpose whose `perm` is `0, 1, 2, ...` (or, without one, rank ≤ 1: the reversal is then the identity).
+fn identity_perm(n: &diamond_ir::Node) -> bool {
+    match n.attribute("perm").and_then(|a| a.value()) {
+        Some(AttrValue::Ints(p)) => p.iter().enumerate().all(|(i, &d)| d == i as i64),
+        _ => false,
+    }
+}
