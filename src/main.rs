@@ -11,6 +11,7 @@ mod check_report;
 mod commands;
 mod convert;
 mod html;
+mod optimize_cmd;
 mod render;
 
 use clap::{Parser, Subcommand};
@@ -33,6 +34,27 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Simplify a model into smaller standard ONNX: fold shape arithmetic, drop no-ops and dead code, merge
+    /// common subexpressions. Inputs, outputs and their dim names are kept.
+    Optimize {
+        /// The model: ONNX, a TorchScript archive (.pt) or TorchScript IR text.
+        model: PathBuf,
+        /// Where to write the optimized ONNX model.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// The passes to run, comma-separated, in order (default: fold-shapes,noop,cse,dead-code).
+        #[arg(long, value_name = "LIST")]
+        passes: Option<String>,
+        /// Print node counts per operator before and after, and each pass's rewrites.
+        #[arg(long)]
+        stats: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        /// The shape of a TorchScript input: NAME=D0,D1,... (sizes or symbols).
+        #[arg(long = "input-shape", value_name = "NAME=DIMS")]
+        input_shape: Vec<diamond_importers::torch::lower::InputShape>,
+    },
     /// Summarize a model: versions, opsets, operators, inputs/outputs, weights.
     Inspect {
         /// The model: ONNX, a TorchScript archive (.pt) or TorchScript IR text.
@@ -162,6 +184,16 @@ fn main() -> ExitCode {
             convert::run(&inputs, &output, &options)
         }
         Command::Solve { file, json } => commands::solve(&file, json),
+        Command::Optimize { model, output, passes, stats, json, input_shape } => {
+            optimize_cmd::run(&optimize_cmd::Request {
+                input: &model,
+                output: &output,
+                passes: passes.as_deref(),
+                stats,
+                json,
+                shapes: &input_shape,
+            })
+        }
         Command::Check {
             model,
             json,

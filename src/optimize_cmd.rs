@@ -1,0 +1,71 @@
+//! `diamond optimize MODEL -o OUT [--passes LIST] [--stats] [--json]`: runs
+//! the optimizer's passes, writes the result atomically, and reports node
+//! counts per operator before and after and what each pass did.
+
+use crate::Failure;
+use diamond_importers::torch::load::load_any;
+use diamond_importers::torch::lower::InputShape;
+use diamond_optimize::{optimize, OptimizeError, Options, PASS_NAMES};
+use std::fmt::Write;
+use std::path::Path;
+
+/// What `optimize` was asked for.
+pub struct Request<'a> {
+    pub input: &'a Path,
+    pub output: &'a Path,
+    pub passes: Option<&'a str>,
+    pub stats: bool,
+    pub json: bool,
+    pub shapes: &'a [InputShape],
+}
+
+/// `diamond optimize`.
+pub fn run(r: &Request<'_>) -> Result<(), Failure> {
+    let unreadable = |m: String| Failure { code: 2, message: m };
+    let model = load_any(r.input, r.shapes).map_err(|e| unreadable(e.to_string()))?;
+    let mut options = Options::default();
+    if let Some(list) = r.passes {
+        options.passes = list.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+    }
+    let outcome = optimize(&model, &options).map_err(|e| match e {
+        OptimizeError::ModelErrors(_) => Failure { code: 1, message: format!("{}: {e}; not optimized", r.input.display()) },
+        OptimizeError::UnknownPass(_) => unreadable(e.to_string()),
+        OptimizeError::NoGraph => unreadable(format!("{}: {e}", r.input.display())),
+    })?;
+    if let Some(dir) = r.output.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| unreadable(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    diamond_exporters::onnx::write_model(&outcome.model, r.output)
+        .map_err(|e| unreadable(format!("cannot write {}: {e}", r.output.display())))?;
+    let nodes = |counts: &std::collections::BTreeMap<String, usize>| counts.values().sum::<usize>();
+    let (before, after) = (nodes(&outcome.before), nodes(&outcome.after));
+    if r.json {
+        let report = serde_json::json!({
+            "input": r.input.display().to_string(),
+            "output": r.output.display().to_string(),
+            "nodes_before": before,
+            "nodes_after": after,
+            "ops_before": outcome.before,
+            "ops_after": outcome.after,
+            "passes": outcome.runs,
+        });
+        crate::emit(&format!("{}\n", serde_json::to_string_pretty(&report).unwrap_or_default()));
+        return Ok(());
+    }
+    let mut text = format!("{}: {before} nodes -> {after} nodes, written to {}\n", r.input.display(), r.output.display());
+    if r.stats {
+        text += "\npass runs (round, pass, rewrites, nodes after):\n";
+        for run in &outcome.runs {
+            let _ = writeln!(text, "  {:>2}  {:<12} {:>6}  {:>6}", run.round, run.pass, run.rewrites, run.nodes_after);
+        }
+        text += "\noperators (before -> after):\n";
+        let ops: std::collections::BTreeSet<&String> = outcome.before.keys().chain(outcome.after.keys()).collect();
+        for op in ops {
+            let (b, a) = (outcome.before.get(op).copied().unwrap_or(0), outcome.after.get(op).copied().unwrap_or(0));
+            let _ = writeln!(text, "  {op:<28} {b:>6} -> {a:>6}");
+        }
+        let _ = writeln!(text, "\npasses available: {}", PASS_NAMES.join(", "));
+    }
+    crate::emit(&text);
+    Ok(())
+}
