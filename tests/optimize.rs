@@ -30,6 +30,11 @@ fn pass_on(name: &str, pass: &str, shapes: &[&[usize]], expected: Expect) {
 
 /// Runs both models under tract on the same random float inputs and compares every output.
 fn same_outputs(a: &diamond_ir::Model, b: &diamond_ir::Model, shapes: &[&[usize]]) {
+    same_outputs_within(a, b, shapes, 0.0)
+}
+
+/// [`same_outputs`] up to `tolerance` (absolute).
+fn same_outputs_within(a: &diamond_ir::Model, b: &diamond_ir::Model, shapes: &[&[usize]], tolerance: f32) {
     use tract_onnx::prelude::*;
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     let inputs: Vec<Tensor> = shapes
@@ -62,7 +67,8 @@ fn same_outputs(a: &diamond_ir::Model, b: &diamond_ir::Model, shapes: &[&[usize]
         assert_eq!(p.shape(), q.shape());
         let (p, q) = (p.cast_to::<f32>().unwrap().into_owned(), q.cast_to::<f32>().unwrap().into_owned());
         let (p, q) = (p.to_plain_array_view::<f32>().unwrap(), q.to_plain_array_view::<f32>().unwrap());
-        assert!(p.iter().zip(q.iter()).all(|(u, v)| u == v), "outputs differ");
+        let worst = p.iter().zip(q.iter()).map(|(u, v)| (u - v).abs()).fold(0.0f32, f32::max);
+        assert!(worst <= tolerance, "outputs differ by {worst}");
     }
 }
 
@@ -117,4 +123,20 @@ fn fold_shapes_turns_known_shape_arithmetic_into_constants() {
         Reshape(x, target) -> y
         output y
     "#]]);
+}
+
+#[test]
+fn fuse_conv_bn_folds_the_normalization_into_the_weights() {
+    let model = load(&fixture("conv_bn.onnx"));
+    let options = Options { passes: vec!["fuse-conv-bn".into(), "dead-code".into()], max_rounds: 4 };
+    let outcome = optimize(&model, &options).unwrap();
+    expect![[r#"
+        input x: float [batch, 3, 8, 8]
+        init y_fused_weight: float [4, 3, 3, 3]
+        init y_fused_bias: float [4]
+        Conv(x, y_fused_weight, y_fused_bias) {pads=[1, 1, 1, 1]} -> y
+        output y
+    "#]].assert_eq(&graph_text(&outcome.model));
+    // The folded weights are rounded to f32 once: the outputs agree to float precision.
+    same_outputs_within(&model, &outcome.model, &[&[2, 3, 8, 8]], 1e-5);
 }

@@ -25,6 +25,8 @@ pub struct Analysis {
     pub inputs: HashSet<ValueId>,
     /// Initializers by value.
     pub initializers: HashMap<ValueId, usize>,
+    /// Before IR 4 every initializer is also a graph input, and a constant.
+    pub initializers_are_constants: bool,
     /// Values by name in the report.
     index: HashMap<String, usize>,
 }
@@ -58,7 +60,19 @@ impl Analysis {
             .filter_map(|(i, t)| Some((graph.value_named(t.name.as_deref()?)?, i)))
             .collect();
         let index = report.values.iter().enumerate().map(|(i, v)| (v.name.clone(), i)).collect();
-        Some(Analysis { report, main, consumers, producer, outer_refs, outputs, inputs, initializers, index })
+        let initializers_are_constants = model.ir_version.unwrap_or(0) < 4;
+        Some(Analysis {
+            report,
+            main,
+            consumers,
+            producer,
+            outer_refs,
+            outputs,
+            inputs,
+            initializers,
+            initializers_are_constants,
+            index,
+        })
     }
 
     /// The main graph of `model`.
@@ -84,8 +98,8 @@ impl Analysis {
     pub fn constant(&self, model: &Model, v: ValueId) -> Option<Arc<ConstValue>> {
         let graph = self.graph(model);
         if let Some(&i) = self.initializers.get(&v) {
-            // An initializer that is also a graph input is a default the caller may override.
-            if self.inputs.contains(&v) {
+            // From IR 4, an initializer that is also a graph input is a default the caller may override.
+            if self.inputs.contains(&v) && !self.initializers_are_constants {
                 return None;
             }
             return diamond_infer::graph::decode::decode(&graph.initializers[i]).map(Arc::new);

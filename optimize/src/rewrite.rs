@@ -75,3 +75,18 @@ pub fn constant_tensor(name: &str, value: &ConstValue) -> Option<Tensor> {
         ..Tensor::default()
     })
 }
+
+/// A float32 initializer named `name` of shape `dims` from `values`.
+pub fn float_tensor(name: &str, dims: &[usize], values: &[f64]) -> Tensor {
+    let mut raw = Vec::with_capacity(values.len() * 4);
+    for &v in values {
+        raw.extend_from_slice(&(v as f32).to_le_bytes());
+    }
+    Tensor {
+        name: Some(name.to_string()),
+        dims: dims.iter().map(|&d| d as i64).collect(),
+        data_type: Some(ElemType::Float),
+        data: TensorData { raw: Some(Bytes::from(raw)), ..TensorData::default() },
+        ..Tensor::default()
+    }
+}

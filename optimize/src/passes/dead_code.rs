@@ -41,14 +41,26 @@ impl Pass for DeadCode {
         remove_nodes(graph, &dead);
         if !keep_initializers {
             let before = graph.initializers.len();
+            // Before IR 4 an initializer is listed as a graph input too, yet is
+            // no input of the caller's: an unread one goes with its input entry.
+            let constants = a.initializers_are_constants;
             let inputs = &a.inputs;
             let names: Vec<Option<ValueId>> =
                 graph.initializers.iter().map(|t| t.name.as_deref().and_then(|n| graph.value_named(n))).collect();
+            let dropped: HashSet<ValueId> = names
+                .iter()
+                .flatten()
+                .copied()
+                .filter(|v| !needed.contains(v) && (constants || !inputs.contains(v)))
+                .collect();
             let mut k = 0;
             graph.initializers.retain(|_| {
                 k += 1;
-                names[k - 1].is_none_or(|v| needed.contains(&v) || inputs.contains(&v))
+                names[k - 1].is_none_or(|v| !dropped.contains(&v))
             });
+            if constants {
+                graph.inputs.retain(|vi| vi.value.is_none_or(|v| !dropped.contains(&v)));
+            }
             removed += before - graph.initializers.len();
         }
         // value_info of values nothing defines any more.

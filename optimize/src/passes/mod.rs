@@ -1,5 +1,6 @@
 //! The passes, one file each, and the table that names them.
 
+mod conv_bn;
 mod cse;
 mod dead_code;
 mod fold_shapes;
@@ -18,7 +19,7 @@ pub trait Pass: Sync {
 }
 
 /// The passes in their default order.
-pub const PASS_NAMES: &[&str] = &["fold-shapes", "noop", "cse", "dead-code"];
+pub const PASS_NAMES: &[&str] = &["fold-shapes", "noop", "cse", "fuse-conv-bn", "dead-code"];
 
 /// The pass called `name`.
 pub fn pass_named(name: &str) -> Option<&'static dyn Pass> {
@@ -26,6 +27,7 @@ pub fn pass_named(name: &str) -> Option<&'static dyn Pass> {
         "fold-shapes" => &fold_shapes::FoldShapes,
         "noop" => &noop::Noop,
         "cse" => &cse::Cse,
+        "fuse-conv-bn" => &conv_bn::ConvBn,
         "dead-code" => &dead_code::DeadCode,
         _ => return None,
     })

@@ -1,0 +1,120 @@
+//! `fuse-conv-bn`: an inference-mode BatchNormalization whose only input is
+//! a Conv's output folds into that Conv's weights and bias:
+//! `W'[o] = W[o]·s[o]`, `B'[o] = (B[o] − mean[o])·s[o] + bias[o]` with
+//! `s = scale / √(var + ε)`. Every operand must be a stored float32 tensor of
+//! the shapes the operators require; the products are computed in f64 and
+//! stored as f32.
+
+use super::Pass;
+use crate::rewrite::{float_tensor, remove_nodes};
+use crate::Analysis;
+use diamond_infer::graph::ConstData;
+use diamond_ir::{AttrValue, ElemType, Model, NodeId};
+use std::collections::HashSet;
+
+pub(crate) struct ConvBn;
+
+impl Pass for ConvBn {
+    fn name(&self) -> &'static str {
+        "fuse-conv-bn"
+    }
+
+    fn run(&self, model: &mut Model, a: &Analysis) -> usize {
+        let graph = a.graph(model);
+        let mut fused: Vec<(NodeId, NodeId, diamond_ir::Tensor, diamond_ir::Tensor)> = Vec::new();
+        for (bn_id, bn) in graph.nodes.iter() {
+            if bn.op_type() != "BatchNormalization" || !bn.domain().is_empty() || bn.inputs.len() != 5 {
+                continue;
+            }
+            let training = bn.attribute("training_mode").and_then(|t| t.value());
+            if matches!(training, Some(AttrValue::Int(t)) if t != 0) {
+                continue;
+            }
+            if bn.outputs.iter().skip(1).any(|&o| !graph.value_name(o).is_empty()) {
+                continue;
+            }
+            let x = bn.inputs[0];
+            let Some(&conv_id) = a.producer.get(&x) else { continue };
+            let conv = &graph.nodes[conv_id];
+            if conv.op_type() != "Conv" || !conv.domain().is_empty() || conv.outputs.len() != 1 {
+                continue;
+            }
+            if !a.is_internal(model, x) || a.consumers.get(&x).map_or(0, Vec::len) != 1 {
+                continue;
+            }
+            let epsilon = match bn.attribute("epsilon").and_then(|e| e.value()) {
+                Some(AttrValue::Float(e)) => e as f64,
+                _ => 1e-5,
+            };
+            let floats = |v: diamond_ir::ValueId| -> Option<(Vec<f64>, Vec<usize>)> {
+                let k = a.constant(model, v)?;
+                if k.dtype != ElemType::Float || !a.initializers.contains_key(&v) {
+                    return None;
+                }
+                match &k.data {
+                    ConstData::Floats(f) => Some((f.clone(), k.shape.clone())),
+                    _ => None,
+                }
+            };
+            let Some((w, w_shape)) = conv.inputs.get(1).and_then(|&v| floats(v)) else { continue };
+            let Some(&out_channels) = w_shape.first() else { continue };
+            let per_channel = |i: usize| floats(bn.inputs[i]).filter(|(v, s)| v.len() == out_channels && s.len() == 1).map(|(v, _)| v);
+            let (Some(scale), Some(bias), Some(mean), Some(var)) = (per_channel(1), per_channel(2), per_channel(3), per_channel(4)) else {
+                continue;
+            };
+            let conv_bias = match conv.inputs.get(2).filter(|&&v| !graph.value_name(v).is_empty()) {
+                Some(&v) => match floats(v) {
+                    Some((b, _)) if b.len() == out_channels => b,
+                    _ => continue,
+                },
+                None => vec![0.0; out_channels],
+            };
+            let s: Vec<f64> = (0..out_channels).map(|o| scale[o] / (var[o] + epsilon).sqrt()).collect();
+            let per_out = w.len() / out_channels.max(1);
+            let new_w: Vec<f64> = w.iter().enumerate().map(|(i, &x)| x * s[i / per_out.max(1)]).collect();
+            let new_b: Vec<f64> = (0..out_channels).map(|o| (conv_bias[o] - mean[o]) * s[o] + bias[o]).collect();
+            let out_name = graph.value_name(bn.outputs[0]);
+            let w_name = unique(graph, &format!("{out_name}_fused_weight"));
+            let b_name = unique(graph, &format!("{out_name}_fused_bias"));
+            fused.push((conv_id, bn_id, float_tensor(&w_name, &w_shape, &new_w), float_tensor(&b_name, &[out_channels], &new_b)));
+        }
+        let count = fused.len();
+        let mut dead = HashSet::new();
+        for (conv_id, bn_id, w, b) in fused {
+            let graph = &mut model.graphs[a.main];
+            let out = graph.nodes[bn_id].outputs[0];
+            let (w_id, b_id) = (graph.intern(w.name.as_deref().unwrap_or("")), graph.intern(b.name.as_deref().unwrap_or("")));
+            let conv = &mut graph.nodes[conv_id];
+            conv.inputs.truncate(2);
+            conv.inputs[1] = w_id;
+            conv.inputs.push(b_id);
+            conv.outputs[0] = out;
+            if a.initializers_are_constants {
+                // Before IR 4 every initializer is listed among the graph inputs.
+                for (id, t) in [(w_id, &w), (b_id, &b)] {
+                    graph.inputs.push(diamond_ir::ValueInfo { value: Some(id), ty: Some(float_type(&t.dims)), ..Default::default() });
+                }
+            }
+            graph.initializers.push(w);
+            graph.initializers.push(b);
+            dead.insert(bn_id);
+        }
+        remove_nodes(&mut model.graphs[a.main], &dead);
+        count
+    }
+}
+
+/// `base`, or `base_2`, `base_3`, ... : a name no value of the graph has.
+fn unique(graph: &diamond_ir::Graph, base: &str) -> String {
+    if graph.value_named(base).is_none() {
+        return base.to_string();
+    }
+    (2..).map(|i| format!("{base}_{i}")).find(|n| graph.value_named(n).is_none()).expect("a free name")
+}
+
+/// A float32 tensor type of the given dims.
+fn float_type(dims: &[i64]) -> diamond_ir::TypeInfo {
+    use diamond_ir::{DimDecl, DimValue, TensorShape, TypeInfo, TypeValue};
+    let dims = dims.iter().map(|&d| DimDecl { value: Some(DimValue::Known(d)), denotation: None }).collect();
+    TypeInfo { value: Some(TypeValue::Tensor { elem: Some(ElemType::Float), shape: Some(TensorShape { dims }) }), denotation: None }
+}
