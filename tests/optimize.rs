@@ -140,3 +140,35 @@ fn fuse_conv_bn_folds_the_normalization_into_the_weights() {
     // The folded weights are rounded to f32 once: the outputs agree to float precision.
     same_outputs_within(&model, &outcome.model, &[&[2, 3, 8, 8]], 1e-5);
 }
+
+#[test]
+fn constants_become_initializers() {
+    pass_on("constants.onnx", "constants", &[&[3, 4]], expect![[r#"
+        input x: float [batch, 4]
+        init c_tensor: float [4]
+        init c_float: float []
+        init c_ints: int64 [2]
+        Add(x, c_tensor) -> a
+        Mul(a, c_float) -> m
+        Reshape(m, c_ints) -> y
+        output y
+    "#]]);
+}
+
+#[test]
+fn merge_reshapes_collapses_layout_chains() {
+    let model = load(&fixture("merge_reshapes.onnx"));
+    let options = Options { passes: vec!["merge-reshapes".into(), "dead-code".into()], max_rounds: 4 };
+    let outcome = optimize(&model, &options).unwrap();
+    expect![[r#"
+        input x: float [batch]
+        input z: float [batch, 2, 3]
+        init target: int64 [2]
+        init y_axes: int64 [3]
+        Unsqueeze(x, y_axes) -> y
+        Reshape(z, target) -> w
+        output y
+        output w
+    "#]].assert_eq(&graph_text(&outcome.model));
+    same_outputs(&model, &outcome.model, &[&[3], &[3, 2, 3]]);
+}

@@ -87,6 +87,12 @@ impl Analysis {
         shape.iter().all(|d| *d != DimReport::Unknown).then_some(shape)
     }
 
+    /// The inferred rank of a main-graph value (its dims may be unknown).
+    pub fn rank(&self, model: &Model, v: ValueId) -> Option<usize> {
+        let name = self.graph(model).value_name(v);
+        Some(self.report.values.get(*self.index.get(name)?)?.shape.as_ref()?.len())
+    }
+
     /// The inferred element type of a main-graph value.
     pub fn dtype(&self, model: &Model, v: ValueId) -> Option<ElemType> {
         let name = self.graph(model).value_name(v);

@@ -90,3 +90,19 @@ pub fn float_tensor(name: &str, dims: &[usize], values: &[f64]) -> Tensor {
         ..Tensor::default()
     }
 }
+
+/// Adds `tensor` as an initializer of `graph`; before IR 4
+/// (`listed_as_inputs`) every initializer is also listed as a graph input.
+pub fn add_initializer(graph: &mut Graph, tensor: Tensor, listed_as_inputs: bool) {
+    let id = graph.intern(tensor.name.as_deref().unwrap_or(""));
+    if listed_as_inputs {
+        use diamond_ir::{DimDecl, DimValue, TensorShape, TypeInfo, TypeValue, ValueInfo};
+        let dims = tensor.dims.iter().map(|&d| DimDecl { value: Some(DimValue::Known(d)), denotation: None }).collect();
+        let ty = TypeInfo {
+            value: Some(TypeValue::Tensor { elem: tensor.data_type, shape: Some(TensorShape { dims }) }),
+            denotation: None,
+        };
+        graph.inputs.push(ValueInfo { value: Some(id), ty: Some(ty), ..ValueInfo::default() });
+    }
+    graph.initializers.push(tensor);
+}

@@ -5,8 +5,9 @@
 //! the shapes the operators require; the products are computed in f64 and
 //! stored as f32.
 
+use super::merge_reshapes::unique;
 use super::Pass;
-use crate::rewrite::{float_tensor, remove_nodes};
+use crate::rewrite::{add_initializer, float_tensor, remove_nodes};
 use crate::Analysis;
 use diamond_infer::graph::ConstData;
 use diamond_ir::{AttrValue, ElemType, Model, NodeId};
@@ -89,32 +90,11 @@ impl Pass for ConvBn {
             conv.inputs[1] = w_id;
             conv.inputs.push(b_id);
             conv.outputs[0] = out;
-            if a.initializers_are_constants {
-                // Before IR 4 every initializer is listed among the graph inputs.
-                for (id, t) in [(w_id, &w), (b_id, &b)] {
-                    graph.inputs.push(diamond_ir::ValueInfo { value: Some(id), ty: Some(float_type(&t.dims)), ..Default::default() });
-                }
-            }
-            graph.initializers.push(w);
-            graph.initializers.push(b);
+            add_initializer(graph, w, a.initializers_are_constants);
+            add_initializer(graph, b, a.initializers_are_constants);
             dead.insert(bn_id);
         }
         remove_nodes(&mut model.graphs[a.main], &dead);
         count
     }
-}
-
-/// `base`, or `base_2`, `base_3`, ... : a name no value of the graph has.
-fn unique(graph: &diamond_ir::Graph, base: &str) -> String {
-    if graph.value_named(base).is_none() {
-        return base.to_string();
-    }
-    (2..).map(|i| format!("{base}_{i}")).find(|n| graph.value_named(n).is_none()).expect("a free name")
-}
-
-/// A float32 tensor type of the given dims.
-fn float_type(dims: &[i64]) -> diamond_ir::TypeInfo {
-    use diamond_ir::{DimDecl, DimValue, TensorShape, TypeInfo, TypeValue};
-    let dims = dims.iter().map(|&d| DimDecl { value: Some(DimValue::Known(d)), denotation: None }).collect();
-    TypeInfo { value: Some(TypeValue::Tensor { elem: Some(ElemType::Float), shape: Some(TensorShape { dims }) }), denotation: None }
 }

@@ -6,7 +6,7 @@
 //! computes them in `f64`).
 
 use super::{Pass, NONDETERMINISTIC};
-use crate::rewrite::{constant_tensor, remove_nodes};
+use crate::rewrite::{add_initializer, constant_tensor, remove_nodes};
 use crate::Analysis;
 use diamond_infer::graph::ConstData;
 use diamond_ir::{Model, Tensor, ValueId};
@@ -60,7 +60,9 @@ impl Pass for FoldShapes {
             folded.into_iter().flat_map(|(_, ts)| ts).filter(|(v, _)| read_by_rest(v)).map(|(_, t)| t).collect();
         let graph = &mut model.graphs[a.main];
         remove_nodes(graph, &dead);
-        graph.initializers.extend(tensors);
+        for t in tensors {
+            add_initializer(graph, t, a.initializers_are_constants);
+        }
         dead.len()
     }
 }

@@ -1,9 +1,11 @@
 //! The passes, one file each, and the table that names them.
 
+mod constants;
 mod conv_bn;
 mod cse;
 mod dead_code;
 mod fold_shapes;
+mod merge_reshapes;
 mod noop;
 
 use crate::Analysis;
@@ -19,14 +21,16 @@ pub trait Pass: Sync {
 }
 
 /// The passes in their default order.
-pub const PASS_NAMES: &[&str] = &["fold-shapes", "noop", "cse", "fuse-conv-bn", "dead-code"];
+pub const PASS_NAMES: &[&str] = &["constants", "fold-shapes", "noop", "cse", "merge-reshapes", "fuse-conv-bn", "dead-code"];
 
 /// The pass called `name`.
 pub fn pass_named(name: &str) -> Option<&'static dyn Pass> {
     Some(match name {
+        "constants" => &constants::Constants,
         "fold-shapes" => &fold_shapes::FoldShapes,
         "noop" => &noop::Noop,
         "cse" => &cse::Cse,
+        "merge-reshapes" => &merge_reshapes::MergeReshapes,
         "fuse-conv-bn" => &conv_bn::ConvBn,
         "dead-code" => &dead_code::DeadCode,
         _ => return None,

@@ -1,0 +1,146 @@
+//! `merge-reshapes`: chains of layout-only operators become one.
+//! - a Reshape with a constant target free of `0` (which would copy a dim of
+//!   its own input) reads through a Reshape, Flatten, Squeeze or Unsqueeze
+//!   feeding only it: the data and the target are all that matter;
+//! - an Unsqueeze (axes as an input, opset ≥ 13) of an Unsqueeze feeding
+//!   only it becomes one Unsqueeze inserting both sets of axes, computed on
+//!   the final rank.
+//! The bypassed node is left for `dead-code`.
+
+use super::Pass;
+use crate::rewrite::add_initializer;
+use crate::Analysis;
+use bytes::Bytes;
+use diamond_ir::{ElemType, Model, NodeId, Tensor, TensorData, ValueId};
+
+pub(crate) struct MergeReshapes;
+
+const LAYOUT_ONLY: &[&str] = &["Reshape", "Flatten", "Squeeze", "Unsqueeze"];
+
+impl Pass for MergeReshapes {
+    fn name(&self) -> &'static str {
+        "merge-reshapes"
+    }
+
+    fn run(&self, model: &mut Model, a: &Analysis) -> usize {
+        let graph = a.graph(model);
+        let mut rewires: Vec<(NodeId, ValueId, Option<Tensor>)> = Vec::new();
+        let mut bypassed = std::collections::HashSet::new();
+        for (nid, n) in graph.nodes.iter() {
+            if !n.domain().is_empty() || n.inputs.len() < 2 {
+                continue;
+            }
+            let x = n.inputs[0];
+            let Some(&inner_id) = a.producer.get(&x) else { continue };
+            let inner = &graph.nodes[inner_id];
+            // The intermediate must feed only this node, and each inner node merges once per run.
+            if !inner.domain().is_empty()
+                || bypassed.contains(&inner_id)
+                || !a.is_internal(model, x)
+                || a.consumers.get(&x).map_or(0, Vec::len) != 1
+            {
+                continue;
+            }
+            let Some(source) = inner.inputs.first().copied() else { continue };
+            match n.op_type() {
+                "Reshape" if LAYOUT_ONLY.contains(&inner.op_type()) => {
+                    let Some(target) = a.constant(model, n.inputs[1]).and_then(|k| k.as_i64s()) else { continue };
+                    if target.contains(&0) {
+                        continue;
+                    }
+                    rewires.push((nid, source, None));
+                    bypassed.insert(inner_id);
+                }
+                "Unsqueeze" if inner.op_type() == "Unsqueeze" && inner.inputs.len() == 2 => {
+                    let (Some(outer_axes), Some(inner_axes)) = (
+                        a.constant(model, n.inputs[1]).and_then(|k| k.as_i64s()),
+                        a.constant(model, inner.inputs[1]).and_then(|k| k.as_i64s()),
+                    ) else {
+                        continue;
+                    };
+                    let Some(rank) = a.rank(model, source) else { continue };
+                    let Some(axes) = merged_axes(rank, &inner_axes, &outer_axes) else { continue };
+                    let out_name = graph.value_name(n.outputs[0]);
+                    let name = unique(graph, &format!("{out_name}_axes"));
+                    rewires.push((nid, source, Some(int64_vector(&name, &axes))));
+                    bypassed.insert(inner_id);
+                }
+                _ => {}
+            }
+        }
+        let count = rewires.len();
+        for (nid, source, axes) in rewires {
+            let graph = &mut model.graphs[a.main];
+            if let Some(t) = axes {
+                let id = graph.intern(t.name.as_deref().unwrap_or(""));
+                graph.nodes[nid].inputs[1] = id;
+                add_initializer(graph, t, a.initializers_are_constants);
+            }
+            graph.nodes[nid].inputs[0] = source;
+        }
+        count
+    }
+}
+
+/// The axes of one Unsqueeze doing what `inner` then `outer` do to a rank-`rank` input.
+fn merged_axes(rank: usize, inner: &[i64], outer: &[i64]) -> Option<Vec<i64>> {
+    let middle = rank + inner.len();
+    let last = middle + outer.len();
+    let norm = |a: i64, r: usize| -> Option<usize> {
+        let a = if a < 0 { a + r as i64 } else { a };
+        usize::try_from(a).ok().filter(|&a| a < r)
+    };
+    let mut new_in_final = vec![false; last];
+    for &a in outer {
+        new_in_final[norm(a, last)?] = true;
+    }
+    let mut inner_new = vec![false; middle];
+    for &a in inner {
+        inner_new[norm(a, middle)?] = true;
+    }
+    // The final positions not inserted by `outer` hold the middle's axes in order.
+    let mut middle_axes = inner_new.into_iter();
+    let mut axes = Vec::new();
+    for (p, &by_outer) in new_in_final.iter().enumerate() {
+        if by_outer || middle_axes.next()? {
+            axes.push(p as i64);
+        }
+    }
+    Some(axes)
+}
+
+fn int64_vector(name: &str, values: &[i64]) -> Tensor {
+    Tensor {
+        name: Some(name.to_string()),
+        dims: vec![values.len() as i64],
+        data_type: Some(ElemType::Int64),
+        data: TensorData { raw: Some(Bytes::from(values.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>())), ..TensorData::default() },
+        ..Tensor::default()
+    }
+}
+
+/// `base`, or `base_2`, `base_3`, ...: a name no value of the graph has.
+pub(crate) fn unique(graph: &diamond_ir::Graph, base: &str) -> String {
+    if graph.value_named(base).is_none() {
+        return base.to_string();
+    }
+    (2..).map(|i| format!("{base}_{i}")).find(|n| graph.value_named(n).is_none()).expect("a free name")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::merged_axes;
+
+    #[test]
+    fn unsqueeze_axes_compose_on_the_final_rank() {
+        // [n] -> unsqueeze [1, 2] -> [n, 1, 1] -> unsqueeze [3] -> [n, 1, 1, 1]
+        assert_eq!(merged_axes(1, &[1, 2], &[3]), Some(vec![1, 2, 3]));
+        // [n] -> unsqueeze [0] -> [1, n] -> unsqueeze [0] -> [1, 1, n]
+        assert_eq!(merged_axes(1, &[0], &[0]), Some(vec![0, 1]));
+        // [a, b] -> unsqueeze [1] -> [a, 1, b] -> unsqueeze [-1] -> [a, 1, b, 1]
+        assert_eq!(merged_axes(2, &[1], &[-1]), Some(vec![1, 3]));
+        // [a] -> unsqueeze [1] -> [a, 1] -> unsqueeze [1] -> [a, 1, 1]: inner's 1 moves to 2
+        assert_eq!(merged_axes(1, &[1], &[1]), Some(vec![1, 2]));
+        assert_eq!(merged_axes(1, &[5], &[0]), None);
+    }
+}
