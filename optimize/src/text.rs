@@ -47,23 +47,26 @@ fn type_text(ty: Option<&TypeValue>) -> String {
             let elem = elem.map_or("?".to_string(), |e| e.name().to_string());
             match shape {
                 None => format!("{elem} ?"),
-                Some(s) => {
-                    let dims: Vec<String> = s
-                        .dims
-                        .iter()
-                        .map(|d| match &d.value {
-                            Some(diamond_ir::DimValue::Known(n)) => n.to_string(),
-                            Some(diamond_ir::DimValue::Param(p)) => p.clone(),
-                            None => "?".into(),
-                        })
-                        .collect();
-                    format!("{elem} [{}]", dims.join(", "))
-                }
+                Some(s) => format!("{elem} {}", dims_text(s)),
             }
         }
         Some(_) => "non-tensor".into(),
         None => "?".into(),
     }
+}
+
+/// A declared shape as `[batch, 8, ?]` (`?` for an unset dim).
+pub fn dims_text(shape: &diamond_ir::TensorShape) -> String {
+    let dims: Vec<String> = shape
+        .dims
+        .iter()
+        .map(|d| match &d.value {
+            Some(diamond_ir::DimValue::Known(n)) => n.to_string(),
+            Some(diamond_ir::DimValue::Param(p)) => p.clone(),
+            None => "?".into(),
+        })
+        .collect();
+    format!("[{}]", dims.join(", "))
 }
 
 /// `name=value`; tensors and graphs by their kind only.

@@ -70,14 +70,5 @@ pub fn npy_tensor(path: &Path) -> tract_onnx::prelude::Tensor {
 /// A declared tensor type's dims as text (`[batch, 8, ?]`); `None` without a shape.
 pub fn declared_shape_text(ty: &diamond_ir::TypeInfo) -> Option<String> {
     let Some(diamond_ir::TypeValue::Tensor { shape: Some(shape), .. }) = &ty.value else { return None };
-    let dims: Vec<String> = shape
-        .dims
-        .iter()
-        .map(|d| match &d.value {
-            Some(diamond_ir::DimValue::Known(n)) => n.to_string(),
-            Some(diamond_ir::DimValue::Param(p)) => p.clone(),
-            None => "?".into(),
-        })
-        .collect();
-    Some(format!("[{}]", dims.join(", ")))
+    Some(diamond_optimize::text::dims_text(shape))
 }

@@ -203,26 +203,21 @@ impl SizeExpr {
 
     /// The operands when the expression is exactly `min(a, b, ...)`.
     pub fn min_operands(&self) -> Option<&[SizeExpr]> {
-        if self.terms.len() != 1 {
-            return None;
-        }
-        match self.terms.iter().next()? {
-            (atoms, 1) => match atoms.as_slice() {
-                [Atom::Min(operands)] => Some(operands),
-                _ => None,
-            },
-            _ => None,
-        }
+        self.extremum_operands(true)
     }
 
     /// The operands when the expression is exactly `max(a, b, ...)`.
     pub fn max_operands(&self) -> Option<&[SizeExpr]> {
+        self.extremum_operands(false)
+    }
+
+    fn extremum_operands(&self, is_min: bool) -> Option<&[SizeExpr]> {
         if self.terms.len() != 1 {
             return None;
         }
         match self.terms.iter().next()? {
-            (atoms, 1) => match atoms.as_slice() {
-                [Atom::Max(operands)] => Some(operands),
+            (atoms, 1) => match (atoms.as_slice(), is_min) {
+                ([Atom::Min(operands)], true) | ([Atom::Max(operands)], false) => Some(operands),
                 _ => None,
             },
             _ => None,
