@@ -172,3 +172,36 @@ fn merge_reshapes_collapses_layout_chains() {
     "#]].assert_eq(&graph_text(&outcome.model));
     same_outputs(&model, &outcome.model, &[&[3], &[3, 2, 3]]);
 }
+
+fn diamond(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_diamond")).args(args).output().expect("runs diamond")
+}
+
+#[test]
+fn bad_inputs_exit_with_their_code_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.onnx");
+    let out_s = out.to_str().unwrap();
+    // A model with errors is not optimized: exit 1.
+    let broken = common::root().join("fixtures/check/broadcast_conflict.onnx");
+    let o = diamond(&["optimize", broken.to_str().unwrap(), "-o", out_s]);
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("error(s)"));
+    // Unreadable input, unknown pass: exit 2.
+    let garbage = dir.path().join("garbage.onnx");
+    std::fs::write(&garbage, b"not a model").unwrap();
+    assert_eq!(diamond(&["optimize", garbage.to_str().unwrap(), "-o", out_s]).status.code(), Some(2));
+    let good = fixture("noop.onnx");
+    let o = diamond(&["optimize", good.to_str().unwrap(), "-o", out_s, "--passes", "noop,frobnicate"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown pass 'frobnicate'"));
+    assert!(!out.exists(), "nothing is written on failure");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary file is left");
+    // A good run writes the model and reports the counts.
+    let o = diamond(&["optimize", good.to_str().unwrap(), "-o", out_s, "--json"]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["nodes_before"], 10);
+    assert_eq!(v["nodes_after"], 2);
+    assert!(out.exists());
+}
