@@ -14,6 +14,7 @@ pub mod analysis;
 pub mod passes;
 pub mod rewrite;
 pub mod text;
+pub mod uniform;
 
 pub use analysis::Analysis;
 pub use passes::{pass_named, Pass, PASS_NAMES};

@@ -106,3 +106,89 @@ pub fn add_initializer(graph: &mut Graph, tensor: Tensor, listed_as_inputs: bool
     }
     graph.initializers.push(tensor);
 }
+
+/// Replaces node `at` by `replacement`, in its place (the file's node order stays topological).
+pub fn splice_nodes(graph: &mut Graph, at: NodeId, replacement: Vec<diamond_ir::Node>) {
+    let old = std::mem::take(&mut graph.nodes);
+    let mut nodes = Arena::new();
+    let mut replacement = Some(replacement);
+    for (id, node) in old.iter() {
+        if id == at {
+            for n in replacement.take().into_iter().flatten() {
+                nodes.push(n);
+            }
+        } else {
+            nodes.push(node.clone());
+        }
+    }
+    graph.nodes = nodes;
+}
+
+/// A default-domain node.
+pub fn node(op: &str, name: &str, inputs: Vec<ValueId>, outputs: Vec<ValueId>, attributes: Vec<diamond_ir::Attribute>) -> diamond_ir::Node {
+    diamond_ir::Node {
+        name: Some(name.to_string()),
+        op_type: Some(op.to_string()),
+        inputs,
+        outputs,
+        attributes,
+        ..diamond_ir::Node::default()
+    }
+}
+
+/// An `int` attribute.
+pub fn int_attr(name: &str, value: i64) -> diamond_ir::Attribute {
+    diamond_ir::Attribute {
+        name: Some(name.to_string()),
+        attr_type: Some(diamond_ir::AttrType::Int),
+        i: Some(value),
+        ..diamond_ir::Attribute::default()
+    }
+}
+
+/// An `ints` attribute.
+pub fn ints_attr(name: &str, values: &[i64]) -> diamond_ir::Attribute {
+    diamond_ir::Attribute {
+        name: Some(name.to_string()),
+        attr_type: Some(diamond_ir::AttrType::Ints),
+        ints: values.to_vec(),
+        ..diamond_ir::Attribute::default()
+    }
+}
+
+/// An int64 vector initializer.
+pub fn int64_vector(name: &str, values: &[i64]) -> Tensor {
+    Tensor {
+        name: Some(name.to_string()),
+        dims: vec![values.len() as i64],
+        data_type: Some(ElemType::Int64),
+        data: TensorData { raw: Some(Bytes::from(values.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>())), ..TensorData::default() },
+        ..Tensor::default()
+    }
+}
+
+/// A scalar initializer holding `value` as `dtype`, for the types a scale can take.
+pub fn scalar_tensor(name: &str, dtype: ElemType, value: f64) -> Option<Tensor> {
+    let raw: Vec<u8> = match dtype {
+        ElemType::Float => (value as f32).to_le_bytes().to_vec(),
+        ElemType::Double => value.to_le_bytes().to_vec(),
+        ElemType::Int64 if value.fract() == 0.0 => (value as i64).to_le_bytes().to_vec(),
+        ElemType::Int32 if value.fract() == 0.0 => (value as i32).to_le_bytes().to_vec(),
+        _ => return None,
+    };
+    Some(Tensor {
+        name: Some(name.to_string()),
+        dims: Vec::new(),
+        data_type: Some(dtype),
+        data: TensorData { raw: Some(Bytes::from(raw)), ..TensorData::default() },
+        ..Tensor::default()
+    })
+}
+
+/// `base`, or `base_2`, `base_3`, ...: a name no value of the graph has.
+pub fn unique_name(graph: &Graph, base: &str) -> String {
+    if graph.value_named(base).is_none() {
+        return base.to_string();
+    }
+    (2..).map(|i| format!("{base}_{i}")).find(|n| graph.value_named(n).is_none()).expect("a free name")
+}

@@ -5,9 +5,8 @@
 //! the shapes the operators require; the products are computed in f64 and
 //! stored as f32.
 
-use super::merge_reshapes::unique;
 use super::Pass;
-use crate::rewrite::{add_initializer, float_tensor, remove_nodes};
+use crate::rewrite::{add_initializer, float_tensor, remove_nodes, unique_name as unique};
 use crate::Analysis;
 use diamond_infer::graph::ConstData;
 use diamond_ir::{AttrValue, ElemType, Model, NodeId};

@@ -8,10 +8,9 @@
 //! The bypassed node is left for `dead-code`.
 
 use super::Pass;
-use crate::rewrite::add_initializer;
+use crate::rewrite::{add_initializer, int64_vector, unique_name as unique};
 use crate::Analysis;
-use bytes::Bytes;
-use diamond_ir::{ElemType, Model, NodeId, Tensor, TensorData, ValueId};
+use diamond_ir::{Model, NodeId, Tensor, ValueId};
 
 pub(crate) struct MergeReshapes;
 
@@ -107,24 +106,6 @@ fn merged_axes(rank: usize, inner: &[i64], outer: &[i64]) -> Option<Vec<i64>> {
         }
     }
     Some(axes)
-}
-
-fn int64_vector(name: &str, values: &[i64]) -> Tensor {
-    Tensor {
-        name: Some(name.to_string()),
-        dims: vec![values.len() as i64],
-        data_type: Some(ElemType::Int64),
-        data: TensorData { raw: Some(Bytes::from(values.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>())), ..TensorData::default() },
-        ..Tensor::default()
-    }
-}
-
-/// `base`, or `base_2`, `base_3`, ...: a name no value of the graph has.
-pub(crate) fn unique(graph: &diamond_ir::Graph, base: &str) -> String {
-    if graph.value_named(base).is_none() {
-        return base.to_string();
-    }
-    (2..).map(|i| format!("{base}_{i}")).find(|n| graph.value_named(n).is_none()).expect("a free name")
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ mod conv_bn;
 mod cse;
 mod dead_code;
 mod fold_shapes;
+mod inline_ones;
 mod merge_reshapes;
 mod noop;
 
@@ -21,7 +22,7 @@ pub trait Pass: Sync {
 }
 
 /// The passes in their default order.
-pub const PASS_NAMES: &[&str] = &["constants", "fold-shapes", "noop", "cse", "merge-reshapes", "fuse-conv-bn", "dead-code"];
+pub const PASS_NAMES: &[&str] = &["constants", "fold-shapes", "noop", "inline-ones", "cse", "merge-reshapes", "fuse-conv-bn", "dead-code"];
 
 /// The pass called `name`.
 pub fn pass_named(name: &str) -> Option<&'static dyn Pass> {
@@ -29,6 +30,7 @@ pub fn pass_named(name: &str) -> Option<&'static dyn Pass> {
         "constants" => &constants::Constants,
         "fold-shapes" => &fold_shapes::FoldShapes,
         "noop" => &noop::Noop,
+        "inline-ones" => &inline_ones::InlineOnes,
         "cse" => &cse::Cse,
         "merge-reshapes" => &merge_reshapes::MergeReshapes,
         "fuse-conv-bn" => &conv_bn::ConvBn,

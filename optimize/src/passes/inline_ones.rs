@@ -1,0 +1,240 @@
+//! `inline-ones`: a uniform tensor (every element `c`, see `uniform.rs`)
+//! used to sum out an axis is folded into the reduction and never
+//! materialized (seed 000's ones-vector idiom).
+//! - `MatMul(x, U)` with `U` uniform of rank 1 or 2 (`[K]`, `[K, N]`) is
+//!   `ReduceSum(x)` over the contracted last axis, times `c` when `c ≠ 1`,
+//!   expanded to `N` columns when `N ≠ 1`; `MatMul(U, x)` likewise over
+//!   `x`'s second-last axis. A uniform operand of rank ≤ 2 adds no batch
+//!   axes, so the shapes agree by construction; `N`/`M` must be known sizes.
+//! - `c = 1/K` is a mean: one ReduceMean. A rewrite that would leave more
+//!   nodes than the MatMul and the nodes computing only its uniform operand
+//!   is not made.
+//! - `Mul(x, U)` where `U` holds more than one element and `x` has the
+//!   output's shape becomes `Mul(x, c)` with a scalar `c`.
+//! The uniform tensor and what computed it are left for `dead-code`.
+
+use super::Pass;
+use crate::analysis::Analysis;
+use crate::rewrite::{add_initializer, int64_vector, int_attr, ints_attr, node, scalar_tensor, splice_nodes, unique_name};
+use crate::uniform::uniform;
+use diamond_infer::graph::DimReport;
+use diamond_ir::{Attribute, Graph, Model, Node, NodeId, Tensor, ValueId};
+
+pub(crate) struct InlineOnes;
+
+impl Pass for InlineOnes {
+    fn name(&self) -> &'static str {
+        "inline-ones"
+    }
+
+    fn run(&self, model: &mut Model, a: &Analysis) -> usize {
+        let opset = model
+            .opset_imports
+            .iter()
+            .find(|o| matches!(o.domain.as_deref(), None | Some("") | Some("ai.onnx")))
+            .and_then(|o| o.version)
+            .unwrap_or(1);
+        let ids: Vec<NodeId> = a.graph(model).nodes.ids().collect();
+        let mut plans: Vec<(NodeId, Vec<Planned>, Vec<Tensor>)> = Vec::new();
+        for nid in ids {
+            let plan = match a.graph(model).nodes[nid].op_type() {
+                "MatMul" => matmul(model, a, nid, opset),
+                "Mul" => mul(model, a, nid),
+                _ => None,
+            };
+            if let Some((nodes, tensors)) = plan {
+                plans.push((nid, nodes, tensors));
+            }
+        }
+        let count = plans.len();
+        // Splice from the last so that earlier ids stay valid.
+        for (nid, nodes, tensors) in plans.into_iter().rev() {
+            let graph = &mut model.graphs[a.main];
+            let nodes = nodes.into_iter().map(|p| p.build(graph)).collect();
+            splice_nodes(graph, nid, nodes);
+            for t in tensors {
+                add_initializer(graph, t, a.initializers_are_constants);
+            }
+        }
+        count
+    }
+}
+
+/// A known size of a value's axis (negative from the end).
+fn known_dim(model: &Model, a: &Analysis, v: ValueId, axis: isize) -> Option<u64> {
+    let shape = a.shape(model, v)?;
+    let k = if axis < 0 { shape.len() as isize + axis } else { axis };
+    match shape.get(usize::try_from(k).ok()?)? {
+        DimReport::Known(n) => Some(*n),
+        _ => None,
+    }
+}
+
+/// A value a planned node reads or writes: one the graph has, or a new one by name.
+#[derive(Clone)]
+enum Ref {
+    Old(ValueId),
+    New(String),
+}
+
+/// A node to add, its new values named until the graph interns them.
+struct Planned {
+    op: &'static str,
+    name: String,
+    inputs: Vec<Ref>,
+    output: Ref,
+    attributes: Vec<Attribute>,
+}
+
+impl Planned {
+    fn build(self, graph: &mut Graph) -> Node {
+        let mut id = |r: Ref| match r {
+            Ref::Old(v) => v,
+            Ref::New(name) => graph.intern(&name),
+        };
+        let inputs = self.inputs.into_iter().map(&mut id).collect();
+        let output = id(self.output);
+        node(self.op, &self.name, inputs, vec![output], self.attributes)
+    }
+}
+
+/// Fresh names derived from `base` that neither the graph nor this plan uses.
+struct Names<'g> {
+    graph: &'g Graph,
+    base: String,
+    taken: Vec<String>,
+}
+
+impl Names<'_> {
+    fn fresh(&mut self, suffix: &str) -> String {
+        let mut name = unique_name(self.graph, &format!("{}_{suffix}", self.base));
+        while self.taken.contains(&name) {
+            name.push('_');
+        }
+        self.taken.push(name.clone());
+        name
+    }
+}
+
+/// The nodes and initializers replacing a MatMul with a uniform operand.
+fn matmul(model: &Model, a: &Analysis, nid: NodeId, opset: i64) -> Option<(Vec<Planned>, Vec<Tensor>)> {
+    let graph = a.graph(model);
+    let n = &graph.nodes[nid];
+    if !n.domain().is_empty() || n.inputs.len() != 2 {
+        return None;
+    }
+    let (lhs, rhs, out) = (n.inputs[0], n.inputs[1], n.outputs[0]);
+    let dtype = a.dtype(model, out)?;
+    let small = |v: ValueId| a.rank(model, v).is_some_and(|r| r <= 2);
+    // The other operand, its summed axis, and the shape the sum is repeated to (rank-2 uniform operands).
+    let (x, u, summed, repeat) = if let Some(u) = uniform(model, a, rhs).filter(|_| small(rhs)) {
+        let repeat = match a.rank(model, rhs)? {
+            2 => Some(vec![known_dim(model, a, rhs, 1)? as i64]),
+            _ => None,
+        };
+        (lhs, u, -1i64, repeat)
+    } else if let Some(u) = uniform(model, a, lhs).filter(|_| small(lhs)) {
+        let repeat = match a.rank(model, lhs)? {
+            2 => Some(vec![known_dim(model, a, lhs, 0)? as i64, 1]),
+            _ => None,
+        };
+        (rhs, u, -2i64, repeat)
+    } else {
+        return None;
+    };
+    if a.rank(model, x)? < 2 {
+        return None;
+    }
+    let base = if n.name().is_empty() { graph.value_name(out).to_string() } else { n.name().to_string() };
+    let mut names = Names { graph, base: base.clone(), taken: Vec::new() };
+    let mut tensors = Vec::new();
+    let keepdims = repeat.is_some();
+    let expand = repeat.filter(|r| r.iter().product::<i64>() != 1);
+    // `c = 1/K` over the K summed elements is a mean: one ReduceMean, no scale.
+    let contracted = known_dim(model, a, x, summed as isize);
+    let mean = contracted.is_some_and(|k| k > 0 && (u.value * k as f64 - 1.0).abs() < 1e-6)
+        && matches!(dtype, diamond_ir::ElemType::Float | diamond_ir::ElemType::Double | diamond_ir::ElemType::Float16);
+    let scale = match u.value {
+        _ if mean => None,
+        1.0 => None,
+        c => Some(scalar_tensor(&names.fresh("scale"), dtype, c)?),
+    };
+    // The chain ReduceSum [→ Mul] [→ Expand]; its last node writes the MatMul's output.
+    let mut planned = Vec::new();
+    let mut attributes = vec![int_attr("keepdims", keepdims as i64)];
+    let mut inputs = vec![Ref::Old(x)];
+    if opset >= 13 {
+        let axes = names.fresh("axes");
+        tensors.push(int64_vector(&axes, &[summed]));
+        inputs.push(Ref::New(axes));
+    } else {
+        attributes.push(ints_attr("axes", &[summed]));
+    }
+    let op = if mean { "ReduceMean" } else { "ReduceSum" };
+    planned.push(Planned { op, name: format!("{base}/sum"), inputs, output: Ref::New(names.fresh("sum")), attributes });
+    if let Some(t) = scale {
+        let previous = planned.last().map(|p: &Planned| p.output.clone())?;
+        let scale = Ref::New(t.name.clone().unwrap_or_default());
+        tensors.push(t);
+        planned.push(Planned { op: "Mul", name: format!("{base}/scale"), inputs: vec![previous, scale], output: Ref::New(names.fresh("scaled")), attributes: Vec::new() });
+    }
+    if let Some(shape) = expand {
+        let previous = planned.last().map(|p: &Planned| p.output.clone())?;
+        let shape_name = names.fresh("repeat");
+        tensors.push(int64_vector(&shape_name, &shape));
+        planned.push(Planned { op: "Expand", name: format!("{base}/repeat"), inputs: vec![previous, Ref::New(shape_name)], output: Ref::New(names.fresh("repeated")), attributes: Vec::new() });
+    }
+    planned.last_mut()?.output = Ref::Old(out);
+    // The node count must not grow: the MatMul and the nodes that only
+    // computed the uniform operand go; the chain comes.
+    let u_operand = if x == lhs { rhs } else { lhs };
+    if planned.len() > 1 + exclusive_producers(model, a, u_operand) {
+        return None;
+    }
+    Some((planned, tensors))
+}
+
+/// How many nodes exist only to compute `v` for its one reader: its
+/// producer and, transitively, producers whose every output feeds only them.
+fn exclusive_producers(model: &Model, a: &Analysis, v: ValueId) -> usize {
+    let graph = a.graph(model);
+    let mut stack = vec![v];
+    let mut seen = std::collections::HashSet::new();
+    while let Some(v) = stack.pop() {
+        let Some(&p) = a.producer.get(&v) else { continue };
+        let node = &graph.nodes[p];
+        let sole = node.outputs.iter().all(|&o| {
+            a.is_internal(model, o) && a.consumers.get(&o).map_or(0, Vec::len) <= 1
+        });
+        if sole && seen.insert(p) {
+            stack.extend(node.inputs.iter().copied());
+        }
+    }
+    seen.len()
+}
+
+/// Rewrites `Mul(x, U)` with a many-element uniform `U` that broadcasts nothing onto `x`.
+fn mul(model: &Model, a: &Analysis, nid: NodeId) -> Option<(Vec<Planned>, Vec<Tensor>)> {
+    let graph = a.graph(model);
+    let n = &graph.nodes[nid];
+    if !n.domain().is_empty() || n.inputs.len() != 2 {
+        return None;
+    }
+    let out = n.outputs[0];
+    let dtype = a.dtype(model, out)?;
+    for (xi, ui) in [(0, 1), (1, 0)] {
+        let (x, u_id) = (n.inputs[xi], n.inputs[ui]);
+        let Some(u) = uniform(model, a, u_id) else { continue };
+        let many = a.shape(model, u_id).is_some_and(|s| s.iter().any(|d| *d != DimReport::Known(1)));
+        if !many || a.shape(model, x).is_none() || a.shape(model, x) != a.shape(model, out) {
+            continue;
+        }
+        let name = unique_name(graph, &format!("{}_scalar", graph.value_name(u_id)));
+        let t = scalar_tensor(&name, dtype, u.value)?;
+        let mut inputs = vec![Ref::Old(x), Ref::Old(x)];
+        inputs[ui] = Ref::New(name);
+        let name = if n.name().is_empty() { format!("{}/scaled", graph.value_name(out)) } else { n.name().to_string() };
+        return Some((vec![Planned { op: "Mul", name, inputs, output: Ref::Old(out), attributes: Vec::new() }], vec![t]));
+    }
+    None
+}
