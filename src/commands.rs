@@ -69,7 +69,11 @@ pub fn check(
     let model = load_any(path, shapes).map_err(unreadable)?;
     let graph = model.main_graph().ok_or_else(|| unreadable(format!("{}: the model has no graph", path.display())))?;
     let options = diamond_infer::CheckOptions { bind: crate::bind::bind_inputs(graph, bind)?, strict_units };
-    let report = diamond_infer::check_model(&model, &options);
+    let mut report = diamond_infer::check_model(&model, &options);
+    if report.errors() == 0 {
+        let ones = diamond_optimize::audit::ones_vectors(&model, &report);
+        report.diagnostics.extend(ones);
+    }
     if let Some(out) = html {
         crate::html::write_report(out, &model, &report, path)?;
     }

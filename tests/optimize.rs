@@ -345,3 +345,25 @@ fn inline_ones_leaves_ones_that_are_a_graph_input() {
     let outcome = optimize(&model, &Options::default()).unwrap();
     assert_eq!(graph_text(&outcome.model), graph_text(&model));
 }
+
+#[test]
+fn check_notes_each_ones_vector_at_its_consumer() {
+    let path = fixture("ones_symbolic.onnx");
+    let o = diamond(&["check", path.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let notes: Vec<&serde_json::Value> =
+        v["diagnostics"].as_array().unwrap().iter().filter(|d| d["code"] == "ones-vector").collect();
+    assert_eq!(notes.len(), 1, "{v:#}");
+    assert_eq!(notes[0]["severity"], "info");
+    assert_eq!(notes[0]["node"], "rowsum");
+    assert_eq!(notes[0]["operand"], "input 1");
+    assert_eq!(
+        notes[0]["message"],
+        "MatMul 'rowsum' multiplies by ones ('ones') only to sum axis 1 of 'x'; `diamond optimize` makes it a ReduceSum"
+    );
+    // A ones tensor the caller feeds is not constant: no note.
+    let o = diamond(&["check", fixture("ones_input.onnx").to_str().unwrap(), "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["diagnostics"].as_array().unwrap().iter().all(|d| d["code"] != "ones-vector"));
+}

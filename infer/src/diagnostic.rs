@@ -64,6 +64,8 @@ pub enum Code {
     SizeOverflow,
     /// A declared dim the exporter named without knowing it (`unk__3`) was sized by inference.
     DeclaredDimResolved,
+    /// A uniform tensor (a ones-vector) that only sums an axis: `optimize` folds it into a reduction.
+    OnesVector,
 }
 
 impl Code {
@@ -86,6 +88,7 @@ impl Code {
             Code::UnitAxisWidened => "unit-axis-widened",
             Code::SizeOverflow => "size-overflow",
             Code::DeclaredDimResolved => "declared-dim-resolved",
+            Code::OnesVector => "ones-vector",
         }
     }
 
@@ -97,7 +100,7 @@ impl Code {
             | Code::ImpliedBound
             | Code::Divisibility
             | Code::UnitAxisWidened => Severity::Warning,
-            Code::DeclaredDimResolved => Severity::Info,
+            Code::DeclaredDimResolved | Code::OnesVector => Severity::Info,
             _ => Severity::Error,
         }
     }

@@ -34,8 +34,12 @@ pub struct Analysis {
 impl Analysis {
     /// Checks `model` and indexes its main graph; `None` without a main graph.
     pub fn new(model: &Model) -> Option<Analysis> {
+        Analysis::with_report(model, check_model(model, &Default::default()))
+    }
+
+    /// Indexes `model` around a check report already made of it.
+    pub fn with_report(model: &Model, report: CheckReport) -> Option<Analysis> {
         let main = model.graph?;
-        let report = check_model(model, &Default::default());
         let graph = &model.graphs[main];
         let mut consumers: HashMap<ValueId, Vec<NodeId>> = HashMap::new();
         let mut producer = HashMap::new();

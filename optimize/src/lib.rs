@@ -11,6 +11,7 @@
 //! their names are the model's interface and are never changed.
 
 pub mod analysis;
+pub mod audit;
 pub mod passes;
 pub mod rewrite;
 pub mod text;

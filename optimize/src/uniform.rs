@@ -29,10 +29,20 @@ fn uniform_at(model: &Model, a: &Analysis, v: ValueId, depth: usize) -> Option<U
     if depth > 32 {
         return None;
     }
+    let graph = a.graph(model);
+    // A stored tensor: compare its raw elements before decoding any (weights can be large).
+    if let Some(&i) = a.initializers.get(&v) {
+        let t = &graph.initializers[i];
+        if let (Some(raw), Some(bits)) = (t.data.raw.as_ref(), t.elem_type().bit_width()) {
+            let width = (bits as usize / 8).max(1);
+            if bits % 8 != 0 || raw.len() < width || !raw.chunks(width).all(|c| c == &raw[..width]) {
+                return None;
+            }
+        }
+    }
     if let Some(k) = a.constant(model, v) {
         return all_equal(&k.data);
     }
-    let graph = a.graph(model);
     let node = &graph.nodes[*a.producer.get(&v)?];
     if !node.domain().is_empty() {
         return None;

@@ -22,6 +22,7 @@ pub fn short_description(code: Code) -> &'static str {
         Code::UnitAxisWidened => "A stated unit axis is widened by broadcasting.",
         Code::SizeOverflow => "A value holds more elements than 64 bits can count.",
         Code::DeclaredDimResolved => "A dim name the exporter invented (unk__3) is a size the graph determines.",
+        Code::OnesVector => "A uniform tensor (a ones-vector) only sums out an axis.",
     }
 }
 
@@ -48,5 +49,6 @@ pub fn help(code: Code) -> &'static str {
         Code::UnitAxisWidened => "Make the broadcast explicit (Expand) if widening the unit axis is intended.",
         Code::SizeOverflow => "Fix the shape computation: no tensor can hold this many elements.",
         Code::DeclaredDimResolved => "Nothing to fix; `diamond convert` writes the size into value_info.",
+        Code::OnesVector => "`diamond optimize` folds it into a reduction; the tensor is never materialized.",
     }
 }

@@ -1,7 +1,7 @@
 //! The text report of `diamond check`, in the manner of rustc: the values
 //! table, then each diagnostic as a header (`error[code]: message`), a `-->`
-//! location line, and `= note:` / `= help:` lines, then the declared dims
-//! inference sized (one `info` line each), the assumptions the check made
+//! location line, and `= note:` / `= help:` lines, then the `info` notes
+//! (one line each), the assumptions the check made
 //! (dynamic axes specialized, bounds implied) and a summary line.
 
 use super::colour::{Painter, Style};
@@ -74,16 +74,16 @@ fn headline(d: &Diagnostic) -> &str {
     d.message.strip_prefix(label.as_str()).filter(|rest| !rest.is_empty()).unwrap_or(&d.message)
 }
 
-/// The dims the file names without sizing them, as inferred: one line each
-/// (they are notes, not findings), at most `limit`.
+/// The `info` notes — declared dims inference sized, ones-vectors the
+/// optimizer inlines — one line each (nothing to fix), at most `limit`.
 fn resolved_dims(report: &CheckReport, painter: Painter, limit: usize) -> String {
     let all: Vec<&Diagnostic> = report.diagnostics.iter().filter(|d| d.severity == Severity::Info).collect();
     if all.is_empty() {
         return String::new();
     }
-    let mut out = format!("\n{}\n", painter.paint(Style::Bold, "declared dims the exporter left unsized, as inferred:"));
+    let mut out = format!("\n{}\n", painter.paint(Style::Bold, "notes (nothing to fix):"));
     for d in all.iter().take(limit) {
-        let _ = writeln!(out, "  {}: {}", painter.paint(Style::Gutter, "info"), d.message);
+        let _ = writeln!(out, "  {}: {}", painter.paint(Style::Gutter, &format!("info[{}]", d.code.as_str())), d.message);
     }
     if all.len() > limit {
         let _ = writeln!(out, "  ... and {} more", all.len() - limit);

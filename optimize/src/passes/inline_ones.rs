@@ -116,6 +116,67 @@ impl Names<'_> {
     }
 }
 
+/// A MatMul that multiplies by a uniform operand only to sum an axis of the other.
+pub(crate) struct Site {
+    /// The operand whose axis is summed.
+    pub summed: ValueId,
+    /// The uniform operand.
+    pub uniform: ValueId,
+    /// Its one value.
+    pub value: f64,
+    /// The summed axis of `summed`, counted from the end (-1 or -2).
+    pub axis_from_end: i64,
+    /// The summed axis of `summed`, from the front.
+    pub axis: usize,
+    /// The shape the sum is repeated to (rank-2 uniform operands).
+    pub repeat: Option<Vec<i64>>,
+    /// The reduction it becomes.
+    pub becomes: &'static str,
+}
+
+/// Node `nid` as a ones-vector site, when it is one.
+pub(crate) fn site(model: &Model, a: &Analysis, nid: NodeId) -> Option<Site> {
+    let graph = a.graph(model);
+    let n = &graph.nodes[nid];
+    if n.op_type() != "MatMul" || !n.domain().is_empty() || n.inputs.len() != 2 {
+        return None;
+    }
+    let (lhs, rhs) = (n.inputs[0], n.inputs[1]);
+    let small = |v: ValueId| a.rank(model, v).is_some_and(|r| r <= 2);
+    let (x, u_operand, u, summed, repeat) = if let Some(u) = uniform(model, a, rhs).filter(|_| small(rhs)) {
+        let repeat = match a.rank(model, rhs)? {
+            2 => Some(vec![known_dim(model, a, rhs, 1)? as i64]),
+            _ => None,
+        };
+        (lhs, rhs, u, -1i64, repeat)
+    } else if let Some(u) = uniform(model, a, lhs).filter(|_| small(lhs)) {
+        let repeat = match a.rank(model, lhs)? {
+            2 => Some(vec![known_dim(model, a, lhs, 0)? as i64, 1]),
+            _ => None,
+        };
+        (rhs, lhs, u, -2i64, repeat)
+    } else {
+        return None;
+    };
+    let rank = a.rank(model, x)?;
+    if rank < 2 {
+        return None;
+    }
+    let contracted = known_dim(model, a, x, summed as isize);
+    let dtype = a.dtype(model, n.outputs[0])?;
+    let mean = contracted.is_some_and(|k| k > 0 && (u.value * k as f64 - 1.0).abs() < 1e-6)
+        && matches!(dtype, diamond_ir::ElemType::Float | diamond_ir::ElemType::Double | diamond_ir::ElemType::Float16);
+    Some(Site {
+        summed: x,
+        uniform: u_operand,
+        value: u.value,
+        axis_from_end: summed,
+        axis: (rank as i64 + summed) as usize,
+        repeat,
+        becomes: if mean { "ReduceMean" } else { "ReduceSum" },
+    })
+}
+
 /// The nodes and initializers replacing a MatMul with a uniform operand.
 fn matmul(model: &Model, a: &Analysis, nid: NodeId, opset: i64) -> Option<(Vec<Planned>, Vec<Tensor>)> {
     let graph = a.graph(model);
@@ -123,37 +184,17 @@ fn matmul(model: &Model, a: &Analysis, nid: NodeId, opset: i64) -> Option<(Vec<P
     if !n.domain().is_empty() || n.inputs.len() != 2 {
         return None;
     }
-    let (lhs, rhs, out) = (n.inputs[0], n.inputs[1], n.outputs[0]);
+    let out = n.outputs[0];
     let dtype = a.dtype(model, out)?;
-    let small = |v: ValueId| a.rank(model, v).is_some_and(|r| r <= 2);
-    // The other operand, its summed axis, and the shape the sum is repeated to (rank-2 uniform operands).
-    let (x, u, summed, repeat) = if let Some(u) = uniform(model, a, rhs).filter(|_| small(rhs)) {
-        let repeat = match a.rank(model, rhs)? {
-            2 => Some(vec![known_dim(model, a, rhs, 1)? as i64]),
-            _ => None,
-        };
-        (lhs, u, -1i64, repeat)
-    } else if let Some(u) = uniform(model, a, lhs).filter(|_| small(lhs)) {
-        let repeat = match a.rank(model, lhs)? {
-            2 => Some(vec![known_dim(model, a, lhs, 0)? as i64, 1]),
-            _ => None,
-        };
-        (rhs, u, -2i64, repeat)
-    } else {
-        return None;
-    };
-    if a.rank(model, x)? < 2 {
-        return None;
-    }
+    let Site { summed: x, uniform: u_operand, value, axis_from_end: summed, repeat, becomes, .. } = site(model, a, nid)?;
+    let u = crate::uniform::Uniform { value };
     let base = if n.name().is_empty() { graph.value_name(out).to_string() } else { n.name().to_string() };
     let mut names = Names { graph, base: base.clone(), taken: Vec::new() };
     let mut tensors = Vec::new();
     let keepdims = repeat.is_some();
     let expand = repeat.filter(|r| r.iter().product::<i64>() != 1);
     // `c = 1/K` over the K summed elements is a mean: one ReduceMean, no scale.
-    let contracted = known_dim(model, a, x, summed as isize);
-    let mean = contracted.is_some_and(|k| k > 0 && (u.value * k as f64 - 1.0).abs() < 1e-6)
-        && matches!(dtype, diamond_ir::ElemType::Float | diamond_ir::ElemType::Double | diamond_ir::ElemType::Float16);
+    let mean = becomes == "ReduceMean";
     let scale = match u.value {
         _ if mean => None,
         1.0 => None,
@@ -187,7 +228,6 @@ fn matmul(model: &Model, a: &Analysis, nid: NodeId, opset: i64) -> Option<(Vec<P
     planned.last_mut()?.output = Ref::Old(out);
     // The node count must not grow: the MatMul and the nodes that only
     // computed the uniform operand go; the chain comes.
-    let u_operand = if x == lhs { rhs } else { lhs };
     if planned.len() > 1 + exclusive_producers(model, a, u_operand) {
         return None;
     }

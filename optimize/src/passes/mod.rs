@@ -6,6 +6,8 @@ mod cse;
 mod dead_code;
 mod fold_shapes;
 mod inline_ones;
+
+pub(crate) use inline_ones::site as inline_ones_site;
 mod merge_reshapes;
 mod noop;
 
