@@ -313,6 +313,16 @@ fn inline_ones_multiplies_by_a_scalar_instead_of_a_uniform_tensor() {
 }
 
 #[test]
+fn inline_ones_turns_an_einsum_with_ones_into_a_sum() {
+    inline_ones("ones_einsum.onnx", &[&[&[1, 4, 6]], &[&[3, 4, 6]]], expect![[r#"
+        input x: float [batch, 4, 6]
+        init einsum_axes: int64 [1]
+        ReduceSum(x, einsum_axes) {keepdims=0} -> y
+        output y
+    "#]]);
+}
+
+#[test]
 fn inline_ones_works_on_integers() {
     // tract cannot run an int64 MatMul: the rewritten model is checked against row sums computed here.
     use tract_onnx::prelude::*;

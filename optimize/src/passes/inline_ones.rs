@@ -6,6 +6,8 @@
 //!   expanded to `N` columns when `N ≠ 1`; `MatMul(U, x)` likewise over
 //!   `x`'s second-last axis. A uniform operand of rank ≤ 2 adds no batch
 //!   axes, so the shapes agree by construction; `N`/`M` must be known sizes.
+//! - `Einsum(x, U)` whose uniform operand's labels all label `x` and whose
+//!   output is `x`'s labels minus summed ones is `ReduceSum(x)` over them.
 //! - `c = 1/K` is a mean: one ReduceMean. A rewrite that would leave more
 //!   nodes than the MatMul and the nodes computing only its uniform operand
 //!   is not made.
@@ -40,6 +42,7 @@ impl Pass for InlineOnes {
             let plan = match a.graph(model).nodes[nid].op_type() {
                 "MatMul" => matmul(model, a, nid, opset),
                 "Mul" => mul(model, a, nid),
+                "Einsum" => einsum(model, a, nid, opset),
                 _ => None,
             };
             if let Some((nodes, tensors)) = plan {
@@ -251,6 +254,72 @@ fn exclusive_producers(model: &Model, a: &Analysis, v: ValueId) -> usize {
         }
     }
     seen.len()
+}
+
+/// `Einsum(x, U)` (either order) whose uniform operand's labels all label `x`
+/// too, with an output that is `x`'s labels in order minus some summed
+/// ones: `ReduceSum(x)` over the summed axes (times `c` when `c ≠ 1`).
+fn einsum(model: &Model, a: &Analysis, nid: NodeId, opset: i64) -> Option<(Vec<Planned>, Vec<Tensor>)> {
+    let graph = a.graph(model);
+    let n = &graph.nodes[nid];
+    if !n.domain().is_empty() || n.inputs.len() != 2 {
+        return None;
+    }
+    let equation = match n.attribute("equation").and_then(|at| at.value()) {
+        Some(diamond_ir::AttrValue::String(e)) => String::from_utf8_lossy(e).replace(' ', ""),
+        _ => return None,
+    };
+    let (lhs, output) = equation.split_once("->")?;
+    let (first, second) = lhs.split_once(',')?;
+    if equation.contains('.') {
+        return None;
+    }
+    let distinct = |l: &str| l.chars().all(|c| c.is_ascii_alphabetic()) && l.chars().collect::<std::collections::HashSet<_>>().len() == l.len();
+    if !distinct(first) || !distinct(second) || !distinct(output) {
+        return None;
+    }
+    let (x, x_labels, u_id, u_labels) = match (uniform(model, a, n.inputs[1]), uniform(model, a, n.inputs[0])) {
+        (Some(_), _) => (n.inputs[0], first, n.inputs[1], second),
+        (None, Some(_)) => (n.inputs[1], second, n.inputs[0], first),
+        _ => return None,
+    };
+    let u = uniform(model, a, u_id)?;
+    if !u_labels.chars().all(|c| x_labels.contains(c)) {
+        return None;
+    }
+    // The output keeps x's labels in order, dropping the summed ones.
+    let kept: String = x_labels.chars().filter(|c| output.contains(*c)).collect();
+    if kept != output || kept.len() == x_labels.len() {
+        return None;
+    }
+    let summed: Vec<i64> = x_labels.chars().enumerate().filter(|(_, c)| !output.contains(*c)).map(|(i, _)| i as i64).collect();
+    let out = n.outputs[0];
+    let dtype = a.dtype(model, out)?;
+    let base = if n.name().is_empty() { graph.value_name(out).to_string() } else { n.name().to_string() };
+    let mut names = Names { graph, base: base.clone(), taken: Vec::new() };
+    let mut tensors = Vec::new();
+    let mut attributes = vec![int_attr("keepdims", 0)];
+    let mut inputs = vec![Ref::Old(x)];
+    if opset >= 13 {
+        let axes = names.fresh("axes");
+        tensors.push(int64_vector(&axes, &summed));
+        inputs.push(Ref::New(axes));
+    } else {
+        attributes.push(ints_attr("axes", &summed));
+    }
+    let mut planned = vec![Planned { op: "ReduceSum", name: format!("{base}/sum"), inputs, output: Ref::New(names.fresh("sum")), attributes }];
+    if u.value != 1.0 {
+        let t = scalar_tensor(&names.fresh("scale"), dtype, u.value)?;
+        let scale = Ref::New(t.name.clone().unwrap_or_default());
+        tensors.push(t);
+        let previous = planned[0].output.clone();
+        planned.push(Planned { op: "Mul", name: format!("{base}/scale"), inputs: vec![previous, scale], output: Ref::New(names.fresh("scaled")), attributes: Vec::new() });
+    }
+    planned.last_mut()?.output = Ref::Old(out);
+    if planned.len() > 1 + exclusive_producers(model, a, u_id) {
+        return None;
+    }
+    Some((planned, tensors))
 }
 
 /// Rewrites `Mul(x, U)` with a many-element uniform `U` that broadcasts nothing onto `x`.
