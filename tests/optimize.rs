@@ -377,3 +377,18 @@ fn check_notes_each_ones_vector_at_its_consumer() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(v["diagnostics"].as_array().unwrap().iter().all(|d| d["code"] != "ones-vector"));
 }
+
+#[test]
+fn merge_transposes_composes_permutations() {
+    let model = load(&fixture("merge_transposes.onnx"));
+    let options = Options { passes: vec!["merge-transposes".into(), "noop".into(), "dead-code".into()], max_rounds: 4 };
+    let outcome = optimize(&model, &options).unwrap();
+    expect![[r#"
+        input x: float [batch, 2, 3, 4]
+        Transpose(x) {perm=[0, 2, 3, 1]} -> y
+        Relu(x) -> z
+        output y
+        output z
+    "#]].assert_eq(&graph_text(&outcome.model));
+    same_outputs(&model, &outcome.model, &[&[2, 2, 3, 4]]);
+}

@@ -9,6 +9,7 @@ mod inline_ones;
 
 pub(crate) use inline_ones::site as inline_ones_site;
 mod merge_reshapes;
+mod merge_transposes;
 mod noop;
 
 use crate::Analysis;
@@ -24,7 +25,7 @@ pub trait Pass: Sync {
 }
 
 /// The passes in their default order.
-pub const PASS_NAMES: &[&str] = &["constants", "fold-shapes", "noop", "inline-ones", "cse", "merge-reshapes", "fuse-conv-bn", "dead-code"];
+pub const PASS_NAMES: &[&str] = &["constants", "fold-shapes", "noop", "inline-ones", "cse", "merge-reshapes", "merge-transposes", "fuse-conv-bn", "dead-code"];
 
 /// The pass called `name`.
 pub fn pass_named(name: &str) -> Option<&'static dyn Pass> {
@@ -35,6 +36,7 @@ pub fn pass_named(name: &str) -> Option<&'static dyn Pass> {
         "inline-ones" => &inline_ones::InlineOnes,
         "cse" => &cse::Cse,
         "merge-reshapes" => &merge_reshapes::MergeReshapes,
+        "merge-transposes" => &merge_transposes::MergeTransposes,
         "fuse-conv-bn" => &conv_bn::ConvBn,
         "dead-code" => &dead_code::DeadCode,
         _ => return None,
