@@ -134,6 +134,9 @@ enum Command {
         /// (`unk__3` → `batch`); by default outputs keep the file's names.
         #[arg(long)]
         output_dims: bool,
+        /// Optimize each model (the passes of `diamond optimize`) before writing it.
+        #[arg(long)]
+        optimize: bool,
         /// The shape of a TorchScript input: NAME=D0,D1,... (sizes or symbols, e.g. x=batch,3,224,224).
         #[arg(long = "input-shape", value_name = "NAME=DIMS")]
         input_shape: Vec<diamond_importers::torch::lower::InputShape>,
@@ -176,10 +179,17 @@ fn main() -> ExitCode {
             allow_errors,
             no_value_info,
             output_dims,
+            optimize,
             input_shape,
         } => {
-            let settings =
-                convert::one::Settings { shapes: input_shape, allow_errors, no_value_info, output_dims, skip_existing };
+            let settings = convert::one::Settings {
+                shapes: input_shape,
+                allow_errors,
+                no_value_info,
+                output_dims,
+                optimize,
+                skip_existing,
+            };
             let options = convert::Options { settings, jobs: jobs.map(usize::from), shard, report };
             convert::run(&inputs, &output, &options)
         }

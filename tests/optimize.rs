@@ -392,3 +392,31 @@ fn merge_transposes_composes_permutations() {
     "#]].assert_eq(&graph_text(&outcome.model));
     same_outputs(&model, &outcome.model, &[&[2, 2, 3, 4]]);
 }
+
+#[test]
+fn convert_optimize_writes_optimized_models_in_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.jsonl");
+    let exports = common::root().join("fixtures/exports");
+    let o = diamond(&[
+        "convert",
+        exports.to_str().unwrap(),
+        "-o",
+        dir.path().join("out").to_str().unwrap(),
+        "--optimize",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let lines: Vec<serde_json::Value> =
+        std::fs::read_to_string(&report).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 32);
+    let (before, after): (u64, u64) = lines.iter().fold((0, 0), |(b, a), l| {
+        (b + l["nodes"].as_u64().unwrap(), a + l["nodes_written"].as_u64().unwrap_or_else(|| l["nodes"].as_u64().unwrap()))
+    });
+    assert!(after * 10 < before * 6, "{before} -> {after}");
+    // What was written is the optimized model, with its inferred value_info.
+    let bert = load(&dir.path().join("out/bert.legacy.onnx"));
+    assert!(bert.main_graph().unwrap().nodes.len() < 150);
+    assert!(!bert.main_graph().unwrap().value_info.is_empty());
+}

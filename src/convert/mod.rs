@@ -107,6 +107,7 @@ fn batch(args: &[PathBuf], out_dir: &Path, options: &Options) -> Result<(), Fail
             status: Status::Unreadable,
             seconds: 0.0,
             nodes: None,
+            nodes_written: None,
             errors: 0,
             warnings: 0,
             typed_values: 0,

@@ -17,6 +17,8 @@ pub struct Settings {
     pub no_value_info: bool,
     /// Replace exporter-invented dim names in the graph outputs too.
     pub output_dims: bool,
+    /// Run the optimizer's passes before writing (`--optimize`).
+    pub optimize: bool,
     /// Leave an existing output as it is.
     pub skip_existing: bool,
 }
@@ -63,6 +65,9 @@ pub struct Outcome {
     pub seconds: f64,
     /// Nodes in its main graph, once read.
     pub nodes: Option<usize>,
+    /// Nodes in the written main graph, when `--optimize` changed the model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nodes_written: Option<usize>,
     /// Errors checking found.
     pub errors: usize,
     /// Warnings checking found.
@@ -83,6 +88,7 @@ pub fn convert(input: &Path, output: &Path, settings: &Settings) -> Outcome {
         status: Status::Failed,
         seconds: 0.0,
         nodes: None,
+        nodes_written: None,
         errors: 0,
         warnings: 0,
         typed_values: 0,
@@ -136,9 +142,26 @@ fn run(input: &Path, output: &Path, settings: &Settings, outcome: &mut Outcome) 
         ));
         return;
     }
+    let has_errors = first_error.is_some();
+    // The optimizer's passes, on a model checking found consistent.
+    let (model, report) = if settings.optimize && !has_errors {
+        match diamond_optimize::optimize(&model, &diamond_optimize::Options::default()) {
+            Ok(done) => {
+                outcome.nodes_written = done.model.main_graph().map(|g| g.nodes.len());
+                let report = diamond_infer::check_model(&done.model, &diamond_infer::CheckOptions::default());
+                (done.model, report)
+            }
+            Err(e) => {
+                outcome.message = Some(format!("not optimized: {e}"));
+                return;
+            }
+        }
+    } else {
+        (model, report)
+    };
     // Inferred types only where checking found the model consistent.
     let annotated;
-    let to_write = if settings.no_value_info || first_error.is_some() {
+    let to_write = if settings.no_value_info || has_errors {
         &model
     } else {
         let options = diamond_infer::graph::AnnotateOptions { output_dims: settings.output_dims };
@@ -155,7 +178,7 @@ fn run(input: &Path, output: &Path, settings: &Settings, outcome: &mut Outcome) 
     match diamond_exporters::onnx::write_model(to_write, output) {
         Ok(_) => {
             outcome.status = Status::Converted;
-            if first_error.is_some() {
+            if has_errors {
                 outcome.message = Some(format!("written despite {} error(s), without inferred types", report.errors()));
             }
         }

@@ -73,7 +73,9 @@ impl Progress {
         let digits = self.total.to_string().len();
         let mut line = format!("[{n:>digits$}/{}] {:<10} {key:<w$}", self.total, o.status.as_str(), w = self.width);
         let mut facts = vec![format!("{:.2} s", o.seconds)];
-        if let Some(nodes) = o.nodes {
+        if let (Some(nodes), Some(written)) = (o.nodes, o.nodes_written) {
+            facts.push(format!("{nodes} -> {written} nodes"));
+        } else if let Some(nodes) = o.nodes {
             facts.push(format!("{nodes} nodes"));
         }
         if o.errors > 0 {
