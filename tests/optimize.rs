@@ -323,6 +323,18 @@ fn inline_ones_turns_an_einsum_with_ones_into_a_sum() {
 }
 
 #[test]
+fn inline_ones_turns_a_gemm_with_a_uniform_weight_into_a_scaled_sum() {
+    inline_ones("ones_gemm.onnx", &[&[&[1, 6]], &[&[4, 6]]], expect![[r#"
+        input x: float [batch, 6]
+        init gemm_axes: int64 [1]
+        init gemm_scale: float []
+        ReduceSum(x, gemm_axes) {keepdims=1} -> gemm_sum
+        Mul(gemm_sum, gemm_scale) -> y
+        output y
+    "#]]);
+}
+
+#[test]
 fn inline_ones_works_on_integers() {
     // tract cannot run an int64 MatMul: the rewritten model is checked against row sums computed here.
     use tract_onnx::prelude::*;

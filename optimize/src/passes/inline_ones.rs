@@ -8,6 +8,8 @@
 //!   axes, so the shapes agree by construction; `N`/`M` must be known sizes.
 //! - `Einsum(x, U)` whose uniform operand's labels all label `x` and whose
 //!   output is `x`'s labels minus summed ones is `ReduceSum(x)` over them.
+//! - `Gemm(A, U)` (no `C`, `transA = 0`) is `alpha·c·ReduceSum(A)` over
+//!   `A`'s second axis, repeated to `U`'s columns.
 //! - `c = 1/K` is a mean: one ReduceMean. A rewrite that would leave more
 //!   nodes than the MatMul and the nodes computing only its uniform operand
 //!   is not made.
@@ -43,6 +45,7 @@ impl Pass for InlineOnes {
                 "MatMul" => matmul(model, a, nid, opset),
                 "Mul" => mul(model, a, nid),
                 "Einsum" => einsum(model, a, nid, opset),
+                "Gemm" => gemm(model, a, nid, opset),
                 _ => None,
             };
             if let Some((nodes, tensors)) = plan {
@@ -314,6 +317,62 @@ fn einsum(model: &Model, a: &Analysis, nid: NodeId, opset: i64) -> Option<(Vec<P
         tensors.push(t);
         let previous = planned[0].output.clone();
         planned.push(Planned { op: "Mul", name: format!("{base}/scale"), inputs: vec![previous, scale], output: Ref::New(names.fresh("scaled")), attributes: Vec::new() });
+    }
+    planned.last_mut()?.output = Ref::Old(out);
+    if planned.len() > 1 + exclusive_producers(model, a, u_id) {
+        return None;
+    }
+    Some((planned, tensors))
+}
+
+/// `Gemm(A, U)` with `transA = 0` and a uniform `B` (`[K, N]` or `[N, K]`
+/// with `transB`) and no `C`: `alpha·c·ReduceSum(A, axis 1)`, repeated to `N`
+/// columns when `N ≠ 1`.
+fn gemm(model: &Model, a: &Analysis, nid: NodeId, opset: i64) -> Option<(Vec<Planned>, Vec<Tensor>)> {
+    let graph = a.graph(model);
+    let n = &graph.nodes[nid];
+    let int = |name: &str, default: i64| match n.attribute(name).and_then(|at| at.value()) {
+        Some(diamond_ir::AttrValue::Int(i)) => i,
+        _ => default,
+    };
+    let alpha = match n.attribute("alpha").and_then(|at| at.value()) {
+        Some(diamond_ir::AttrValue::Float(f)) => f as f64,
+        _ => 1.0,
+    };
+    let has_c = n.inputs.get(2).is_some_and(|&v| !graph.value_name(v).is_empty());
+    if !n.domain().is_empty() || n.inputs.len() < 2 || has_c || int("transA", 0) != 0 {
+        return None;
+    }
+    let (x, u_id, out) = (n.inputs[0], n.inputs[1], n.outputs[0]);
+    let u = uniform(model, a, u_id)?;
+    let columns = known_dim(model, a, u_id, if int("transB", 0) != 0 { 0 } else { 1 })? as i64;
+    let dtype = a.dtype(model, out)?;
+    let base = if n.name().is_empty() { graph.value_name(out).to_string() } else { n.name().to_string() };
+    let mut names = Names { graph, base: base.clone(), taken: Vec::new() };
+    let mut tensors = Vec::new();
+    let mut attributes = vec![int_attr("keepdims", 1)];
+    let mut inputs = vec![Ref::Old(x)];
+    if opset >= 13 {
+        let axes = names.fresh("axes");
+        tensors.push(int64_vector(&axes, &[1]));
+        inputs.push(Ref::New(axes));
+    } else {
+        attributes.push(ints_attr("axes", &[1]));
+    }
+    let mut planned = vec![Planned { op: "ReduceSum", name: format!("{base}/sum"), inputs, output: Ref::New(names.fresh("sum")), attributes }];
+    let factor = alpha * u.value;
+    if factor != 1.0 {
+        let t = scalar_tensor(&names.fresh("scale"), dtype, factor)?;
+        let scale = Ref::New(t.name.clone().unwrap_or_default());
+        tensors.push(t);
+        let previous = planned.last()?.output.clone();
+        planned.push(Planned { op: "Mul", name: format!("{base}/scale"), inputs: vec![previous, scale], output: Ref::New(names.fresh("scaled")), attributes: Vec::new() });
+    }
+    if columns != 1 {
+        let shape = names.fresh("repeat");
+        tensors.push(int64_vector(&shape, &[columns]));
+        let previous = planned.last()?.output.clone();
+        planned.push(Planned { op: "Expand", name: format!("{base}/repeat"), inputs: vec![previous, Ref::New(shape)], output: Ref::New(names.fresh("repeated")), attributes: Vec::new() });
     }
     planned.last_mut()?.output = Ref::Old(out);
     if planned.len() > 1 + exclusive_producers(model, a, u_id) {
