@@ -1,0 +1,606 @@
+//! Neural-network operators: convolution (also transposed), pooling and the
+//! normalizations. Layouts are ONNX's: `N, C, spatial...`, any number of
+//! spatial axes.
+
+use super::elementwise::{floats, from_f64s};
+use super::shape_ops::each_index;
+use super::{one, NodeCtx, Outs};
+use crate::error::Result;
+use crate::tensor::{strides, Data, Tensor, Value};
+
+pub(super) fn dispatch(ctx: &NodeCtx<'_>) -> Option<Result<Outs>> {
+    Some(match ctx.op() {
+        "Conv" => conv(ctx),
+        "ConvTranspose" => conv_transpose(ctx),
+        "MaxPool" => pool(ctx, Pool::Max),
+        "AveragePool" => pool(ctx, Pool::Avg),
+        "LpPool" => pool(ctx, Pool::Lp),
+        "GlobalAveragePool" => global_pool(ctx, Pool::Avg),
+        "GlobalMaxPool" => global_pool(ctx, Pool::Max),
+        "GlobalLpPool" => global_pool(ctx, Pool::Lp),
+        "BatchNormalization" => batch_norm(ctx),
+        "InstanceNormalization" => instance_norm(ctx),
+        "LayerNormalization" => layer_norm(ctx),
+        "GroupNormalization" => group_norm(ctx),
+        "LRN" => lrn(ctx),
+        "MeanVarianceNormalization" => mvn(ctx),
+        _ => return None,
+    })
+}
+
+/// Per spatial axis: padding before and after, for the attributes of a
+/// windowed operator over input sizes `input` with kernel `k`.
+struct Window {
+    kernel: Vec<usize>,
+    strides: Vec<usize>,
+    dilations: Vec<usize>,
+    pad_begin: Vec<i64>,
+    out: Vec<usize>,
+}
+
+fn window(ctx: &NodeCtx<'_>, input: &[usize], kernel: Vec<usize>, ceil_mode: bool) -> Result<Window> {
+    let s = input.len();
+    let pos = |name: &str| -> Result<Vec<usize>> {
+        match ctx.attr_ints(name) {
+            Some(v) if v.len() == s && v.iter().all(|&x| x >= 1) => Ok(v.iter().map(|&x| x as usize).collect()),
+            Some(v) => Err(ctx.err(format!("{name} {v:?} must be {s} positive values"))),
+            None => Ok(vec![1; s]),
+        }
+    };
+    let strides = pos("strides")?;
+    let dilations = pos("dilations")?;
+    if kernel.len() != s {
+        return Err(ctx.err(format!("kernel rank {} for {s} spatial axes", kernel.len())));
+    }
+    let auto_pad = ctx.attr_s("auto_pad").unwrap_or_else(|| "NOTSET".into());
+    let mut pad_begin = vec![0i64; s];
+    let mut out = vec![0usize; s];
+    for a in 0..s {
+        let ek = ((kernel[a] - 1) * dilations[a] + 1) as i64;
+        let inp = input[a] as i64;
+        let st = strides[a] as i64;
+        let o = match auto_pad.as_str() {
+            "SAME_UPPER" | "SAME_LOWER" => {
+                let o = (inp + st - 1) / st;
+                let total = ((o - 1) * st + ek - inp).max(0);
+                pad_begin[a] = if auto_pad == "SAME_UPPER" { total / 2 } else { total - total / 2 };
+                o
+            }
+            "VALID" => (inp - ek) / st + 1,
+            "NOTSET" | "" => {
+                let pads = ctx.attr_ints("pads").unwrap_or_else(|| vec![0; 2 * s]);
+                if pads.len() != 2 * s {
+                    return Err(ctx.err(format!("pads {pads:?} must hold {} values", 2 * s)));
+                }
+                pad_begin[a] = pads[a];
+                let span = inp + pads[a] + pads[a + s] - ek;
+                if ceil_mode {
+                    let mut o = (span + st - 1).div_euclid(st) + 1;
+                    // the last window must start inside the input or the leading padding
+                    if (o - 1) * st >= inp + pads[a] {
+                        o -= 1;
+                    }
+                    o
+                } else {
+                    span.div_euclid(st) + 1
+                }
+            }
+            other => return Err(ctx.err(format!("auto_pad '{other}'"))),
+        };
+        out[a] = usize::try_from(o).map_err(|_| ctx.err("the window is larger than the padded input"))?;
+    }
+    Ok(Window { kernel, strides, dilations, pad_begin, out })
+}
+
+/// For each kernel offset and each output position, the input spatial index
+/// it reads (`usize::MAX` in padding).
+fn taps(w: &Window, input: &[usize]) -> Vec<Vec<usize>> {
+    let ist = strides(input);
+    let mut result = Vec::new();
+    each_index(&w.kernel, |k| {
+        let mut v = Vec::new();
+        each_index(&w.out, |o| {
+            let mut off = 0usize;
+            for a in 0..o.len() {
+                let p = (o[a] * w.strides[a] + k[a] * w.dilations[a]) as i64 - w.pad_begin[a];
+                if p < 0 || p >= input[a] as i64 {
+                    off = usize::MAX;
+                    break;
+                }
+                off += p as usize * ist[a];
+            }
+            v.push(off);
+        });
+        result.push(v);
+    });
+    if w.kernel.is_empty() {
+        result.push(vec![0]);
+    }
+    result
+}
+
+fn conv(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    let (x, wt) = (ctx.input(0)?, ctx.input(1)?);
+    if x.rank() < 3 || wt.rank() != x.rank() {
+        return Err(ctx.err(format!("X {:?} and W {:?} must be N,C,spatial with one rank", x.shape, wt.shape)));
+    }
+    let xv = floats(ctx, x)?;
+    let wv = floats(ctx, wt)?;
+    let group = ctx.attr_i("group", 1).max(1) as usize;
+    let (n, c) = (x.shape[0], x.shape[1]);
+    let m = wt.shape[0];
+    let cg = wt.shape[1];
+    if cg * group != c || m % group != 0 {
+        return Err(ctx.err(format!("W {:?} does not fit {c} channels in {group} groups", wt.shape)));
+    }
+    let spatial = &x.shape[2..];
+    let kernel = wt.shape[2..].to_vec();
+    let w = window(ctx, spatial, kernel, false)?;
+    let taps = taps(&w, spatial);
+    let in_size: usize = spatial.iter().product();
+    let out_size: usize = w.out.iter().product();
+    let k_size = taps.len();
+    let mg = m / group;
+    let mut out = vec![0.0; n * m * out_size];
+    for b in 0..n {
+        for oc in 0..m {
+            let g = oc / mg;
+            let acc = &mut out[(b * m + oc) * out_size..(b * m + oc + 1) * out_size];
+            for ic in 0..cg {
+                let xin = &xv[(b * c + g * cg + ic) * in_size..][..in_size];
+                for (kk, tap) in taps.iter().enumerate() {
+                    let wgt = wv[(oc * cg + ic) * k_size + kk];
+                    for (o, &i) in acc.iter_mut().zip(tap) {
+                        if i != usize::MAX {
+                            *o += wgt * xin[i];
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if let Some(bias) = ctx.opt_input(2)? {
+        let bv = floats(ctx, bias)?;
+        if bv.len() != m {
+            return Err(ctx.err("B must hold one value per output channel"));
+        }
+        for (k, o) in out.iter_mut().enumerate() {
+            *o += bv[(k / out_size) % m];
+        }
+    }
+    let shape = [&[n, m][..], &w.out].concat();
+    one(from_f64s(ctx, x.elem(), shape, &out)?)
+}
+
+fn conv_transpose(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    let (x, wt) = (ctx.input(0)?, ctx.input(1)?);
+    if x.rank() < 3 || wt.rank() != x.rank() {
+        return Err(ctx.err("X and W must be N,C,spatial with one rank"));
+    }
+    let xv = floats(ctx, x)?;
+    let wv = floats(ctx, wt)?;
+    let group = ctx.attr_i("group", 1).max(1) as usize;
+    let (n, c) = (x.shape[0], x.shape[1]);
+    if wt.shape[0] != c || c % group != 0 {
+        return Err(ctx.err("W's first axis must equal X's channels"));
+    }
+    let cg = c / group;
+    let mg = wt.shape[1];
+    let m = mg * group;
+    let spatial = &x.shape[2..];
+    let s = spatial.len();
+    let kernel: Vec<usize> = wt.shape[2..].to_vec();
+    let get = |name: &str, d: i64| ctx.attr_ints(name).unwrap_or_else(|| vec![d; s]);
+    let st = get("strides", 1);
+    let dil = get("dilations", 1);
+    let opad = get("output_padding", 0);
+    if st.len() != s || dil.len() != s || opad.len() != s {
+        return Err(ctx.err("strides, dilations and output_padding need one value per spatial axis"));
+    }
+    let auto_pad = ctx.attr_s("auto_pad").unwrap_or_else(|| "NOTSET".into());
+    let mut pb = vec![0i64; s];
+    let mut out_sp = vec![0usize; s];
+    let output_shape = ctx.attr_ints("output_shape");
+    for a in 0..s {
+        let ek = (kernel[a] as i64 - 1) * dil[a] + 1;
+        let full = st[a] * (spatial[a] as i64 - 1) + opad[a] + ek;
+        let target = match &output_shape {
+            Some(os) => Some(*os.get(os.len().wrapping_sub(s) + a).ok_or_else(|| ctx.err("output_shape"))?),
+            None if auto_pad.starts_with("SAME") => Some(spatial[a] as i64 * st[a]),
+            None => None,
+        };
+        let o = match target {
+            Some(t) => {
+                let total = full - t;
+                pb[a] = if auto_pad == "SAME_UPPER" { total / 2 } else { total - total / 2 };
+                t
+            }
+            None => {
+                let pads = ctx.attr_ints("pads").unwrap_or_else(|| vec![0; 2 * s]);
+                if pads.len() != 2 * s {
+                    return Err(ctx.err("pads"));
+                }
+                pb[a] = pads[a];
+                full - pads[a] - pads[a + s]
+            }
+        };
+        out_sp[a] = usize::try_from(o).map_err(|_| ctx.err("negative output size"))?;
+    }
+    let in_size: usize = spatial.iter().product();
+    let out_size: usize = out_sp.iter().product();
+    let k_size: usize = kernel.iter().product();
+    let ost = strides(&out_sp);
+    // for each input position and kernel offset: the output index (or MAX)
+    let mut scatter = Vec::with_capacity(in_size * k_size);
+    each_index(spatial, |i| {
+        each_index(&kernel, |k| {
+            let mut off = 0usize;
+            for a in 0..s {
+                let p = i[a] as i64 * st[a] + k[a] as i64 * dil[a] - pb[a];
+                if p < 0 || p >= out_sp[a] as i64 {
+                    off = usize::MAX;
+                    break;
+                }
+                off += p as usize * ost[a];
+            }
+            scatter.push(off);
+        });
+    });
+    let mut out = vec![0.0; n * m * out_size];
+    for b in 0..n {
+        for g in 0..group {
+            for ic in 0..cg {
+                let ch = g * cg + ic;
+                let xin = &xv[(b * c + ch) * in_size..][..in_size];
+                for om in 0..mg {
+                    let oc = g * mg + om;
+                    let acc = &mut out[(b * m + oc) * out_size..][..out_size];
+                    let wk = &wv[(ch * mg + om) * k_size..][..k_size];
+                    for (i, &xval) in xin.iter().enumerate() {
+                        for (kk, &wgt) in wk.iter().enumerate() {
+                            let o = scatter[i * k_size + kk];
+                            if o != usize::MAX {
+                                acc[o] += xval * wgt;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if let Some(bias) = ctx.opt_input(2)? {
+        let bv = floats(ctx, bias)?;
+        if bv.len() != m {
+            return Err(ctx.err("B must hold one value per output channel"));
+        }
+        for (k, o) in out.iter_mut().enumerate() {
+            *o += bv[(k / out_size.max(1)) % m];
+        }
+    }
+    let shape = [&[n, m][..], &out_sp].concat();
+    one(from_f64s(ctx, x.elem(), shape, &out)?)
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Pool {
+    Max,
+    Avg,
+    Lp,
+}
+
+fn pool(ctx: &NodeCtx<'_>, kind: Pool) -> Result<Outs> {
+    let x = ctx.input(0)?;
+    if x.rank() < 3 {
+        return Err(ctx.err("X must be N,C,spatial"));
+    }
+    let is_int = !x.is_float();
+    if is_int && kind != Pool::Max {
+        return Err(ctx.unsupported(format!("element type {}", x.elem())));
+    }
+    let xv = x.to_f64s().ok_or_else(|| ctx.unsupported("string data"))?;
+    let kernel: Vec<usize> = ctx
+        .attr_ints("kernel_shape")
+        .ok_or_else(|| ctx.err("kernel_shape is required"))?
+        .iter()
+        .map(|&k| usize::try_from(k).map_err(|_| ctx.err("negative kernel")))
+        .collect::<Result<_>>()?;
+    let spatial = &x.shape[2..];
+    let ceil = ctx.attr_i("ceil_mode", 0) != 0;
+    let w = window(ctx, spatial, kernel, ceil)?;
+    let taps = taps(&w, spatial);
+    let count_pad = ctx.attr_i("count_include_pad", 0) != 0;
+    let p = ctx.attr_i("p", 2) as f64;
+    // positions inside the explicitly padded input (for count_include_pad)
+    let s = spatial.len();
+    let pads = ctx.attr_ints("pads").unwrap_or_else(|| vec![0; 2 * s]);
+    let mut padded_count = vec![0usize; w.out.iter().product()];
+    if count_pad {
+        let mut k_idx = Vec::new();
+        each_index(&w.kernel, |k| k_idx.push(k.to_vec()));
+        let mut oi = 0;
+        each_index(&w.out, |o| {
+            let mut cnt = 0;
+            for k in &k_idx {
+                let inside = (0..s).all(|a| {
+                    let q = (o[a] * w.strides[a] + k[a] * w.dilations[a]) as i64 - w.pad_begin[a];
+                    q >= -pads.get(a).copied().unwrap_or(0).max(w.pad_begin[a])
+                        && q < spatial[a] as i64 + pads.get(a + s).copied().unwrap_or(0)
+                });
+                cnt += usize::from(inside);
+            }
+            padded_count[oi] = cnt;
+            oi += 1;
+        });
+    }
+    let (n, c) = (x.shape[0], x.shape[1]);
+    let in_size: usize = spatial.iter().product();
+    let out_size: usize = w.out.iter().product();
+    let mut out = vec![0.0; n * c * out_size];
+    let mut arg = vec![0i64; n * c * out_size];
+    let storage_col = ctx.attr_i("storage_order", 0) != 0;
+    for nc in 0..n * c {
+        let xin = &xv[nc * in_size..][..in_size];
+        for o in 0..out_size {
+            let mut acc = match kind {
+                Pool::Max => f64::NEG_INFINITY,
+                _ => 0.0,
+            };
+            let mut best = 0usize;
+            let mut cnt = 0usize;
+            for tap in &taps {
+                let i = tap[o];
+                if i == usize::MAX {
+                    continue;
+                }
+                let v = xin[i];
+                cnt += 1;
+                match kind {
+                    Pool::Max => {
+                        if v > acc || (acc.is_nan() && !v.is_nan()) {
+                            acc = v;
+                            best = i;
+                        }
+                    }
+                    Pool::Avg => acc += v,
+                    Pool::Lp => acc += v.abs().powf(p),
+                }
+            }
+            out[nc * out_size + o] = match kind {
+                Pool::Max => acc,
+                Pool::Avg => acc / (if count_pad { padded_count[o] } else { cnt }).max(1) as f64,
+                Pool::Lp => acc.powf(1.0 / p),
+            };
+            let idx = if storage_col && s == 2 {
+                let (h, wd) = (best / spatial[1], best % spatial[1]);
+                wd * spatial[0] + h
+            } else {
+                best
+            };
+            arg[nc * out_size + o] = (nc * in_size + idx) as i64;
+        }
+    }
+    let shape = [&[n, c][..], &w.out].concat();
+    let values = from_f64s(ctx, x.elem(), shape.clone(), &out)?;
+    let mut outs = vec![Some(Value::Tensor(values))];
+    if kind == Pool::Max && ctx.node.outputs.len() > 1 {
+        outs.push(Some(Value::Tensor(Tensor { shape, data: Data::I64(arg) })));
+    }
+    Ok(outs)
+}
+
+fn global_pool(ctx: &NodeCtx<'_>, kind: Pool) -> Result<Outs> {
+    let x = ctx.input(0)?;
+    if x.rank() < 2 {
+        return Err(ctx.err("X must be N,C,spatial"));
+    }
+    let xv = floats(ctx, x)?;
+    let (n, c) = (x.shape[0], x.shape[1]);
+    let size: usize = x.shape[2..].iter().product();
+    let p = ctx.attr_i("p", 2) as f64;
+    let out: Vec<f64> = (0..n * c)
+        .map(|k| {
+            let v = &xv[k * size..(k + 1) * size];
+            match kind {
+                Pool::Max => v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                Pool::Avg => v.iter().sum::<f64>() / size as f64,
+                Pool::Lp => v.iter().map(|a| a.abs().powf(p)).sum::<f64>().powf(1.0 / p),
+            }
+        })
+        .collect();
+    let shape: Vec<usize> = [n, c].into_iter().chain(std::iter::repeat_n(1, x.rank() - 2)).collect();
+    one(from_f64s(ctx, x.elem(), shape, &out)?)
+}
+
+fn per_channel(ctx: &NodeCtx<'_>, t: &Tensor, c: usize, what: &str) -> Result<Vec<f64>> {
+    let v = floats(ctx, t)?;
+    if v.len() != c {
+        return Err(ctx.err(format!("{what} must hold {c} values, one per channel")));
+    }
+    Ok(v)
+}
+
+fn batch_norm(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    let x = ctx.input(0)?;
+    if ctx.attr_i("training_mode", 0) != 0 || (ctx.opset < 9 && ctx.attr_i("is_test", 1) == 0 && ctx.opset < 7) {
+        return Err(ctx.unsupported("training mode"));
+    }
+    if x.rank() < 2 {
+        return Err(ctx.err("X must have a channel axis"));
+    }
+    let c = x.shape[1];
+    let scale = per_channel(ctx, ctx.input(1)?, c, "scale")?;
+    let bias = per_channel(ctx, ctx.input(2)?, c, "B")?;
+    let mean = per_channel(ctx, ctx.input(3)?, c, "mean")?;
+    let var = per_channel(ctx, ctx.input(4)?, c, "var")?;
+    let eps = f64::from(ctx.attr_f("epsilon", 1e-5));
+    let xv = floats(ctx, x)?;
+    let inner: usize = x.shape[2..].iter().product();
+    let out: Vec<f64> = xv
+        .iter()
+        .enumerate()
+        .map(|(k, &v)| {
+            let ch = (k / inner.max(1)) % c;
+            scale[ch] * (v - mean[ch]) / (var[ch] + eps).sqrt() + bias[ch]
+        })
+        .collect();
+    let mut outs = vec![Some(Value::Tensor(from_f64s(ctx, x.elem(), x.shape.clone(), &out)?))];
+    if ctx.node.outputs.len() > 1 {
+        return Err(ctx.unsupported("running mean/var outputs (training mode)"));
+    }
+    outs.truncate(1);
+    Ok(outs)
+}
+
+/// Normalizes each of `groups` consecutive blocks of `v` to mean 0, variance 1.
+fn normalize_blocks(v: &mut [f64], block: usize, eps: f64) -> Vec<(f64, f64)> {
+    let mut stats = Vec::new();
+    if block == 0 {
+        return stats;
+    }
+    for chunk in v.chunks_mut(block) {
+        let mean = chunk.iter().sum::<f64>() / block as f64;
+        let var = chunk.iter().map(|a| (a - mean) * (a - mean)).sum::<f64>() / block as f64;
+        let inv = 1.0 / (var + eps).sqrt();
+        for a in chunk.iter_mut() {
+            *a = (*a - mean) * inv;
+        }
+        stats.push((mean, inv));
+    }
+    stats
+}
+
+fn instance_norm(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    let x = ctx.input(0)?;
+    if x.rank() < 3 {
+        return Err(ctx.err("X must be N,C,spatial"));
+    }
+    let c = x.shape[1];
+    let scale = per_channel(ctx, ctx.input(1)?, c, "scale")?;
+    let bias = per_channel(ctx, ctx.input(2)?, c, "B")?;
+    let eps = f64::from(ctx.attr_f("epsilon", 1e-5));
+    let mut v = floats(ctx, x)?;
+    let inner: usize = x.shape[2..].iter().product();
+    normalize_blocks(&mut v, inner, eps);
+    for (k, a) in v.iter_mut().enumerate() {
+        let ch = (k / inner.max(1)) % c;
+        *a = *a * scale[ch] + bias[ch];
+    }
+    one(from_f64s(ctx, x.elem(), x.shape.clone(), &v)?)
+}
+
+fn layer_norm(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    let x = ctx.input(0)?;
+    let axis = ctx.axis(ctx.attr_i("axis", -1), x.rank())?;
+    let eps = f64::from(ctx.attr_f("epsilon", 1e-5));
+    let mut v = floats(ctx, x)?;
+    let inner: usize = x.shape[axis..].iter().product();
+    let stats = normalize_blocks(&mut v, inner, eps);
+    let norm_shape = &x.shape[axis..];
+    let scale = ctx.input(1)?;
+    let sv = floats(ctx, scale)?;
+    let si = super::broadcast_index(norm_shape, &scale.shape);
+    let bias = ctx.opt_input(2)?;
+    let (bv, bi) = match bias {
+        Some(b) => (floats(ctx, b)?, super::broadcast_index(norm_shape, &b.shape)),
+        None => (vec![0.0], vec![0; inner]),
+    };
+    if super::broadcast_shape(&[norm_shape, &scale.shape]).as_deref() != Some(norm_shape) {
+        return Err(ctx.err("Scale does not broadcast to the normalized shape"));
+    }
+    for (k, a) in v.iter_mut().enumerate() {
+        let j = k % inner.max(1);
+        *a = *a * sv[si[j]] + bv[bi[j]];
+    }
+    let mut outs = vec![Some(Value::Tensor(from_f64s(ctx, x.elem(), x.shape.clone(), &v)?))];
+    let stat_shape: Vec<usize> = x.shape.iter().enumerate().map(|(a, &d)| if a < axis { d } else { 1 }).collect();
+    let stash = ctx.attr_opt_i("stash_type").map_or(diamond_ir::ElemType::Float, |c| diamond_ir::ElemType::from_code(c as i32));
+    let means: Vec<f64> = stats.iter().map(|s| s.0).collect();
+    let invs: Vec<f64> = stats.iter().map(|s| s.1).collect();
+    outs.push(Some(Value::Tensor(from_f64s(ctx, stash, stat_shape.clone(), &means)?)));
+    outs.push(Some(Value::Tensor(from_f64s(ctx, stash, stat_shape, &invs)?)));
+    Ok(outs)
+}
+
+fn group_norm(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    let x = ctx.input(0)?;
+    if x.rank() < 2 {
+        return Err(ctx.err("X must have a channel axis"));
+    }
+    let g = ctx.attr_i("num_groups", 0);
+    let c = x.shape[1];
+    if g <= 0 || c % g as usize != 0 {
+        return Err(ctx.err(format!("num_groups {g} must divide {c} channels")));
+    }
+    let g = g as usize;
+    let eps = f64::from(ctx.attr_f("epsilon", 1e-5));
+    let sv = floats(ctx, ctx.input(1)?)?;
+    let bv = floats(ctx, ctx.input(2)?)?;
+    // opset 18 gives scale/bias per group, opset 21 per channel
+    let per_group = sv.len() == g && g != c;
+    if !(sv.len() == c || per_group) || bv.len() != sv.len() {
+        return Err(ctx.err("scale and bias must hold one value per channel (or per group)"));
+    }
+    let mut v = floats(ctx, x)?;
+    let inner: usize = x.shape[2..].iter().product();
+    normalize_blocks(&mut v, (c / g) * inner, eps);
+    for (k, a) in v.iter_mut().enumerate() {
+        let ch = (k / inner.max(1)) % c;
+        let i = if per_group { ch / (c / g) } else { ch };
+        *a = *a * sv[i] + bv[i];
+    }
+    one(from_f64s(ctx, x.elem(), x.shape.clone(), &v)?)
+}
+
+fn lrn(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    let x = ctx.input(0)?;
+    let size = ctx.attr_i("size", 0);
+    if x.rank() < 3 || size <= 0 {
+        return Err(ctx.err("X must be N,C,spatial and size positive"));
+    }
+    let alpha = f64::from(ctx.attr_f("alpha", 1e-4));
+    let beta = f64::from(ctx.attr_f("beta", 0.75));
+    let bias = f64::from(ctx.attr_f("bias", 1.0));
+    let v = floats(ctx, x)?;
+    let c = x.shape[1] as i64;
+    let inner: usize = x.shape[2..].iter().product();
+    let (lo, hi) = ((size - 1) / 2, (size - 1) - (size - 1) / 2);
+    let out: Vec<f64> = (0..v.len())
+        .map(|k| {
+            let ch = ((k / inner) as i64) % c;
+            let base = k as i64 - ch * inner as i64;
+            let sq: f64 = ((ch - lo).max(0)..=(ch + hi).min(c - 1))
+                .map(|j| v[(base + j * inner as i64) as usize].powi(2))
+                .sum();
+            v[k] / (bias + alpha / size as f64 * sq).powf(beta)
+        })
+        .collect();
+    one(from_f64s(ctx, x.elem(), x.shape.clone(), &out)?)
+}
+
+fn mvn(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    let x = ctx.input(0)?;
+    let axes = ctx.attr_ints("axes").unwrap_or_else(|| vec![0, 2, 3]);
+    let mut reduced = vec![false; x.rank()];
+    for a in axes {
+        reduced[ctx.axis(a, x.rank())?] = true;
+    }
+    let v = floats(ctx, x)?;
+    let kept: Vec<usize> = x.shape.iter().zip(&reduced).map(|(&d, &r)| if r { 1 } else { d }).collect();
+    let st = strides(&kept);
+    let mut g = Vec::new();
+    each_index(&x.shape, |m| g.push(m.iter().zip(&reduced).zip(&st).map(|((&i, &r), &s)| if r { 0 } else { i * s }).sum::<usize>()));
+    let n_out: usize = kept.iter().product();
+    let cnt = (v.len() / n_out.max(1)) as f64;
+    let mut mean = vec![0.0; n_out];
+    let mut sq = vec![0.0; n_out];
+    for (k, &a) in v.iter().enumerate() {
+        mean[g[k]] += a / cnt;
+        sq[g[k]] += a * a / cnt;
+    }
+    let out: Vec<f64> = v
+        .iter()
+        .enumerate()
+        .map(|(k, &a)| (a - mean[g[k]]) / ((sq[g[k]] - mean[g[k]] * mean[g[k]]).max(0.0).sqrt() + 1e-9))
+        .collect();
+    one(from_f64s(ctx, x.elem(), x.shape.clone(), &out)?)
+}
