@@ -118,11 +118,21 @@ pub(super) fn dispatch(ctx: &NodeCtx<'_>) -> Option<Result<Outs>> {
         "BitwiseAnd" => arith_int(ctx, &|a, b| a & b),
         "BitwiseOr" => arith_int(ctx, &|a, b| a | b),
         "BitwiseXor" => arith_int(ctx, &|a, b| a ^ b),
-        "BitShift" => match ctx.attr_s("direction").as_deref() {
-            Some("LEFT") => arith_int(ctx, &|a, b| if (0..128).contains(&b) { a << b } else { 0 }),
-            Some("RIGHT") => arith_int(ctx, &|a, b| if (0..128).contains(&b) { a >> b } else { 0 }),
-            other => Err(ctx.err(format!("direction {other:?} must be LEFT or RIGHT"))),
-        },
+        "BitShift" => {
+            // A shift outside 0..width (negative included) shifts everything out:
+            // left gives 0, right gives the sign fill.
+            let width = match ctx.input(0) {
+                Ok(x) => i128::from(x.elem().bit_width().unwrap_or(64)),
+                Err(e) => return Some(Err(e)),
+            };
+            match ctx.attr_s("direction").as_deref() {
+                Some("LEFT") => arith_int(ctx, &|a, b| if (0..width).contains(&b) { a << b } else { 0 }),
+                Some("RIGHT") => {
+                    arith_int(ctx, &|a, b| if (0..width).contains(&b) { a >> b } else if a < 0 { -1 } else { 0 })
+                }
+                other => Err(ctx.err(format!("direction {other:?} must be LEFT or RIGHT"))),
+            }
+        }
         "Pow" => pow(ctx),
         "PRelu" => arith(ctx, &|x, s| if x < 0.0 { s * x } else { x }, Some(&|x, s| if x < 0 { s * x } else { x })),
         "Max" => variadic(ctx, &|a, b| if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) }, Some(&i128::max), false),

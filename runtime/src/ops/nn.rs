@@ -212,7 +212,9 @@ fn conv_transpose(ctx: &NodeCtx<'_>) -> Result<Outs> {
         let o = match target {
             Some(t) => {
                 let total = full - t;
-                pb[a] = if auto_pad == "SAME_UPPER" { total / 2 } else { total - total / 2 };
+                // Python floor division: a negative total pads the end
+                let half = total.div_euclid(2);
+                pb[a] = if auto_pad == "SAME_UPPER" { half } else { total - half };
                 t
             }
             None => {

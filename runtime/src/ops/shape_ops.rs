@@ -738,7 +738,9 @@ fn space_to_depth(ctx: &NodeCtx<'_>) -> Result<Outs> {
     }
     let (n, c, h, w) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3]);
     let t = x.clone().reshaped(vec![n, c, h / b, b, w / b, b]).ok_or_else(|| ctx.err("shape"))?;
-    let t = permute(&t, &[0, 3, 5, 1, 2, 4]);
+    // DCR (the default): block offsets outermost in the new depth; CRD: channels outermost
+    let crd = ctx.attr_s("mode").as_deref() == Some("CRD");
+    let t = permute(&t, if crd { &[0, 1, 3, 5, 2, 4] } else { &[0, 3, 5, 1, 2, 4] });
     one(t.reshaped(vec![n, c * b * b, h / b, w / b]).ok_or_else(|| ctx.err("shape"))?)
 }
 
