@@ -2,8 +2,10 @@
 //! and what they share: the node context (operands, attributes, errors),
 //! axis normalization and NumPy broadcasting.
 
+mod attention;
 mod control;
 mod elementwise;
+mod misc;
 mod nn;
 mod reduce_linalg;
 mod shape_ops;
@@ -215,6 +217,15 @@ impl<'a> NodeCtx<'a> {
         Ok(run.outputs)
     }
 
+    /// Refuses attributes outside `known`: an attribute this executor does not
+    /// read would change the result silently.
+    pub fn only_attrs(&self, known: &[&str]) -> Result<()> {
+        match self.node.attributes.iter().find(|a| !known.contains(&a.name())) {
+            Some(a) => Err(self.unsupported(format!("attribute '{}'", a.name()))),
+            None => Ok(()),
+        }
+    }
+
     /// Axis `axis` (negative counts from the end) of a rank-`rank` tensor.
     pub fn axis(&self, axis: i64, rank: usize) -> Result<usize> {
         norm_axis(axis, rank).ok_or_else(|| self.err(format!("axis {axis} is out of range for rank {rank}")))
@@ -292,6 +303,12 @@ pub fn run_node(ctx: &NodeCtx<'_>) -> Result<Outs> {
         return result;
     }
     if let Some(result) = nn::dispatch(ctx) {
+        return result;
+    }
+    if let Some(result) = misc::dispatch(ctx) {
+        return result;
+    }
+    if let Some(result) = attention::dispatch(ctx) {
         return result;
     }
     if let Some(result) = control::dispatch(ctx) {

@@ -24,6 +24,12 @@ pub(super) fn dispatch(ctx: &NodeCtx<'_>) -> Option<Result<Outs>> {
         "GroupNormalization" => group_norm(ctx),
         "LRN" => lrn(ctx),
         "MeanVarianceNormalization" => mvn(ctx),
+        "RMSNormalization" => rms_norm(ctx),
+        "LpNormalization" => lp_norm(ctx),
+        "NegativeLogLikelihoodLoss" => {
+            ctx.input(0).and_then(|x| floats(ctx, x)).and_then(|v| nll(ctx, ctx.input(0)?, &v, None))
+        }
+        "SoftmaxCrossEntropyLoss" => softmax_cross_entropy(ctx),
         _ => return None,
     })
 }
@@ -605,4 +611,132 @@ fn mvn(ctx: &NodeCtx<'_>) -> Result<Outs> {
         .map(|(k, &a)| (a - mean[g[k]]) / ((sq[g[k]] - mean[g[k]] * mean[g[k]]).max(0.0).sqrt() + 1e-9))
         .collect();
     one(from_f64s(ctx, x.elem(), x.shape.clone(), &out)?)
+}
+
+fn rms_norm(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    let x = ctx.input(0)?;
+    let axis = ctx.axis(ctx.attr_i("axis", -1), x.rank())?;
+    let eps = f64::from(ctx.attr_f("epsilon", 1e-5));
+    let mut v = floats(ctx, x)?;
+    let inner: usize = x.shape[axis..].iter().product();
+    let norm_shape = &x.shape[axis..];
+    let scale = ctx.input(1)?;
+    if super::broadcast_shape(&[norm_shape, &scale.shape]).as_deref() != Some(norm_shape) {
+        return Err(ctx.err("Scale does not broadcast to the normalized shape"));
+    }
+    let sv = floats(ctx, scale)?;
+    let si = super::broadcast_index(norm_shape, &scale.shape);
+    if inner > 0 {
+        for chunk in v.chunks_mut(inner) {
+            let ms = chunk.iter().map(|a| a * a).sum::<f64>() / inner as f64;
+            let inv = 1.0 / (ms + eps).sqrt();
+            for (j, a) in chunk.iter_mut().enumerate() {
+                *a = *a * inv * sv[si[j]];
+            }
+        }
+    }
+    one(from_f64s(ctx, x.elem(), x.shape.clone(), &v)?)
+}
+
+fn lp_norm(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    let x = ctx.input(0)?;
+    let axis = ctx.axis(ctx.attr_i("axis", -1), x.rank())?;
+    let p = ctx.attr_i("p", 2);
+    if p != 1 && p != 2 {
+        return Err(ctx.err(format!("p must be 1 or 2, not {p}")));
+    }
+    let mut v = floats(ctx, x)?;
+    let dim = x.shape[axis];
+    let outer: usize = x.shape[..axis].iter().product();
+    let inner: usize = x.shape[axis + 1..].iter().product();
+    for o in 0..outer {
+        for i in 0..inner {
+            let at = |k: usize| (o * dim + k) * inner + i;
+            let norm = if p == 1 {
+                (0..dim).map(|k| v[at(k)].abs()).sum::<f64>()
+            } else {
+                (0..dim).map(|k| v[at(k)] * v[at(k)]).sum::<f64>().sqrt()
+            };
+            for k in 0..dim {
+                // a zero vector stays zero
+                v[at(k)] = if norm == 0.0 { 0.0 } else { v[at(k)] / norm };
+            }
+        }
+    }
+    one(from_f64s(ctx, x.elem(), x.shape.clone(), &v)?)
+}
+
+/// The negative log-likelihood of log-probabilities `lp` (shape of `x`:
+/// N, C, d...) at the target classes of operand 1, weighted by operand 2,
+/// reduced as the `reduction` attribute says. `extra` is appended to the
+/// outputs (SoftmaxCrossEntropyLoss's log-probabilities).
+fn nll(ctx: &NodeCtx<'_>, x: &Tensor, lp: &[f64], extra: Option<Value>) -> Result<Outs> {
+    let target = ctx.input(1)?;
+    if x.rank() < 2 {
+        return Err(ctx.err("the input must be N, C, d..."));
+    }
+    let (n, c) = (x.shape[0], x.shape[1]);
+    let inner: usize = x.shape[2..].iter().product();
+    let expected: Vec<usize> = [&[n][..], &x.shape[2..]].concat();
+    if target.shape != expected {
+        return Err(ctx.err(format!("target shape {:?}, expected {expected:?}", target.shape)));
+    }
+    let t = target.to_i64s().filter(|_| !target.is_float()).ok_or_else(|| ctx.err("target must be integers"))?;
+    let weight = match ctx.opt_input(2)? {
+        Some(w) => Some(per_channel(ctx, w, c, "weight")?),
+        None => None,
+    };
+    let ignore = ctx.attr_opt_i("ignore_index");
+    let mut loss = vec![0.0; n * inner];
+    let mut wsum = 0.0;
+    for b in 0..n {
+        for i in 0..inner {
+            let k = b * inner + i;
+            let cls = t[k];
+            if Some(cls) == ignore {
+                continue;
+            }
+            let cu = usize::try_from(cls).ok().filter(|&cu| cu < c).ok_or_else(|| ctx.err(format!("target {cls} is not a class")))?;
+            let w = weight.as_ref().map_or(1.0, |w| w[cu]);
+            loss[k] = -lp[(b * c + cu) * inner + i] * w;
+            wsum += w;
+        }
+    }
+    let reduction = ctx.attr_s("reduction").unwrap_or_else(|| "mean".into());
+    let out = match reduction.as_str() {
+        "none" => from_f64s(ctx, x.elem(), expected, &loss)?,
+        "sum" => from_f64s(ctx, x.elem(), Vec::new(), &[loss.iter().sum()])?,
+        "mean" => from_f64s(ctx, x.elem(), Vec::new(), &[loss.iter().sum::<f64>() / wsum])?,
+        other => return Err(ctx.err(format!("reduction '{other}'"))),
+    };
+    let mut outs = vec![Some(Value::Tensor(out))];
+    outs.extend(extra.map(Some));
+    Ok(outs)
+}
+
+fn softmax_cross_entropy(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    let x = ctx.input(0)?;
+    if x.rank() < 2 {
+        return Err(ctx.err("scores must be N, C, d..."));
+    }
+    let v = floats(ctx, x)?;
+    let c = x.shape[1];
+    let inner: usize = x.shape[2..].iter().product();
+    let mut lp = vec![0.0; v.len()];
+    for b in 0..x.shape[0] {
+        for i in 0..inner {
+            let at = |k: usize| (b * c + k) * inner + i;
+            let m = (0..c).map(|k| v[at(k)]).fold(f64::NEG_INFINITY, f64::max);
+            let s: f64 = (0..c).map(|k| (v[at(k)] - m).exp()).sum();
+            for k in 0..c {
+                lp[at(k)] = v[at(k)] - m - s.ln();
+            }
+        }
+    }
+    let extra = if ctx.node.outputs.len() > 1 {
+        Some(Value::Tensor(from_f64s(ctx, x.elem(), x.shape.clone(), &lp)?))
+    } else {
+        None
+    };
+    nll(ctx, x, &lp, extra)
 }

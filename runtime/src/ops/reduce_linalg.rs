@@ -27,7 +27,8 @@ pub(super) fn dispatch(ctx: &NodeCtx<'_>) -> Option<Result<Outs>> {
         "Softmax" => softmax(ctx, Soft::Softmax),
         "LogSoftmax" => softmax(ctx, Soft::Log),
         "Hardmax" => softmax(ctx, Soft::Hard),
-        "CumSum" => cumsum(ctx),
+        "CumSum" => cumsum(ctx, false),
+        "CumProd" => cumsum(ctx, true),
         "TopK" => topk(ctx),
         "MatMul" => matmul_op(ctx),
         "Gemm" => gemm(ctx),
@@ -233,7 +234,7 @@ fn softmax(ctx: &NodeCtx<'_>, kind: Soft) -> Result<Outs> {
     one(from_f64s(ctx, x.elem(), x.shape.clone(), &out)?)
 }
 
-fn cumsum(ctx: &NodeCtx<'_>) -> Result<Outs> {
+fn cumsum(ctx: &NodeCtx<'_>, product: bool) -> Result<Outs> {
     let x = ctx.input(0)?;
     let a = ctx.opt_ints(1)?.and_then(|v| v.first().copied()).ok_or_else(|| ctx.err("axis is required"))?;
     let axis = ctx.axis(a, x.rank())?;
@@ -246,17 +247,13 @@ fn cumsum(ctx: &NodeCtx<'_>) -> Result<Outs> {
     let mut out = vec![0.0; v.len()];
     for o in 0..outer {
         for i in 0..inner {
-            let mut acc = 0.0;
+            let mut acc = if product { 1.0 } else { 0.0 };
             for step in 0..dim {
                 let k = if reverse { dim - 1 - step } else { step };
                 let p = (o * dim + k) * inner + i;
-                if exclusive {
-                    out[p] = acc;
-                    acc += v[p];
-                } else {
-                    acc += v[p];
-                    out[p] = acc;
-                }
+                let next = if product { acc * v[p] } else { acc + v[p] };
+                out[p] = if exclusive { acc } else { next };
+                acc = next;
             }
         }
     }

@@ -1,0 +1,236 @@
+//! `Attention` (opset 23/24): scaled dot-product attention with masks,
+//! causal masking, a KV cache, padded KV lengths, grouped query heads and
+//! softcapping, as the ONNX reference computes it.
+
+use super::elementwise::{floats, from_f64s};
+use super::{broadcast_index, broadcast_shape, NodeCtx, Outs};
+use crate::error::Result;
+use crate::tensor::{Data, Tensor, Value};
+
+pub(super) fn dispatch(ctx: &NodeCtx<'_>) -> Option<Result<Outs>> {
+    Some(match ctx.op() {
+        "Attention" => attention(ctx),
+        _ => return None,
+    })
+}
+
+/// A 4-D (B, H, S, D) view of Q/K/V: 3-D inputs (B, S, H·D) are split into
+/// `heads` heads.
+fn to_4d(ctx: &NodeCtx<'_>, t: &Tensor, heads: Option<i64>, what: &str) -> Result<(Vec<usize>, Vec<f64>)> {
+    let v = floats(ctx, t)?;
+    match t.rank() {
+        4 => Ok((t.shape.clone(), v)),
+        3 => {
+            let h = heads.filter(|&h| h > 0).ok_or_else(|| ctx.err(format!("3-D {what} needs the head count attribute")))?
+                as usize;
+            let (b, s, hd) = (t.shape[0], t.shape[1], t.shape[2]);
+            if hd % h != 0 {
+                return Err(ctx.err(format!("{what} hidden size {hd} is not a multiple of {h} heads")));
+            }
+            let d = hd / h;
+            let mut out = vec![0.0; v.len()];
+            for bi in 0..b {
+                for si in 0..s {
+                    for hi in 0..h {
+                        for di in 0..d {
+                            out[((bi * h + hi) * s + si) * d + di] = v[((bi * s + si) * h + hi) * d + di];
+                        }
+                    }
+                }
+            }
+            Ok((vec![b, h, s, d], out))
+        }
+        r => Err(ctx.err(format!("{what} must have rank 3 or 4, not {r}"))),
+    }
+}
+
+/// `past` (B, H, P, D) followed by `cur` (B, H, S, D) along the sequence axis.
+fn cat_seq(past: &(Vec<usize>, Vec<f64>), cur: &(Vec<usize>, Vec<f64>)) -> (Vec<usize>, Vec<f64>) {
+    let (ps, pv) = past;
+    let (cs, cv) = cur;
+    let (b, h, p, s, d) = (cs[0], cs[1], ps[2], cs[2], cs[3]);
+    let mut out = Vec::with_capacity(pv.len() + cv.len());
+    for bh in 0..b * h {
+        out.extend_from_slice(&pv[bh * p * d..(bh + 1) * p * d]);
+        out.extend_from_slice(&cv[bh * s * d..(bh + 1) * s * d]);
+    }
+    (vec![b, h, p + s, d], out)
+}
+
+fn attention(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    ctx.only_attrs(&[
+        "scale",
+        "is_causal",
+        "q_num_heads",
+        "kv_num_heads",
+        "softmax_precision",
+        "softcap",
+        "qk_matmul_output_mode",
+    ])?;
+    let (q, k, v) = (ctx.input(0)?, ctx.input(1)?, ctx.input(2)?);
+    if q.rank() != k.rank() || q.rank() != v.rank() {
+        return Err(ctx.err("Q, K and V must have one rank"));
+    }
+    let three_d = q.rank() == 3;
+    let qh = ctx.attr_opt_i("q_num_heads");
+    let kvh = ctx.attr_opt_i("kv_num_heads");
+    let (qs, qv) = to_4d(ctx, q, qh, "Q")?;
+    let mut key = to_4d(ctx, k, kvh, "K")?;
+    let mut val = to_4d(ctx, v, kvh, "V")?;
+    let past_len = match (ctx.opt_input(4)?, ctx.opt_input(5)?) {
+        (Some(pk), Some(pv)) => {
+            let pk = (pk.shape.clone(), floats(ctx, pk)?);
+            let pv = (pv.shape.clone(), floats(ctx, pv)?);
+            if pk.0.len() != 4 || pv.0.len() != 4 || pk.0[3] != key.0[3] || pk.0[..2] != key.0[..2] {
+                return Err(ctx.err("past_key/past_value must be (B, H_kv, past, D) matching K and V"));
+            }
+            key = cat_seq(&pk, &key);
+            val = cat_seq(&pv, &val);
+            Some(pk.0[2])
+        }
+        (None, None) => None,
+        _ => return Err(ctx.err("past_key and past_value go together")),
+    };
+    let (b, hq, sq, d) = (qs[0], qs[1], qs[2], qs[3]);
+    let (hk, skv, dk) = (key.0[1], key.0[2], key.0[3]);
+    let dv = val.0[3];
+    if key.0[0] != b || val.0[0] != b || dk != d || val.0[1] != hk || val.0[2] != skv {
+        return Err(ctx.err(format!("Q {qs:?}, K {:?} and V {:?} do not fit", key.0, val.0)));
+    }
+    if hk == 0 || hq % hk != 0 {
+        return Err(ctx.err(format!("{hq} query heads do not group over {hk} key/value heads")));
+    }
+    let reps = hq / hk;
+    let scale = ctx.attr_opt_f("scale").map_or(1.0 / (d as f64).sqrt(), f64::from);
+    let softcap = f64::from(ctx.attr_f("softcap", 0.0));
+    let causal = ctx.attr_i("is_causal", 0) != 0;
+    let mode = ctx.attr_i("qk_matmul_output_mode", 0);
+    let nonpad = match ctx.opt_input(6)? {
+        Some(t) => Some(t.to_i64s().filter(|v| v.len() == b).ok_or_else(|| ctx.err("nonpad_kv_seqlen must hold B integers"))?),
+        None => None,
+    };
+    // The additive bias over (B, Hq, Sq, Skv), from the mask (padded with
+    // "masked" up to Skv), the causal frontier and the KV padding.
+    let full = [b, hq, sq, skv];
+    let mut bias = vec![0.0f64; b * hq * sq * skv];
+    if let Some(m) = ctx.opt_input(3)? {
+        if m.rank() < 2 || m.rank() > 4 || m.shape[m.rank() - 1] > skv {
+            return Err(ctx.err(format!("attn_mask {:?} does not fit (.., {sq}, {skv})", m.shape)));
+        }
+        let mv: Vec<f64> = match &m.data {
+            Data::Bool(bv) => bv.iter().map(|&x| if x { 0.0 } else { f64::NEG_INFINITY }).collect(),
+            _ => floats(ctx, m)?,
+        };
+        let mut padded_shape = m.shape.clone();
+        let last = padded_shape.len() - 1;
+        let width = padded_shape[last];
+        padded_shape[last] = skv;
+        if broadcast_shape(&[&padded_shape, &full]).as_deref() != Some(&full[..]) {
+            return Err(ctx.err(format!("attn_mask {:?} does not broadcast to {full:?}", m.shape)));
+        }
+        let idx = broadcast_index(&full, &padded_shape);
+        for (p, &i) in idx.iter().enumerate() {
+            let (row, col) = (i / skv, i % skv);
+            bias[p] = if col < width { mv[row * width + col] } else { f64::NEG_INFINITY };
+        }
+    }
+    if causal {
+        for bi in 0..b {
+            let offset = match (past_len, &nonpad) {
+                (Some(p), _) => p as i64,
+                (None, Some(n)) => n[bi] - sq as i64,
+                (None, None) => 0,
+            };
+            for h in 0..hq {
+                for i in 0..sq {
+                    for j in 0..skv {
+                        if j as i64 > i as i64 + offset {
+                            bias[((bi * hq + h) * sq + i) * skv + j] = f64::NEG_INFINITY;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if let Some(n) = &nonpad {
+        for bi in 0..b {
+            for h in 0..hq {
+                for i in 0..sq {
+                    for j in 0..skv {
+                        if j as i64 >= n[bi] {
+                            bias[((bi * hq + h) * sq + i) * skv + j] = f64::NEG_INFINITY;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut y = vec![0.0; b * hq * sq * dv];
+    let mut qk_out = vec![0.0; b * hq * sq * skv];
+    for bi in 0..b {
+        for h in 0..hq {
+            let kh = h / reps;
+            let kbase = (bi * hk + kh) * skv;
+            for i in 0..sq {
+                let qrow = &qv[((bi * hq + h) * sq + i) * d..][..d];
+                let row = ((bi * hq + h) * sq + i) * skv;
+                let mut scores = vec![0.0; skv];
+                for (j, s) in scores.iter_mut().enumerate() {
+                    let krow = &key.1[(kbase + j) * d..][..d];
+                    let mut dot: f64 = qrow.iter().zip(krow).map(|(a, c)| a * c).sum::<f64>() * scale;
+                    if softcap > 0.0 {
+                        dot = (dot / softcap).tanh() * softcap;
+                    }
+                    if mode == 0 || mode == 1 {
+                        qk_out[row + j] = dot;
+                    }
+                    *s = dot + bias[row + j];
+                    if mode == 2 {
+                        qk_out[row + j] = *s;
+                    }
+                }
+                let m = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                // A fully masked row attends to nothing: zeros, not NaN.
+                let probs: Vec<f64> = if m == f64::NEG_INFINITY {
+                    vec![0.0; skv]
+                } else {
+                    let e: Vec<f64> = scores.iter().map(|s| (s - m).exp()).collect();
+                    let sum: f64 = e.iter().sum();
+                    e.iter().map(|x| x / sum).collect()
+                };
+                if mode == 3 {
+                    qk_out[row..row + skv].copy_from_slice(&probs);
+                }
+                let out = &mut y[((bi * hq + h) * sq + i) * dv..][..dv];
+                for (j, &p) in probs.iter().enumerate() {
+                    let vrow = &val.1[(kbase + j) * dv..][..dv];
+                    for (o, &x) in out.iter_mut().zip(vrow) {
+                        *o += p * x;
+                    }
+                }
+            }
+        }
+    }
+    let elem = q.elem();
+    let y = if three_d {
+        let mut t = vec![0.0; y.len()];
+        for bi in 0..b {
+            for h in 0..hq {
+                for i in 0..sq {
+                    for c in 0..dv {
+                        t[((bi * sq + i) * hq + h) * dv + c] = y[((bi * hq + h) * sq + i) * dv + c];
+                    }
+                }
+            }
+        }
+        from_f64s(ctx, elem, vec![b, sq, hq * dv], &t)?
+    } else {
+        from_f64s(ctx, elem, vec![b, hq, sq, dv], &y)?
+    };
+    Ok(vec![
+        Some(Value::Tensor(y)),
+        Some(Value::Tensor(from_f64s(ctx, k.elem(), key.0, &key.1)?)),
+        Some(Value::Tensor(from_f64s(ctx, v.elem(), val.0, &val.1)?)),
+        Some(Value::Tensor(from_f64s(ctx, elem, full.to_vec(), &qk_out)?)),
+    ])
+}
