@@ -8,6 +8,7 @@ mod elementwise;
 mod misc;
 mod nn;
 mod reduce_linalg;
+mod resize;
 mod shape_ops;
 
 use crate::error::{Result, RunError};
@@ -303,6 +304,9 @@ pub fn run_node(ctx: &NodeCtx<'_>) -> Result<Outs> {
         return result;
     }
     if let Some(result) = nn::dispatch(ctx) {
+        return result;
+    }
+    if let Some(result) = resize::dispatch(ctx) {
         return result;
     }
     if let Some(result) = misc::dispatch(ctx) {
