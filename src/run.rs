@@ -162,6 +162,24 @@ fn generate(
             }
         }
     }
+    // symbols bound by --input-shape (where the declared rank agrees)
+    for info in &graph.inputs {
+        let Some(v) = info.value else { continue };
+        let name = graph.value_name(v);
+        let (Some(given), Some(TypeValue::Tensor { shape: Some(s), .. })) =
+            (shapes.iter().find(|s| s.name == name), info.ty.as_ref().and_then(|t| t.value.as_ref()))
+        else {
+            continue;
+        };
+        if given.dims.len() != s.dims.len() {
+            continue;
+        }
+        for (d, g) in s.dims.iter().zip(&given.dims) {
+            if let (Some(DimValue::Param(p)), DimSpec::Known(n)) = (&d.value, g) {
+                symbols.entry(p.clone()).or_insert(*n as usize);
+            }
+        }
+    }
     let mut rng = Rng(seed);
     for info in &graph.inputs {
         let Some(v) = info.value else { continue };

@@ -223,7 +223,14 @@ fn a_light_model_agrees_with_tract() {
     let x = f32_npy(dir.path(), "x.npy", &shape, &values);
     let model = diamond_importers::onnx::load_model(&path).unwrap();
     let graph = model.main_graph().unwrap();
-    let name = graph.value_name(graph.inputs[0].value.unwrap()).to_string();
+    let initialized: Vec<&str> = graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
+    let name = graph
+        .inputs
+        .iter()
+        .map(|i| graph.value_name(i.value.unwrap()))
+        .find(|n| !initialized.contains(n))
+        .unwrap()
+        .to_string();
     let output = graph.value_name(graph.outputs[0].value.unwrap()).to_string();
     let out_dir = dir.path().join("out");
     let out = diamond(&["run", path.to_str().unwrap(), "--input", &input(&name, &x), "-o", out_dir.to_str().unwrap()]);

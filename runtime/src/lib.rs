@@ -15,6 +15,7 @@
 
 pub mod error;
 pub mod exec;
+pub mod exotic;
 pub mod npy;
 pub mod ops;
 pub mod tensor;

@@ -20,6 +20,7 @@ pub fn encode_npy(t: &Tensor) -> Result<Vec<u8>, String> {
         Data::U64(v) => ("<u8", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
         Data::Bool(v) => ("|b1", v.iter().map(|&b| u8::from(b)).collect()),
         Data::Str(_) => return Err("string tensors cannot be written as .npy".into()),
+        other => return Err(format!("{} tensors cannot be written as .npy", other.elem())),
     };
     let shape = match t.shape.len() {
         0 => "()".to_string(),

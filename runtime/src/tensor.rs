@@ -26,6 +26,15 @@ pub enum Data {
     U64(Vec<u64>),
     Bool(Vec<bool>),
     Str(Vec<Vec<u8>>),
+    F8E4M3FN(Vec<crate::exotic::F8E4M3FN>),
+    F8E4M3FNUZ(Vec<crate::exotic::F8E4M3FNUZ>),
+    F8E5M2(Vec<crate::exotic::F8E5M2>),
+    F8E5M2FNUZ(Vec<crate::exotic::F8E5M2FNUZ>),
+    F4E2M1(Vec<crate::exotic::F4E2M1>),
+    I4(Vec<crate::exotic::I4>),
+    U4(Vec<crate::exotic::U4>),
+    I2(Vec<crate::exotic::I2>),
+    U2(Vec<crate::exotic::U2>),
 }
 
 /// Runs `$body` with `$v` bound to the element vector of any variant.
@@ -47,6 +56,15 @@ macro_rules! each_data {
             $crate::tensor::Data::U64($v) => $body,
             $crate::tensor::Data::Bool($v) => $body,
             $crate::tensor::Data::Str($v) => $body,
+            $crate::tensor::Data::F8E4M3FN($v) => $body,
+            $crate::tensor::Data::F8E4M3FNUZ($v) => $body,
+            $crate::tensor::Data::F8E5M2($v) => $body,
+            $crate::tensor::Data::F8E5M2FNUZ($v) => $body,
+            $crate::tensor::Data::F4E2M1($v) => $body,
+            $crate::tensor::Data::I4($v) => $body,
+            $crate::tensor::Data::U4($v) => $body,
+            $crate::tensor::Data::I2($v) => $body,
+            $crate::tensor::Data::U2($v) => $body,
         }
     };
 }
@@ -71,6 +89,15 @@ macro_rules! each_num {
             $crate::tensor::Data::U64($v) => $body,
             $crate::tensor::Data::Bool($v) => $body,
             $crate::tensor::Data::Str(_) => $other,
+            $crate::tensor::Data::F8E4M3FN($v) => $body,
+            $crate::tensor::Data::F8E4M3FNUZ($v) => $body,
+            $crate::tensor::Data::F8E5M2($v) => $body,
+            $crate::tensor::Data::F8E5M2FNUZ($v) => $body,
+            $crate::tensor::Data::F4E2M1($v) => $body,
+            $crate::tensor::Data::I4($v) => $body,
+            $crate::tensor::Data::U4($v) => $body,
+            $crate::tensor::Data::I2($v) => $body,
+            $crate::tensor::Data::U2($v) => $body,
         }
     };
 }
@@ -94,6 +121,15 @@ macro_rules! each_num2 {
             ($crate::tensor::Data::U32($a), $crate::tensor::Data::U32($b)) => $body,
             ($crate::tensor::Data::U64($a), $crate::tensor::Data::U64($b)) => $body,
             ($crate::tensor::Data::Bool($a), $crate::tensor::Data::Bool($b)) => $body,
+            ($crate::tensor::Data::F8E4M3FN($a), $crate::tensor::Data::F8E4M3FN($b)) => $body,
+            ($crate::tensor::Data::F8E4M3FNUZ($a), $crate::tensor::Data::F8E4M3FNUZ($b)) => $body,
+            ($crate::tensor::Data::F8E5M2($a), $crate::tensor::Data::F8E5M2($b)) => $body,
+            ($crate::tensor::Data::F8E5M2FNUZ($a), $crate::tensor::Data::F8E5M2FNUZ($b)) => $body,
+            ($crate::tensor::Data::F4E2M1($a), $crate::tensor::Data::F4E2M1($b)) => $body,
+            ($crate::tensor::Data::I4($a), $crate::tensor::Data::I4($b)) => $body,
+            ($crate::tensor::Data::U4($a), $crate::tensor::Data::U4($b)) => $body,
+            ($crate::tensor::Data::I2($a), $crate::tensor::Data::I2($b)) => $body,
+            ($crate::tensor::Data::U2($a), $crate::tensor::Data::U2($b)) => $body,
             _ => $other,
         }
     };
@@ -236,6 +272,15 @@ impl Data {
             Data::U64(_) => ElemType::Uint64,
             Data::Bool(_) => ElemType::Bool,
             Data::Str(_) => ElemType::String,
+            Data::F8E4M3FN(_) => ElemType::Float8e4m3fn,
+            Data::F8E4M3FNUZ(_) => ElemType::Float8e4m3fnuz,
+            Data::F8E5M2(_) => ElemType::Float8e5m2,
+            Data::F8E5M2FNUZ(_) => ElemType::Float8e5m2fnuz,
+            Data::F4E2M1(_) => ElemType::Float4e2m1,
+            Data::I4(_) => ElemType::Int4,
+            Data::U4(_) => ElemType::Uint4,
+            Data::I2(_) => ElemType::Int2,
+            Data::U2(_) => ElemType::Uint2,
         }
     }
 
@@ -279,6 +324,15 @@ impl Data {
             ElemType::Uint32 => conv::<u32>(values),
             ElemType::Uint64 => conv::<u64>(values),
             ElemType::Bool => conv::<bool>(values),
+            ElemType::Float8e4m3fn => conv::<crate::exotic::F8E4M3FN>(values),
+            ElemType::Float8e4m3fnuz => conv::<crate::exotic::F8E4M3FNUZ>(values),
+            ElemType::Float8e5m2 => conv::<crate::exotic::F8E5M2>(values),
+            ElemType::Float8e5m2fnuz => conv::<crate::exotic::F8E5M2FNUZ>(values),
+            ElemType::Float4e2m1 => conv::<crate::exotic::F4E2M1>(values),
+            ElemType::Int4 => conv::<crate::exotic::I4>(values),
+            ElemType::Uint4 => conv::<crate::exotic::U4>(values),
+            ElemType::Int2 => conv::<crate::exotic::I2>(values),
+            ElemType::Uint2 => conv::<crate::exotic::U2>(values),
             _ => return None,
         })
     }
@@ -303,6 +357,15 @@ impl Data {
             ElemType::Uint32 => conv::<u32>(values),
             ElemType::Uint64 => conv::<u64>(values),
             ElemType::Bool => conv::<bool>(values),
+            ElemType::Float8e4m3fn => conv::<crate::exotic::F8E4M3FN>(values),
+            ElemType::Float8e4m3fnuz => conv::<crate::exotic::F8E4M3FNUZ>(values),
+            ElemType::Float8e5m2 => conv::<crate::exotic::F8E5M2>(values),
+            ElemType::Float8e5m2fnuz => conv::<crate::exotic::F8E5M2FNUZ>(values),
+            ElemType::Float4e2m1 => conv::<crate::exotic::F4E2M1>(values),
+            ElemType::Int4 => conv::<crate::exotic::I4>(values),
+            ElemType::Uint4 => conv::<crate::exotic::U4>(values),
+            ElemType::Int2 => conv::<crate::exotic::I2>(values),
+            ElemType::Uint2 => conv::<crate::exotic::U2>(values),
             _ => return None,
         })
     }
@@ -337,10 +400,50 @@ impl Data {
                 (Data::U64(o), Data::U64(p)) => o.extend_from_slice(p),
                 (Data::Bool(o), Data::Bool(p)) => o.extend_from_slice(p),
                 (Data::Str(o), Data::Str(p)) => o.extend_from_slice(p),
+                (Data::F8E4M3FN(o), Data::F8E4M3FN(p)) => o.extend_from_slice(p),
+                (Data::F8E4M3FNUZ(o), Data::F8E4M3FNUZ(p)) => o.extend_from_slice(p),
+                (Data::F8E5M2(o), Data::F8E5M2(p)) => o.extend_from_slice(p),
+                (Data::F8E5M2FNUZ(o), Data::F8E5M2FNUZ(p)) => o.extend_from_slice(p),
+                (Data::F4E2M1(o), Data::F4E2M1(p)) => o.extend_from_slice(p),
+                (Data::I4(o), Data::I4(p)) => o.extend_from_slice(p),
+                (Data::U4(o), Data::U4(p)) => o.extend_from_slice(p),
+                (Data::I2(o), Data::I2(p)) => o.extend_from_slice(p),
+                (Data::U2(o), Data::U2(p)) => o.extend_from_slice(p),
                 _ => return None,
             }
         }
         Some(out)
+    }
+
+    /// The elements as little-endian bytes, one whole byte or more per
+    /// element; `None` for strings and the sub-byte types.
+    pub fn to_le_bytes(&self) -> Option<Vec<u8>> {
+        Some(match self {
+            Data::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Data::F64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Data::F16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Data::Bf16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Data::I8(v) => v.iter().map(|&x| x as u8).collect(),
+            Data::I16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Data::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Data::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Data::U8(v) => v.clone(),
+            Data::U16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Data::U32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Data::U64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Data::Bool(v) => v.iter().map(|&b| u8::from(b)).collect(),
+            Data::F8E4M3FN(v) => v.iter().map(|x| x.0).collect(),
+            Data::F8E4M3FNUZ(v) => v.iter().map(|x| x.0).collect(),
+            Data::F8E5M2(v) => v.iter().map(|x| x.0).collect(),
+            Data::F8E5M2FNUZ(v) => v.iter().map(|x| x.0).collect(),
+            _ => return None,
+        })
+    }
+
+    /// Elements of `elem` from little-endian bytes (the layout of ONNX
+    /// `raw_data`).
+    pub fn from_le_bytes(elem: ElemType, raw: &[u8], count: usize) -> Result<Data, String> {
+        decode_raw(elem, raw, count)
     }
 
     /// Bytes the elements take in memory (strings: their lengths).
@@ -349,7 +452,7 @@ impl Data {
             Data::Str(v) => v.iter().map(|s| s.len() as u64).sum(),
             Data::Bool(v) => v.len() as u64,
             other => {
-                let width = other.elem().bit_width().unwrap_or(8) as u64 / 8;
+                let width = (other.elem().bit_width().unwrap_or(8) as u64 / 8).max(1);
                 other.len() as u64 * width
             }
         }
@@ -413,7 +516,18 @@ impl Tensor {
 
     /// Whether the element type is a float type.
     pub fn is_float(&self) -> bool {
-        matches!(self.data, Data::F32(_) | Data::F64(_) | Data::F16(_) | Data::Bf16(_))
+        matches!(
+            self.data,
+            Data::F32(_)
+                | Data::F64(_)
+                | Data::F16(_)
+                | Data::Bf16(_)
+                | Data::F8E4M3FN(_)
+                | Data::F8E4M3FNUZ(_)
+                | Data::F8E5M2(_)
+                | Data::F8E5M2FNUZ(_)
+                | Data::F4E2M1(_)
+        )
     }
 
     /// Elements as `i64` (floats truncated); `None` for strings.
@@ -509,7 +623,7 @@ fn decode(t: &diamond_ir::Tensor) -> Result<Tensor, String> {
     };
     let data = match raw {
         Some(raw) => decode_raw(elem, raw, count)?,
-        None => decode_typed(elem, &t.data)?,
+        None => decode_typed(elem, &t.data, count)?,
     };
     if data.len() != count {
         return Err(format!("{} elements stored for shape {:?}", data.len(), shape));
@@ -520,6 +634,9 @@ fn decode(t: &diamond_ir::Tensor) -> Result<Tensor, String> {
 fn decode_raw(elem: ElemType, raw: &[u8], count: usize) -> Result<Data, String> {
     if elem == ElemType::String {
         return Err("string tensors cannot use raw_data".into());
+    }
+    if let Some(small) = crate::exotic::decode_raw(elem, raw, count) {
+        return small;
     }
     let width = elem.bit_width().ok_or_else(|| format!("element type {elem} is not supported"))? as usize;
     if width % 8 != 0 {
@@ -552,7 +669,10 @@ fn decode_raw(elem: ElemType, raw: &[u8], count: usize) -> Result<Data, String> 
     })
 }
 
-fn decode_typed(elem: ElemType, d: &diamond_ir::TensorData) -> Result<Data, String> {
+fn decode_typed(elem: ElemType, d: &diamond_ir::TensorData, count: usize) -> Result<Data, String> {
+    if let Some(small) = crate::exotic::decode_int32s(elem, &d.int32s, count) {
+        return small;
+    }
     Ok(match elem {
         ElemType::Float => Data::F32(d.floats.clone()),
         ElemType::Double => Data::F64(d.doubles.clone()),

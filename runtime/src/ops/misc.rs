@@ -19,13 +19,44 @@ pub(super) fn dispatch(ctx: &NodeCtx<'_>) -> Option<Result<Outs>> {
         "CenterCropPad" => center_crop_pad(ctx),
         "Unique" => unique(ctx),
         "StringConcat" => string_concat(ctx),
+        "StringSplit" => string_split(ctx),
+        "DFT" => dft(ctx),
+        "TfIdfVectorizer" => tfidf(ctx),
         "StringNormalizer" => string_normalizer(ctx),
+        "BitCast" => bitcast(ctx),
+        "MatMulInteger" => matmul_integer(ctx),
+        "NonMaxSuppression" => non_max_suppression(ctx),
+        "QLinearMatMul" => qlinear_matmul(ctx),
+        "ConvInteger" => conv_integer(ctx),
+        "QLinearConv" => qlinear_conv(ctx),
         _ => return None,
     })
 }
 
 fn is_quantized_int(e: ElemType) -> bool {
-    matches!(e, ElemType::Int8 | ElemType::Uint8 | ElemType::Int16 | ElemType::Uint16 | ElemType::Int32)
+    matches!(
+        e,
+        ElemType::Int8
+            | ElemType::Uint8
+            | ElemType::Int16
+            | ElemType::Uint16
+            | ElemType::Int32
+            | ElemType::Int4
+            | ElemType::Uint4
+            | ElemType::Int2
+            | ElemType::Uint2
+    )
+}
+
+fn is_small_float(e: ElemType) -> bool {
+    matches!(
+        e,
+        ElemType::Float8e4m3fn
+            | ElemType::Float8e4m3fnuz
+            | ElemType::Float8e5m2
+            | ElemType::Float8e5m2fnuz
+            | ElemType::Float4e2m1
+    )
 }
 
 /// For each element of `x`, the index of its scale/zero point: one for all
@@ -68,8 +99,12 @@ fn quantize(ctx: &NodeCtx<'_>) -> Result<Outs> {
         (None, Some(c)) if c != 0 => ElemType::from_code(c as i32),
         _ => ElemType::Uint8,
     };
-    if !is_quantized_int(out_elem) {
+    let small_float = is_small_float(out_elem);
+    if !is_quantized_int(out_elem) && !small_float {
         return Err(ctx.unsupported(format!("quantizing to {out_elem}")));
+    }
+    if small_float && ctx.attr_i("saturate", 1) == 0 {
+        return Err(ctx.unsupported("saturate = 0"));
     }
     let xv = floats(ctx, x)?;
     let sv = floats(ctx, scale)?;
@@ -82,14 +117,25 @@ fn quantize(ctx: &NodeCtx<'_>) -> Result<Outs> {
     // the reference computes it
     let single = matches!(x.elem(), ElemType::Float | ElemType::Float16 | ElemType::Bfloat16);
     let quotient = |v: f64, s: f64| if single { f64::from(v as f32 / s as f32) } else { v / s };
-    let out: Vec<f64> = xv.iter().zip(&idx).map(|(&v, &i)| quotient(v, sv[i]).round_ties_even() + zv[i]).collect();
+    // integers round to nearest even; 8-bit floats round when encoded
+    let round = |q: f64| if small_float { q } else { q.round_ties_even() };
+    // quantization saturates to the integer type's range
+    let (lo, hi) = match out_elem {
+        ElemType::Int4 => (-8.0, 7.0),
+        ElemType::Uint4 => (0.0, 15.0),
+        ElemType::Int2 => (-2.0, 1.0),
+        ElemType::Uint2 => (0.0, 3.0),
+        _ => (f64::NEG_INFINITY, f64::INFINITY),
+    };
+    let out: Vec<f64> =
+        xv.iter().zip(&idx).map(|(&v, &i)| (round(quotient(v, sv[i])) + zv[i]).clamp(lo, hi)).collect();
     // the integer conversion saturates to the type's range
     one(from_f64s(ctx, out_elem, x.shape.clone(), &out)?)
 }
 
 fn dequantize(ctx: &NodeCtx<'_>) -> Result<Outs> {
     let (x, scale) = (ctx.input(0)?, ctx.input(1)?);
-    if !is_quantized_int(x.elem()) {
+    if !is_quantized_int(x.elem()) && !is_small_float(x.elem()) {
         return Err(ctx.unsupported(format!("dequantizing {}", x.elem())));
     }
     let xv = x.to_f64s().ok_or_else(|| ctx.err("input"))?;
@@ -287,4 +333,382 @@ fn string_normalizer(ctx: &NodeCtx<'_>) -> Result<Outs> {
     let kept = if kept.is_empty() { vec![Vec::new()] } else { kept };
     let shape = if x.rank() == 2 { vec![1, kept.len()] } else { vec![kept.len()] };
     one(Tensor { shape, data: Data::Str(kept) })
+}
+
+fn bitcast(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    let x = ctx.input(0)?;
+    let to = ElemType::from_code(ctx.attr_opt_i("to").ok_or_else(|| ctx.err("attribute 'to' is required"))? as i32);
+    let (from_bits, to_bits) = (x.elem().bit_width(), to.bit_width());
+    if from_bits != to_bits || from_bits.is_none_or(|b| b % 8 != 0) {
+        return Err(ctx.unsupported(format!("bit cast from {} to {to}", x.elem())));
+    }
+    let bytes = x.data.to_le_bytes().ok_or_else(|| ctx.unsupported(format!("bit cast from {}", x.elem())))?;
+    let data = Data::from_le_bytes(to, &bytes, x.len()).map_err(|e| ctx.unsupported(e))?;
+    one(Tensor { shape: x.shape.clone(), data })
+}
+
+/// `t`'s values less its zero point (operand `zp`), the zero point read
+/// per row (`row_axis`: a 1-D zero point of A in a matrix product holds one
+/// value per row, so it broadcasts as a column) or by NumPy broadcasting.
+fn centered(ctx: &NodeCtx<'_>, t: &Tensor, zp: Option<&Tensor>, per_row: bool) -> Result<Vec<f64>> {
+    let mut v = t.to_f64s().ok_or_else(|| ctx.err("numeric operands required"))?;
+    if let Some(z) = zp {
+        let zv = z.to_f64s().ok_or_else(|| ctx.err("zero point"))?;
+        let idx = scale_index(ctx, t, z, per_row)?;
+        for (a, &i) in v.iter_mut().zip(&idx) {
+            *a -= zv[i];
+        }
+    }
+    Ok(v)
+}
+
+/// For each element of `t`, the element of the per-tensor, per-row or
+/// broadcast parameter `p` it uses.
+fn scale_index(ctx: &NodeCtx<'_>, t: &Tensor, p: &Tensor, per_row: bool) -> Result<Vec<usize>> {
+    if p.len() == 1 {
+        return Ok(vec![0; t.len()]);
+    }
+    let shape: Vec<usize> = if per_row && p.rank() == 1 { vec![p.len(), 1] } else { p.shape.clone() };
+    if super::broadcast_shape(&[&t.shape, &shape]).as_deref() != Some(&t.shape[..]) {
+        return Err(ctx.err(format!("parameter {:?} does not fit operand {:?}", p.shape, t.shape)));
+    }
+    Ok(super::broadcast_index(&t.shape, &shape))
+}
+
+fn matmul_integer(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    let (a, b) = (ctx.input(0)?, ctx.input(1)?);
+    let av = centered(ctx, a, ctx.opt_input(2)?, true)?;
+    let bv = centered(ctx, b, ctx.opt_input(3)?, false)?;
+    let (out, shape) = super::reduce_linalg::matmul(ctx, a, b, &av, &bv)?;
+    one(from_f64s(ctx, ElemType::Int32, shape, &out)?)
+}
+
+/// `real / scale + zero point`, rounded to nearest even and saturated to
+/// the zero point's type.
+fn requantize(ctx: &NodeCtx<'_>, real: &[f64], shape: Vec<usize>, scale: &Tensor, zp: Option<&Tensor>) -> Result<Tensor> {
+    let s = floats(ctx, scale)?;
+    let (z, elem) = match zp {
+        Some(z) => (z.to_f64s().ok_or_else(|| ctx.err("zero point"))?, z.elem()),
+        None => (vec![0.0], ElemType::Uint8),
+    };
+    if s.len() != 1 || z.len() != 1 {
+        return Err(ctx.unsupported("per-axis output scales"));
+    }
+    let q: Vec<f64> = real.iter().map(|&r| (r / s[0]).round_ties_even() + z[0]).collect();
+    from_f64s(ctx, elem, shape, &q)
+}
+
+fn qlinear_matmul(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    let (a, a_scale, b, b_scale, y_scale) = (ctx.input(0)?, ctx.input(1)?, ctx.input(3)?, ctx.input(4)?, ctx.input(6)?);
+    let mut av = centered(ctx, a, ctx.opt_input(2)?, true)?;
+    let mut bv = centered(ctx, b, ctx.opt_input(5)?, false)?;
+    let (asv, bsv) = (floats(ctx, a_scale)?, floats(ctx, b_scale)?);
+    for (x, &i) in av.iter_mut().zip(&scale_index(ctx, a, a_scale, true)?) {
+        *x *= asv[i];
+    }
+    for (x, &i) in bv.iter_mut().zip(&scale_index(ctx, b, b_scale, false)?) {
+        *x *= bsv[i];
+    }
+    let (real, shape) = super::reduce_linalg::matmul(ctx, a, b, &av, &bv)?;
+    one(requantize(ctx, &real, shape, y_scale, ctx.opt_input(7)?)?)
+}
+
+/// A convolution weight's zero point or scale: one value, or one per output channel.
+fn per_output_channel(ctx: &NodeCtx<'_>, w: &Tensor, p: &Tensor) -> Result<Vec<usize>> {
+    let m = w.shape.first().copied().unwrap_or(0);
+    let inner = w.len() / m.max(1);
+    match p.len() {
+        1 => Ok(vec![0; w.len()]),
+        n if n == m => Ok((0..w.len()).map(|k| k / inner.max(1)).collect()),
+        _ => Err(ctx.err(format!("{} values for {m} output channels", p.len()))),
+    }
+}
+
+fn conv_integer(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    let (x, w) = (ctx.input(0)?, ctx.input(1)?);
+    let xv = centered(ctx, x, ctx.opt_input(2)?, false)?;
+    let mut wv = w.to_f64s().ok_or_else(|| ctx.err("numeric weights required"))?;
+    if let Some(z) = ctx.opt_input(3)? {
+        let zv = z.to_f64s().ok_or_else(|| ctx.err("zero point"))?;
+        for (a, &i) in wv.iter_mut().zip(&per_output_channel(ctx, w, z)?) {
+            *a -= zv[i];
+        }
+    }
+    let (out, shape) = super::nn::conv_core(ctx, &x.shape, &xv, &w.shape, &wv)?;
+    one(from_f64s(ctx, ElemType::Int32, shape, &out)?)
+}
+
+fn qlinear_conv(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    let (x, x_scale, w, w_scale, y_scale) = (ctx.input(0)?, ctx.input(1)?, ctx.input(3)?, ctx.input(4)?, ctx.input(6)?);
+    let xs = floats(ctx, x_scale)?;
+    if xs.len() != 1 {
+        return Err(ctx.err("x_scale must be one value"));
+    }
+    let xv: Vec<f64> = centered(ctx, x, ctx.opt_input(2)?, false)?.iter().map(|v| v * xs[0]).collect();
+    let mut wv = w.to_f64s().ok_or_else(|| ctx.err("numeric weights required"))?;
+    if let Some(z) = ctx.opt_input(5)? {
+        let zv = z.to_f64s().ok_or_else(|| ctx.err("zero point"))?;
+        for (a, &i) in wv.iter_mut().zip(&per_output_channel(ctx, w, z)?) {
+            *a -= zv[i];
+        }
+    }
+    let ws = floats(ctx, w_scale)?;
+    for (a, &i) in wv.iter_mut().zip(&per_output_channel(ctx, w, w_scale)?) {
+        *a *= ws[i];
+    }
+    let (mut real, shape) = super::nn::conv_core(ctx, &x.shape, &xv, &w.shape, &wv)?;
+    if let Some(b) = ctx.opt_input(8)? {
+        let bv = b.to_f64s().ok_or_else(|| ctx.err("bias"))?;
+        let m = shape[1];
+        let scaled: Vec<f64> = (0..m).map(|c| bv.get(c).copied().unwrap_or(0.0) * xs[0] * ws[if ws.len() == 1 { 0 } else { c }]).collect();
+        super::nn::add_channel_bias(ctx, &mut real, &shape, &scaled)?;
+    }
+    one(requantize(ctx, &real, shape, y_scale, ctx.opt_input(7)?)?)
+}
+
+fn non_max_suppression(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    ctx.only_attrs(&["center_point_box"])?;
+    let (boxes, scores) = (ctx.input(0)?, ctx.input(1)?);
+    if boxes.rank() != 3 || boxes.shape[2] != 4 || scores.rank() != 3 || scores.shape[0] != boxes.shape[0] || scores.shape[2] != boxes.shape[1] {
+        return Err(ctx.err(format!("boxes {:?} and scores {:?} do not fit", boxes.shape, scores.shape)));
+    }
+    let first = |i: usize| -> Result<Option<f64>> { Ok(ctx.opt_input(i)?.and_then(|t| t.to_f64s()).and_then(|v| v.first().copied())) };
+    let max_out = first(2)?.unwrap_or(0.0).max(0.0) as usize;
+    let iou_threshold = first(3)?.unwrap_or(0.0);
+    let score_threshold = first(4)?;
+    let center = ctx.attr_i("center_point_box", 0) != 0;
+    let bv = floats(ctx, boxes)?;
+    let sv = floats(ctx, scores)?;
+    let (nb, nc, n) = (scores.shape[0], scores.shape[1], scores.shape[2]);
+    // corners (y1, x1, y2, x2) with y1 <= y2, x1 <= x2
+    let corners = |b: usize, i: usize| -> [f64; 4] {
+        let v = &bv[(b * n + i) * 4..][..4];
+        if center {
+            let (xc, yc, w, h) = (v[0], v[1], v[2], v[3]);
+            [yc - h / 2.0, xc - w / 2.0, yc + h / 2.0, xc + w / 2.0]
+        } else {
+            [v[0].min(v[2]), v[1].min(v[3]), v[0].max(v[2]), v[1].max(v[3])]
+        }
+    };
+    let iou = |a: [f64; 4], c: [f64; 4]| -> f64 {
+        let ih = (a[2].min(c[2]) - a[0].max(c[0])).max(0.0);
+        let iw = (a[3].min(c[3]) - a[1].max(c[1])).max(0.0);
+        let inter = ih * iw;
+        let union = (a[2] - a[0]) * (a[3] - a[1]) + (c[2] - c[0]) * (c[3] - c[1]) - inter;
+        if union <= 0.0 {
+            0.0
+        } else {
+            inter / union
+        }
+    };
+    let mut selected: Vec<i64> = Vec::new();
+    for b in 0..nb {
+        for c in 0..nc {
+            let score = |i: usize| sv[(b * nc + c) * n + i];
+            let mut order: Vec<usize> = (0..n).filter(|&i| score_threshold.is_none_or(|t| score(i) > t)).collect();
+            order.sort_by(|&p, &q| score(q).total_cmp(&score(p)).then(p.cmp(&q)));
+            let mut kept: Vec<usize> = Vec::new();
+            for i in order {
+                if kept.len() >= max_out {
+                    break;
+                }
+                if kept.iter().all(|&k| iou(corners(b, k), corners(b, i)) <= iou_threshold) {
+                    kept.push(i);
+                    selected.extend([b as i64, c as i64, i as i64]);
+                }
+            }
+        }
+    }
+    let count = selected.len() / 3;
+    one(Tensor { shape: vec![count, 3], data: Data::I64(selected) })
+}
+
+/// `StringSplit`: Python's `str.split(delimiter, maxsplit)`; no delimiter
+/// (or an empty one) splits at runs of whitespace. Rows are padded with
+/// empty strings to the longest; the counts are the second output.
+fn string_split(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    ctx.only_attrs(&["delimiter", "maxsplit"])?;
+    let x = ctx.input(0)?;
+    let Data::Str(v) = &x.data else { return Err(ctx.err("string input required")) };
+    let delimiter = ctx.attr_s("delimiter").filter(|d| !d.is_empty());
+    let maxsplit = ctx.attr_opt_i("maxsplit").filter(|&m| m >= 0).map(|m| m as usize);
+    let parts: Vec<Vec<String>> = v
+        .iter()
+        .map(|s| {
+            let s = String::from_utf8_lossy(s).into_owned();
+            match &delimiter {
+                Some(d) => match maxsplit {
+                    Some(m) => s.splitn(m + 1, d.as_str()).map(str::to_string).collect(),
+                    None => s.split(d.as_str()).map(str::to_string).collect(),
+                },
+                None => {
+                    let mut out: Vec<String> = Vec::new();
+                    let mut rest = s.trim_start();
+                    while !rest.is_empty() {
+                        if maxsplit.is_some_and(|m| out.len() == m) {
+                            out.push(rest.trim_end().to_string());
+                            break;
+                        }
+                        let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+                        out.push(rest[..end].to_string());
+                        rest = rest[end..].trim_start();
+                    }
+                    out
+                }
+            }
+        })
+        .collect();
+    let width = parts.iter().map(Vec::len).max().unwrap_or(0);
+    let mut y = Vec::with_capacity(parts.len() * width);
+    for p in &parts {
+        for k in 0..width {
+            y.push(p.get(k).cloned().unwrap_or_default().into_bytes());
+        }
+    }
+    let mut shape = x.shape.clone();
+    shape.push(width);
+    let counts = parts.iter().map(|p| p.len() as i64).collect();
+    Ok(vec![
+        Some(Value::Tensor(Tensor { shape, data: Data::Str(y) })),
+        Some(Value::Tensor(Tensor { shape: x.shape.clone(), data: Data::I64(counts) })),
+    ])
+}
+
+/// `DFT`: the discrete Fourier transform along one axis of a real
+/// (`..., 1`) or complex (`..., 2`) signal, computed by its definition.
+fn dft(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    ctx.only_attrs(&["inverse", "onesided", "axis"])?;
+    let x = ctx.input(0)?;
+    let r = x.rank();
+    if r < 2 || !(x.shape[r - 1] == 1 || x.shape[r - 1] == 2) {
+        return Err(ctx.err("the last axis must hold 1 (real) or 2 (complex) values"));
+    }
+    let axis = if ctx.opset >= 20 {
+        let a = ctx.opt_ints(2)?.and_then(|v| v.first().copied()).unwrap_or(-2);
+        ctx.axis(a, r)?
+    } else {
+        ctx.axis(ctx.attr_i("axis", 1), r)?
+    };
+    if axis == r - 1 {
+        return Err(ctx.err("the axis cannot be the complex axis"));
+    }
+    let inverse = ctx.attr_i("inverse", 0) != 0;
+    let onesided = ctx.attr_i("onesided", 0) != 0;
+    if inverse && onesided {
+        return Err(ctx.unsupported("inverse of a one-sided spectrum"));
+    }
+    let v = floats(ctx, x)?;
+    let comps = x.shape[r - 1];
+    let len = x.shape[axis];
+    let n = match ctx.opt_ints(1)? {
+        Some(l) if !l.is_empty() => usize::try_from(l[0]).map_err(|_| ctx.err("negative dft_length"))?,
+        _ => len,
+    };
+    let m = if onesided { n / 2 + 1 } else { n };
+    let outer: usize = x.shape[..axis].iter().product();
+    let inner: usize = x.shape[axis + 1..r - 1].iter().product();
+    let mut out = vec![0.0; outer * m * inner * 2];
+    let sign = if inverse { 1.0 } else { -1.0 };
+    let tau = 2.0 * std::f64::consts::PI;
+    for o in 0..outer {
+        for i in 0..inner {
+            let at = |j: usize| ((o * len + j) * inner + i) * comps;
+            for k in 0..m {
+                let (mut re, mut im) = (0.0, 0.0);
+                for j in 0..n.min(len) {
+                    let (a, b) = (v[at(j)], if comps == 2 { v[at(j) + 1] } else { 0.0 });
+                    let angle = sign * tau * ((j * k) % n.max(1)) as f64 / n as f64;
+                    let (c, s) = (angle.cos(), angle.sin());
+                    re += a * c - b * s;
+                    im += a * s + b * c;
+                }
+                if inverse {
+                    re /= n as f64;
+                    im /= n as f64;
+                }
+                let p = ((o * m + k) * inner + i) * 2;
+                out[p] = re;
+                out[p + 1] = im;
+            }
+        }
+    }
+    let mut shape = x.shape.clone();
+    shape[axis] = m;
+    shape[r - 1] = 2;
+    one(from_f64s(ctx, x.elem(), shape, &out)?)
+}
+
+/// `TfIdfVectorizer`: counts the pool's n-grams (with up to
+/// `max_skip_count` items skipped between consecutive members) per row.
+fn tfidf(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    let x = ctx.input(0)?;
+    let items: Vec<Vec<u8>> = match &x.data {
+        Data::Str(v) => v.clone(),
+        other => other.to_i128s().ok_or_else(|| ctx.err("input"))?.iter().map(|i| i.to_string().into_bytes()).collect(),
+    };
+    let pool: Vec<Vec<u8>> = match (ctx.attr_ints("pool_int64s"), ctx.attr_strings("pool_strings")) {
+        (Some(p), _) => p.iter().map(|i| i.to_string().into_bytes()).collect(),
+        (None, Some(p)) => p,
+        _ => return Err(ctx.err("a pool is required")),
+    };
+    let counts = ctx.attr_ints("ngram_counts").ok_or_else(|| ctx.err("ngram_counts is required"))?;
+    let indexes = ctx.attr_ints("ngram_indexes").ok_or_else(|| ctx.err("ngram_indexes is required"))?;
+    let (min_n, max_n) = (ctx.attr_i("min_gram_length", 1) as usize, ctx.attr_i("max_gram_length", 1) as usize);
+    let max_skip = ctx.attr_i("max_skip_count", 0).max(0) as usize;
+    let mode = ctx.attr_s("mode").unwrap_or_else(|| "TF".into());
+    let weights = ctx.attr_floats("weights");
+    // every pool n-gram: (its items, its output column)
+    let mut grams: Vec<(Vec<&[u8]>, usize)> = Vec::new();
+    let mut g = 0usize;
+    for (level, &start) in counts.iter().enumerate() {
+        let n = level + 1;
+        let end = counts.get(level + 1).map_or(pool.len(), |&e| e as usize);
+        let mut p = start as usize;
+        while p + n <= end {
+            let col = *indexes.get(g).ok_or_else(|| ctx.err("ngram_indexes is shorter than the pool"))?;
+            grams.push((pool[p..p + n].iter().map(Vec::as_slice).collect(), col as usize));
+            g += 1;
+            p += n;
+        }
+    }
+    let width = indexes.iter().copied().max().map_or(0, |m| m as usize + 1);
+    let (rows, cols) = match x.rank() {
+        1 => (1, x.shape[0]),
+        2 => (x.shape[0], x.shape[1]),
+        _ => return Err(ctx.err("input must have rank 1 or 2")),
+    };
+    let mut out = vec![0.0f64; rows * width];
+    for r in 0..rows {
+        let row = &items[r * cols..(r + 1) * cols];
+        for start in 0..cols {
+            for n in min_n.max(1)..=max_n {
+                let skips = if n == 1 { 0 } else { max_skip };
+                for skip in 0..=skips {
+                    let step = skip + 1;
+                    if start + (n - 1) * step >= cols {
+                        continue;
+                    }
+                    let gram: Vec<&[u8]> = (0..n).map(|k| row[start + k * step].as_slice()).collect();
+                    if let Some((_, col)) = grams.iter().find(|(p, _)| *p == gram) {
+                        out[r * width + col] += 1.0;
+                    }
+                }
+            }
+        }
+    }
+    for (k, v) in out.iter_mut().enumerate() {
+        let w = weights.as_ref().and_then(|w| {
+            let col = k % width.max(1);
+            grams.iter().position(|(_, c)| *c == col).and_then(|i| w.get(i)).map(|&f| f64::from(f))
+        });
+        let w = w.unwrap_or(1.0);
+        *v = match mode.as_str() {
+            "TF" => *v,
+            "IDF" => f64::min(*v, 1.0) * w,
+            "TFIDF" => *v * w,
+            other => return Err(ctx.err(format!("mode '{other}'"))),
+        };
+    }
+    let shape = if x.rank() == 1 { vec![width] } else { vec![rows, width] };
+    one(from_f64s(ctx, ElemType::Float, shape, &out)?)
 }

@@ -6,9 +6,10 @@ mod attention;
 mod control;
 mod elementwise;
 mod misc;
-mod nn;
-mod reduce_linalg;
+pub(crate) mod nn;
+pub(crate) mod reduce_linalg;
 mod resize;
+mod rnn;
 mod shape_ops;
 
 use crate::error::{Result, RunError};
@@ -304,6 +305,9 @@ pub fn run_node(ctx: &NodeCtx<'_>) -> Result<Outs> {
         return result;
     }
     if let Some(result) = nn::dispatch(ctx) {
+        return result;
+    }
+    if let Some(result) = rnn::dispatch(ctx) {
         return result;
     }
     if let Some(result) = resize::dispatch(ctx) {

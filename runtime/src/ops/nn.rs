@@ -25,6 +25,9 @@ pub(super) fn dispatch(ctx: &NodeCtx<'_>) -> Option<Result<Outs>> {
         "LRN" => lrn(ctx),
         "MeanVarianceNormalization" => mvn(ctx),
         "RMSNormalization" => rms_norm(ctx),
+        "Col2Im" => col2im(ctx),
+        "MaxUnpool" => max_unpool(ctx),
+        "AffineGrid" => affine_grid(ctx),
         "LpNormalization" => lp_norm(ctx),
         "NegativeLogLikelihoodLoss" => {
             ctx.input(0).and_then(|x| floats(ctx, x)).and_then(|v| nll(ctx, ctx.input(0)?, &v, None))
@@ -127,20 +130,44 @@ fn taps(w: &Window, input: &[usize]) -> Vec<Vec<usize>> {
 
 fn conv(ctx: &NodeCtx<'_>) -> Result<Outs> {
     let (x, wt) = (ctx.input(0)?, ctx.input(1)?);
-    if x.rank() < 3 || wt.rank() != x.rank() {
-        return Err(ctx.err(format!("X {:?} and W {:?} must be N,C,spatial with one rank", x.shape, wt.shape)));
-    }
     let xv = floats(ctx, x)?;
     let wv = floats(ctx, wt)?;
-    let group = ctx.attr_i("group", 1).max(1) as usize;
-    let (n, c) = (x.shape[0], x.shape[1]);
-    let m = wt.shape[0];
-    let cg = wt.shape[1];
-    if cg * group != c || m % group != 0 {
-        return Err(ctx.err(format!("W {:?} does not fit {c} channels in {group} groups", wt.shape)));
+    let (mut out, shape) = conv_core(ctx, &x.shape, &xv, &wt.shape, &wv)?;
+    if let Some(bias) = ctx.opt_input(2)? {
+        let bv = floats(ctx, bias)?;
+        add_channel_bias(ctx, &mut out, &shape, &bv)?;
     }
-    let spatial = &x.shape[2..];
-    let kernel = wt.shape[2..].to_vec();
+    one(from_f64s(ctx, x.elem(), shape, &out)?)
+}
+
+/// Adds `bias[c]` to every element of channel `c` of an N, C, spatial tensor.
+pub(super) fn add_channel_bias(ctx: &NodeCtx<'_>, out: &mut [f64], shape: &[usize], bias: &[f64]) -> Result<()> {
+    let m = shape[1];
+    if bias.len() != m {
+        return Err(ctx.err("B must hold one value per output channel"));
+    }
+    let out_size: usize = shape[2..].iter().product();
+    for (k, o) in out.iter_mut().enumerate() {
+        *o += bias[(k / out_size.max(1)) % m];
+    }
+    Ok(())
+}
+
+/// The convolution of `xv` (shape `xs`: N, C, spatial) with `wv` (shape
+/// `ws`: M, C/group, kernel), by the node's window attributes.
+pub(super) fn conv_core(ctx: &NodeCtx<'_>, xs: &[usize], xv: &[f64], ws: &[usize], wv: &[f64]) -> Result<(Vec<f64>, Vec<usize>)> {
+    if xs.len() < 3 || ws.len() != xs.len() {
+        return Err(ctx.err(format!("X {xs:?} and W {ws:?} must be N,C,spatial with one rank")));
+    }
+    let group = ctx.attr_i("group", 1).max(1) as usize;
+    let (n, c) = (xs[0], xs[1]);
+    let m = ws[0];
+    let cg = ws[1];
+    if cg * group != c || m % group != 0 {
+        return Err(ctx.err(format!("W {ws:?} does not fit {c} channels in {group} groups")));
+    }
+    let spatial = &xs[2..];
+    let kernel = ws[2..].to_vec();
     let w = window(ctx, spatial, kernel, false)?;
     let taps = taps(&w, spatial);
     let in_size: usize = spatial.iter().product();
@@ -165,17 +192,7 @@ fn conv(ctx: &NodeCtx<'_>) -> Result<Outs> {
             }
         }
     }
-    if let Some(bias) = ctx.opt_input(2)? {
-        let bv = floats(ctx, bias)?;
-        if bv.len() != m {
-            return Err(ctx.err("B must hold one value per output channel"));
-        }
-        for (k, o) in out.iter_mut().enumerate() {
-            *o += bv[(k / out_size) % m];
-        }
-    }
-    let shape = [&[n, m][..], &w.out].concat();
-    one(from_f64s(ctx, x.elem(), shape, &out)?)
+    Ok((out, [&[n, m][..], &w.out].concat()))
 }
 
 fn conv_transpose(ctx: &NodeCtx<'_>) -> Result<Outs> {
@@ -739,4 +756,137 @@ fn softmax_cross_entropy(ctx: &NodeCtx<'_>) -> Result<Outs> {
         None
     };
     nll(ctx, x, &lp, extra)
+}
+
+/// `Col2Im`: sums each column of sliding-block values back into the image.
+fn col2im(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    let x = ctx.input(0)?;
+    let image: Vec<usize> = ctx.opt_ints(1)?.ok_or_else(|| ctx.err("image_shape is required"))?.iter().map(|&d| d.max(0) as usize).collect();
+    let block: Vec<usize> = ctx.opt_ints(2)?.ok_or_else(|| ctx.err("block_shape is required"))?.iter().map(|&d| d.max(0) as usize).collect();
+    let s = image.len();
+    if block.len() != s || x.rank() != 3 {
+        return Err(ctx.err("input must be (N, C·block, L) with one block size per image axis"));
+    }
+    let get = |name: &str, d: i64, n: usize| ctx.attr_ints(name).unwrap_or_else(|| vec![d; n]);
+    let (dil, pads, st) = (get("dilations", 1, s), get("pads", 0, 2 * s), get("strides", 1, s));
+    if dil.len() != s || pads.len() != 2 * s || st.len() != s {
+        return Err(ctx.err("dilations, pads and strides must fit the image rank"));
+    }
+    let bsize: usize = block.iter().product();
+    let (n, cb, l) = (x.shape[0], x.shape[1], x.shape[2]);
+    if bsize == 0 || cb % bsize != 0 {
+        return Err(ctx.err("the channel axis is not a multiple of the block size"));
+    }
+    let c = cb / bsize;
+    let counts: Vec<usize> = (0..s)
+        .map(|a| {
+            let span = image[a] as i64 + pads[a] + pads[a + s] - dil[a] * (block[a] as i64 - 1) - 1;
+            (span.div_euclid(st[a]) + 1).max(0) as usize
+        })
+        .collect();
+    if counts.iter().product::<usize>() != l {
+        return Err(ctx.err(format!("{l} columns, the image and block give {}", counts.iter().product::<usize>())));
+    }
+    let v = floats(ctx, x)?;
+    let img_size: usize = image.iter().product();
+    let ist = strides(&image);
+    let mut out = vec![0.0; n * c * img_size];
+    let mut blocks = Vec::new();
+    each_index(&block, |k| blocks.push(k.to_vec()));
+    let mut positions = Vec::new();
+    each_index(&counts, |p| positions.push(p.to_vec()));
+    for b in 0..n {
+        for ch in 0..c {
+            for (kk, k) in blocks.iter().enumerate() {
+                for (li, p) in positions.iter().enumerate() {
+                    let mut off = 0usize;
+                    let mut inside = true;
+                    for a in 0..s {
+                        let q = p[a] as i64 * st[a] - pads[a] + k[a] as i64 * dil[a];
+                        if q < 0 || q >= image[a] as i64 {
+                            inside = false;
+                            break;
+                        }
+                        off += q as usize * ist[a];
+                    }
+                    if inside {
+                        out[(b * c + ch) * img_size + off] += v[((b * cb) + ch * bsize + kk) * l + li];
+                    }
+                }
+            }
+        }
+    }
+    let shape = [&[n, c][..], &image].concat();
+    one(from_f64s(ctx, x.elem(), shape, &out)?)
+}
+
+fn max_unpool(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    let (x, ind) = (ctx.input(0)?, ctx.input(1)?);
+    if x.rank() < 3 || ind.shape != x.shape {
+        return Err(ctx.err("X must be N, C, spatial and I of its shape"));
+    }
+    let s = x.rank() - 2;
+    let kernel = ctx.attr_ints("kernel_shape").ok_or_else(|| ctx.err("kernel_shape is required"))?;
+    let st = ctx.attr_ints("strides").unwrap_or_else(|| vec![1; s]);
+    let pads = ctx.attr_ints("pads").unwrap_or_else(|| vec![0; 2 * s]);
+    if kernel.len() != s || st.len() != s || pads.len() != 2 * s {
+        return Err(ctx.err("kernel_shape, strides and pads must fit the spatial rank"));
+    }
+    let shape: Vec<usize> = match ctx.opt_ints(2)? {
+        Some(_) => return Err(ctx.unsupported("output_shape (indices then address a padded layout)")),
+        None => {
+            let mut sh = x.shape[..2].to_vec();
+            for a in 0..s {
+                sh.push(((x.shape[a + 2] as i64 - 1) * st[a] + kernel[a] - pads[a] - pads[a + s]).max(0) as usize);
+            }
+            sh
+        }
+    };
+    let total: usize = shape.iter().product();
+    let v = x.to_f64s().ok_or_else(|| ctx.err("numeric input"))?;
+    let iv = ind.to_i64s().ok_or_else(|| ctx.err("indices must be integers"))?;
+    let mut out = vec![0.0; total];
+    for (&val, &i) in v.iter().zip(&iv) {
+        let i = usize::try_from(i).ok().filter(|&i| i < total).ok_or_else(|| ctx.err(format!("index {i} is out of range")))?;
+        out[i] = val;
+    }
+    one(from_f64s(ctx, x.elem(), shape, &out)?)
+}
+
+fn affine_grid(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    let theta = ctx.input(0)?;
+    let size = ctx.opt_ints(1)?.ok_or_else(|| ctx.err("size is required"))?;
+    let align = ctx.attr_i("align_corners", 0) != 0;
+    let sp: Vec<usize> = size.iter().skip(2).map(|&d| d.max(0) as usize).collect();
+    let r = sp.len();
+    let n = size.first().copied().unwrap_or(0).max(0) as usize;
+    if !(r == 2 || r == 3) || theta.shape != [n, r, r + 1] {
+        return Err(ctx.err(format!("theta {:?} does not fit size {size:?}", theta.shape)));
+    }
+    let tv = floats(ctx, theta)?;
+    let coord = |i: usize, len: usize| -> f64 {
+        if align {
+            if len <= 1 {
+                0.0
+            } else {
+                -1.0 + 2.0 * i as f64 / (len - 1) as f64
+            }
+        } else {
+            (2.0 * i as f64 + 1.0) / len as f64 - 1.0
+        }
+    };
+    let mut out = Vec::new();
+    for b in 0..n {
+        let t = &tv[b * r * (r + 1)..][..r * (r + 1)];
+        each_index(&sp, |m| {
+            // (x, y[, z], 1): x runs along the innermost axis
+            let mut p: Vec<f64> = (0..r).map(|k| coord(m[r - 1 - k], sp[r - 1 - k])).collect();
+            p.push(1.0);
+            for row in 0..r {
+                out.push((0..=r).map(|k| t[row * (r + 1) + k] * p[k]).sum());
+            }
+        });
+    }
+    let shape = [&[n][..], &sp, &[r]].concat();
+    one(from_f64s(ctx, theta.elem(), shape, &out)?)
 }

@@ -144,8 +144,12 @@ fn reduce(ctx: &NodeCtx<'_>, red: Red, axes_input_from: i64) -> Result<Outs> {
             _ => *o,
         };
     }
-    if !x.is_float() && matches!(red, Red::Max | Red::Min) && count == 0 {
-        return Err(ctx.err("reducing an empty set of integers"));
+    // an empty Max/Min of integers is the type's lowest/highest value (the
+    // saturating conversion of ∓inf); for bools, false/true
+    if x.elem() == diamond_ir::ElemType::Bool {
+        for a in &mut acc {
+            *a = a.clamp(0.0, 1.0);
+        }
     }
     let shape = if keep { kept } else { x.shape.iter().zip(&reduced).filter(|(_, &r)| !r).map(|(&d, _)| d).collect() };
     one(from_f64s(ctx, x.elem(), shape, &acc)?)

@@ -1,4 +1,4 @@
-//! `Resize` (opset 11 and later) and `Upsample`: separable resampling, one
+//! `Resize` (opset 11 and later), `Upsample` and `GridSample`: separable resampling, one
 //! axis at a time. Each output coordinate maps back to an input coordinate
 //! (the coordinate transformation mode), which is read as the weighted sum
 //! of a few input elements (nearest, linear or cubic, optionally
@@ -12,6 +12,7 @@ pub(super) fn dispatch(ctx: &NodeCtx<'_>) -> Option<Result<Outs>> {
     Some(match ctx.op() {
         "Resize" => resize(ctx),
         "Upsample" => upsample(ctx),
+        "GridSample" => grid_sample(ctx),
         _ => return None,
     })
 }
@@ -53,10 +54,12 @@ fn taps(p: &Params, o: usize, in_len: usize, out_len: usize, scale: f64, roi: (f
             }
         }
         "align_corners" => {
+            // the reference divides by the unrounded output length, in_len·scale
+            let outf = inl * scale;
             if out_len == 1 {
                 0.0
             } else {
-                xr * (inl - 1.0) / (outl - 1.0)
+                xr * (inl - 1.0) / (outf - 1.0)
             }
         }
         "asymmetric" => xr / scale,
@@ -189,16 +192,15 @@ fn resize(ctx: &NodeCtx<'_>) -> Result<Outs> {
         Some(a) => a.iter().map(|&a| ctx.axis(a, r)).collect::<Result<_>>()?,
         None => (0..r).collect(),
     };
-    let present = |t: Option<&crate::tensor::Tensor>| t.filter(|t| !t.is_empty());
-    let roi = match present(ctx.opt_input(1)?) {
+    let roi = match ctx.opt_input(1)?.filter(|t| !t.is_empty()) {
         Some(t) => floats(ctx, t)?,
         None => Vec::new(),
     };
-    let scales = match present(ctx.opt_input(2)?) {
+    let scales = match ctx.opt_input(2)?.filter(|t| !t.is_empty()) {
         Some(t) => Some(floats(ctx, t)?),
         None => None,
     };
-    let sizes = match present(ctx.opt_input(3)?) {
+    let sizes = match ctx.opt_input(3)?.filter(|t| !t.is_empty()) {
         Some(t) => Some(t.to_i64s().ok_or_else(|| ctx.err("sizes must be integers"))?),
         None => None,
     };
@@ -313,4 +315,159 @@ fn upsample(ctx: &NodeCtx<'_>) -> Result<Outs> {
         v = resample(&p, &v, &mut shape, a, out, s, (0.0, 1.0));
     }
     one(from_f64s(ctx, x.elem(), shape, &v)?)
+}
+
+fn reflect(x: f64, lo: f64, hi: f64) -> f64 {
+    let range = hi - lo;
+    if x < lo {
+        let dx = lo - x;
+        let n = (dx / range) as i64;
+        let r = dx - n as f64 * range;
+        if n % 2 == 0 {
+            lo + r
+        } else {
+            hi - r
+        }
+    } else if x > hi {
+        let dx = x - hi;
+        let n = (dx / range) as i64;
+        let r = dx - n as f64 * range;
+        if n % 2 == 0 {
+            hi - r
+        } else {
+            lo + r
+        }
+    } else {
+        x
+    }
+}
+
+fn cubic_coeffs(t: f64) -> [f64; 4] {
+    let a = -0.75;
+    let t = t.abs();
+    [
+        ((a * (t + 1.0) - 5.0 * a) * (t + 1.0) + 8.0 * a) * (t + 1.0) - 4.0 * a,
+        ((a + 2.0) * t - (a + 3.0)) * t * t + 1.0,
+        ((a + 2.0) * (1.0 - t) - (a + 3.0)) * (1.0 - t) * (1.0 - t) + 1.0,
+        ((a * (2.0 - t) - 5.0 * a) * (2.0 - t) + 8.0 * a) * (2.0 - t) - 4.0 * a,
+    ]
+}
+
+/// `GridSample`: each output point reads the input at the grid's
+/// normalized coordinates (last grid axis: x, y, z... — innermost input axis
+/// first), interpolated, with zeros/border/reflection padding.
+pub(super) fn grid_sample(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    ctx.only_attrs(&["align_corners", "mode", "padding_mode"])?;
+    let (x, grid) = (ctx.input(0)?, ctx.input(1)?);
+    let r = x.rank().checked_sub(2).filter(|&r| r >= 1).ok_or_else(|| ctx.err("X must be N, C, spatial..."))?;
+    if grid.rank() != r + 2 || grid.shape[0] != x.shape[0] || grid.shape[r + 1] != r {
+        return Err(ctx.err(format!("grid {:?} does not fit X {:?}", grid.shape, x.shape)));
+    }
+    let align = ctx.attr_i("align_corners", 0) != 0;
+    let mode = match ctx.attr_s("mode").as_deref().unwrap_or(if ctx.opset < 20 { "bilinear" } else { "linear" }) {
+        "nearest" => Mode::Nearest,
+        "linear" | "bilinear" => Mode::Linear,
+        "cubic" | "bicubic" => Mode::Cubic,
+        other => return Err(ctx.err(format!("mode '{other}'"))),
+    };
+    let padding = ctx.attr_s("padding_mode").unwrap_or_else(|| "zeros".into());
+    if !["zeros", "border", "reflection"].contains(&padding.as_str()) {
+        return Err(ctx.err(format!("padding_mode '{padding}'")));
+    }
+    let xv = floats(ctx, x)?;
+    let gv = floats(ctx, grid)?;
+    let (n, c) = (x.shape[0], x.shape[1]);
+    let dims = &x.shape[2..];
+    let in_size: usize = dims.iter().product();
+    let out_sp = &grid.shape[1..r + 1];
+    let out_size: usize = out_sp.iter().product();
+    let lo: Vec<f64> = dims.iter().map(|_| if align { 0.0 } else { -0.5 }).collect();
+    let hi: Vec<f64> = dims.iter().map(|&d| if align { d as f64 - 1.0 } else { d as f64 - 0.5 }).collect();
+    let st = crate::tensor::strides(dims);
+    let mut out = vec![0.0; n * c * out_size];
+    for b in 0..n {
+        for o in 0..out_size {
+            let g = &gv[(b * out_size + o) * r..][..r];
+            // coordinates in input order (the grid lists the innermost axis first)
+            let mut pos: Vec<f64> = (0..r)
+                .map(|i| {
+                    let v = g[r - 1 - i];
+                    let d = dims[i] as f64;
+                    if align {
+                        (v + 1.0) / 2.0 * (d - 1.0)
+                    } else {
+                        ((v + 1.0) * d - 1.0) / 2.0
+                    }
+                })
+                .collect();
+            if mode == Mode::Nearest && r == 3 {
+                return Err(ctx.unsupported("nearest sampling of volumes"));
+            }
+            if mode == Mode::Nearest {
+                for p in &mut pos {
+                    *p = if r == 3 { if *p >= 0.0 { (*p + 0.5).floor() } else { (*p - 0.5).ceil() } } else { p.round_ties_even() };
+                }
+            }
+            for i in 0..r {
+                if pos[i] < lo[i] || pos[i] > hi[i] {
+                    if padding == "border" {
+                        pos[i] = pos[i].clamp(0.0, dims[i] as f64 - 1.0);
+                    } else if padding == "reflection" {
+                        pos[i] = reflect(pos[i], lo[i], hi[i]);
+                    }
+                }
+            }
+            // per axis: (index, weight) taps
+            let taps: Vec<Vec<(i64, f64)>> = pos
+                .iter()
+                .map(|&p| match mode {
+                    Mode::Nearest => vec![(p as i64, 1.0)],
+                    Mode::Linear => {
+                        let f = p.floor();
+                        vec![(f as i64, 1.0 - (p - f)), (f as i64 + 1, p - f)]
+                    }
+                    Mode::Cubic => {
+                        let f = p.floor();
+                        let w = cubic_coeffs(p - f);
+                        (0..4).map(|k| (f as i64 - 1 + k as i64, w[k])).collect()
+                    }
+                })
+                .collect();
+            // the input offset of a tap, or None for a zero-padded read
+            let read = |i: usize, idx: i64| -> Option<usize> {
+                let d = dims[i] as i64;
+                let j = match padding.as_str() {
+                    "zeros" => {
+                        if idx < 0 || idx >= d {
+                            return None;
+                        }
+                        idx
+                    }
+                    "border" => idx.clamp(0, d - 1),
+                    _ => reflect(idx as f64, lo[i], hi[i]) as i64,
+                };
+                Some(j.clamp(0, d - 1) as usize * st[i])
+            };
+            let counts: Vec<usize> = taps.iter().map(Vec::len).collect();
+            for ch in 0..c {
+                let base = (b * c + ch) * in_size;
+                let mut acc = 0.0;
+                super::shape_ops::each_index(&counts, |m| {
+                    let mut w = 1.0;
+                    let mut off = Some(0usize);
+                    for (i, &k) in m.iter().enumerate() {
+                        let (idx, wt) = taps[i][k];
+                        w *= wt;
+                        off = off.and_then(|o| read(i, idx).map(|p| o + p));
+                    }
+                    if let Some(off) = off {
+                        acc += w * xv[base + off];
+                    }
+                });
+                out[(b * c + ch) * out_size + o] = acc;
+            }
+        }
+    }
+    let shape = [&[n, c][..], out_sp].concat();
+    one(from_f64s(ctx, x.elem(), shape, &out)?)
 }
