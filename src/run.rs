@@ -264,7 +264,13 @@ fn report(args: &Args, outputs: &[(String, Value)], peak: u64, comparison: Optio
                     o["dtype"] = t.elem().name().into();
                     o["shape"] = t.shape.clone().into();
                     if let Some((min, max, mean, nan)) = summary(t) {
-                        let num = |x: f64| if x.is_finite() { serde_json::json!(x) } else { serde_json::json!(x.to_string()) };
+                        let num = |x: f64| {
+                            if x.is_finite() {
+                                serde_json::json!(x)
+                            } else {
+                                serde_json::json!(x.to_string())
+                            }
+                        };
                         o["min"] = num(min);
                         o["max"] = num(max);
                         o["mean"] = num(mean);

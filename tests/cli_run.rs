@@ -125,7 +125,8 @@ fn run_summarizes_writes_and_compares_outputs() {
     let y = f32_npy(dir.path(), "y.npy", &[2, 3], &[0.5; 6]);
     let out_dir = dir.path().join("out");
     let m = model.to_str().unwrap();
-    let out = diamond(&["run", m, "--input", &input("x", &x), "--input", &input("y", &y), "-o", out_dir.to_str().unwrap()]);
+    let out =
+        diamond(&["run", m, "--input", &input("x", &x), "--input", &input("y", &y), "-o", out_dir.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(text.contains("z: float[2,3]  min 1.500000 max 6.500000 mean 4.000000 nan 0"), "{text}");
@@ -138,13 +139,31 @@ fn run_summarizes_writes_and_compares_outputs() {
     assert_eq!(names, vec!["z.npy"], "only the output, no temporary file");
 
     // The written outputs compare equal; other stored values do not.
-    let ok = diamond(&["run", m, "--input", &input("x", &x), "--input", &input("y", &y), "--compare", out_dir.to_str().unwrap()]);
+    let ok = diamond(&[
+        "run",
+        m,
+        "--input",
+        &input("x", &x),
+        "--input",
+        &input("y", &y),
+        "--compare",
+        out_dir.to_str().unwrap(),
+    ]);
     assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
     assert!(stdout(&ok).contains("(matches stored)"));
     let stored = dir.path().join("stored");
     std::fs::create_dir(&stored).unwrap();
     f32_npy(&stored, "z.npy", &[2, 3], &[1.5, 2.5, 3.5, 4.5, 5.5, 9.0]);
-    let bad = diamond(&["run", m, "--input", &input("x", &x), "--input", &input("y", &y), "--compare", stored.to_str().unwrap()]);
+    let bad = diamond(&[
+        "run",
+        m,
+        "--input",
+        &input("x", &x),
+        "--input",
+        &input("y", &y),
+        "--compare",
+        stored.to_str().unwrap(),
+    ]);
     assert_eq!(bad.status.code(), Some(1), "{}", stderr(&bad));
     let err = stderr(&bad);
     assert!(err.contains("output 'z'") && err.contains("worst at [1, 2]: 6.5, stored 9"), "{err}");

@@ -75,8 +75,7 @@ pub fn run_model(model: &Model, inputs: Vec<(String, Value)>, options: &RunOptio
 fn check_inputs(graph: &Graph, inputs: &[(String, Value)]) -> Result<()> {
     let fed: HashMap<&str, &Value> = inputs.iter().map(|(n, v)| (n.as_str(), v)).collect();
     let initialized: HashSet<&str> = graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
-    let declared: HashSet<&str> =
-        graph.inputs.iter().filter_map(|i| i.value).map(|v| graph.value_name(v)).collect();
+    let declared: HashSet<&str> = graph.inputs.iter().filter_map(|i| i.value).map(|v| graph.value_name(v)).collect();
     for (name, _) in inputs {
         if !declared.contains(name.as_str()) {
             return Err(RunError::Input { name: name.clone(), problem: "the model has no input of that name".into() });
@@ -405,7 +404,8 @@ fn topological_order(model: &Model, graph: &Graph) -> Result<Vec<usize>> {
         }
     }
     if order.len() != nodes.len() {
-        let stuck = (0..nodes.len()).find(|&i| indegree[i] > 0).map_or_else(String::new, |i| node_label(graph, nodes[i]));
+        let stuck =
+            (0..nodes.len()).find(|&i| indegree[i] > 0).map_or_else(String::new, |i| node_label(graph, nodes[i]));
         return Err(RunError::InvalidModel(format!("the graph has a cycle through node '{stuck}'")));
     }
     Ok(order)

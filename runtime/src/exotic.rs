@@ -49,7 +49,17 @@ fn decode(f: Format, code: u8) -> f64 {
     match f.special {
         Special::Fnuz if sign == 1 && e == 0 && m == 0 => return f64::NAN,
         Special::Fn if e == top_e && m == top_m => return f64::NAN,
-        Special::Ieee if e == top_e => return if m == 0 { if sign == 1 { f64::NEG_INFINITY } else { f64::INFINITY } } else { f64::NAN },
+        Special::Ieee if e == top_e => {
+            return if m == 0 {
+                if sign == 1 {
+                    f64::NEG_INFINITY
+                } else {
+                    f64::INFINITY
+                }
+            } else {
+                f64::NAN
+            }
+        }
         _ => {}
     }
     let frac = f64::from(m) / f64::from(1 << f.man);
@@ -265,7 +275,9 @@ pub fn decode_raw(elem: ElemType, raw: &[u8], count: usize) -> Option<Result<Dat
         ElemType::Float8e4m3fnuz => Data::F8E4M3FNUZ(raw.iter().map(|&b| F8E4M3FNUZ(b)).collect()),
         ElemType::Float8e5m2 => Data::F8E5M2(raw.iter().map(|&b| F8E5M2(b)).collect()),
         ElemType::Float8e5m2fnuz => Data::F8E5M2FNUZ(raw.iter().map(|&b| F8E5M2FNUZ(b)).collect()),
-        ElemType::Float4e2m1 => Data::F4E2M1(unpack(raw, count, 4, false).into_iter().map(|v| F4E2M1(v as u8)).collect()),
+        ElemType::Float4e2m1 => {
+            Data::F4E2M1(unpack(raw, count, 4, false).into_iter().map(|v| F4E2M1(v as u8)).collect())
+        }
         ElemType::Int4 => Data::I4(unpack(raw, count, 4, true).into_iter().map(I4).collect()),
         ElemType::Uint4 => Data::U4(unpack(raw, count, 4, false).into_iter().map(|v| U4(v as u8)).collect()),
         ElemType::Int2 => Data::I2(unpack(raw, count, 2, true).into_iter().map(I2).collect()),

@@ -70,7 +70,8 @@ struct OptionalProto {
 }
 
 fn tensor_from_bytes(bytes: bytes::Bytes, path: &Path) -> Result<Tensor, String> {
-    let t = diamond_importers::onnx::decode_tensor(bytes, path, Path::new(".")).map_err(|e| format!("stored data: {e}"))?;
+    let t =
+        diamond_importers::onnx::decode_tensor(bytes, path, Path::new(".")).map_err(|e| format!("stored data: {e}"))?;
     Tensor::from_ir(&t).map_err(|e| format!("stored data: {e}"))
 }
 
@@ -123,7 +124,11 @@ fn compare_values(got: &Value, want: &Value, atol: f64) -> Result<(), String> {
         (Value::Optional(g), Value::Optional(w)) => match (g, w) {
             (None, None) => Ok(()),
             (Some(a), Some(b)) => compare_values(a, b, atol),
-            _ => Err(format!("optional {}, stored {}", if g.is_some() { "present" } else { "empty" }, if w.is_some() { "present" } else { "empty" })),
+            _ => Err(format!(
+                "optional {}, stored {}",
+                if g.is_some() { "present" } else { "empty" },
+                if w.is_some() { "present" } else { "empty" }
+            )),
         },
         (g, w) => Err(format!("a {}, stored a {}", g.kind(), w.kind())),
     }

@@ -22,8 +22,9 @@ fn to_4d(ctx: &NodeCtx<'_>, t: &Tensor, heads: Option<i64>, what: &str) -> Resul
     match t.rank() {
         4 => Ok((t.shape.clone(), v)),
         3 => {
-            let h = heads.filter(|&h| h > 0).ok_or_else(|| ctx.err(format!("3-D {what} needs the head count attribute")))?
-                as usize;
+            let h =
+                heads.filter(|&h| h > 0).ok_or_else(|| ctx.err(format!("3-D {what} needs the head count attribute")))?
+                    as usize;
             let (b, s, hd) = (t.shape[0], t.shape[1], t.shape[2]);
             if hd % h != 0 {
                 return Err(ctx.err(format!("{what} hidden size {hd} is not a multiple of {h} heads")));
@@ -107,7 +108,9 @@ fn attention(ctx: &NodeCtx<'_>) -> Result<Outs> {
     let causal = ctx.attr_i("is_causal", 0) != 0;
     let mode = ctx.attr_i("qk_matmul_output_mode", 0);
     let nonpad = match ctx.opt_input(6)? {
-        Some(t) => Some(t.to_i64s().filter(|v| v.len() == b).ok_or_else(|| ctx.err("nonpad_kv_seqlen must hold B integers"))?),
+        Some(t) => {
+            Some(t.to_i64s().filter(|v| v.len() == b).ok_or_else(|| ctx.err("nonpad_kv_seqlen must hold B integers"))?)
+        }
         None => None,
     };
     // The additive bias over (B, Hq, Sq, Skv), from the mask (padded with
@@ -280,7 +283,13 @@ fn rotary_embedding(ctx: &NodeCtx<'_>) -> Result<Outs> {
         }
         Ok(r)
     };
-    let at = |bi: usize, si: usize, hi: usize| if four { ((bi * h + hi) * s + si) * d } else { ((bi * s + si) * h + hi) * d };
+    let at = |bi: usize, si: usize, hi: usize| {
+        if four {
+            ((bi * h + hi) * s + si) * d
+        } else {
+            ((bi * s + si) * h + hi) * d
+        }
+    };
     let mut out = xv.clone();
     for bi in 0..b {
         for si in 0..s {
@@ -288,7 +297,8 @@ fn rotary_embedding(ctx: &NodeCtx<'_>) -> Result<Outs> {
             for hi in 0..h {
                 let base = at(bi, si, hi);
                 for i in 0..half {
-                    let (p, q) = if interleaved { (base + 2 * i, base + 2 * i + 1) } else { (base + i, base + half + i) };
+                    let (p, q) =
+                        if interleaved { (base + 2 * i, base + 2 * i + 1) } else { (base + i, base + half + i) };
                     let (c, sn) = (cv[r * half + i], sv[r * half + i]);
                     out[p] = c * xv[p] - sn * xv[q];
                     out[q] = sn * xv[p] + c * xv[q];

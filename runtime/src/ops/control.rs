@@ -42,7 +42,10 @@ pub(super) fn dispatch(ctx: &NodeCtx<'_>) -> Option<Result<Outs>> {
 }
 
 fn scalar_bool(ctx: &NodeCtx<'_>, t: &Tensor) -> Result<bool> {
-    t.to_f64s().and_then(|v| v.first().copied()).map(|v| v != 0.0).ok_or_else(|| ctx.err("a scalar condition is required"))
+    t.to_f64s()
+        .and_then(|v| v.first().copied())
+        .map(|v| v != 0.0)
+        .ok_or_else(|| ctx.err("a scalar condition is required"))
 }
 
 fn if_(ctx: &NodeCtx<'_>) -> Result<Outs> {
@@ -85,11 +88,18 @@ fn loop_(ctx: &NodeCtx<'_>) -> Result<Outs> {
     let mut scans: Vec<Vec<Tensor>> = vec![Vec::new(); n_scan];
     let mut i: i64 = 0;
     while cond && max.is_none_or(|m| i < m) {
-        let mut inputs = vec![Value::Tensor(Tensor::scalar(Data::I64(vec![i]))), Value::Tensor(Tensor::scalar(Data::Bool(vec![cond])))];
+        let mut inputs = vec![
+            Value::Tensor(Tensor::scalar(Data::I64(vec![i]))),
+            Value::Tensor(Tensor::scalar(Data::Bool(vec![cond]))),
+        ];
         inputs.extend(carried.iter().cloned());
         let outs = ctx.run_subgraph(body, inputs)?;
         if outs.len() != 1 + n_carried + n_scan {
-            return Err(ctx.err(format!("the body returns {} values, {} expected", outs.len(), 1 + n_carried + n_scan)));
+            return Err(ctx.err(format!(
+                "the body returns {} values, {} expected",
+                outs.len(),
+                1 + n_carried + n_scan
+            )));
         }
         let mut it = outs.into_iter();
         let c = it.next().and_then(|v| v.as_tensor().cloned()).ok_or_else(|| ctx.err("the body's condition"))?;
@@ -124,7 +134,8 @@ fn scan(ctx: &NodeCtx<'_>) -> Result<Outs> {
     let body = ctx.attr_graph("body").ok_or_else(|| ctx.err("body is required"))?;
     let m = ctx.attr_i("num_scan_inputs", 0) as usize;
     let n = ctx.n_inputs().checked_sub(m).ok_or_else(|| ctx.err("num_scan_inputs exceeds the operands"))?;
-    let state: Vec<Value> = (0..n).map(|i| ctx.value(i).cloned().ok_or_else(|| ctx.err("state operand"))).collect::<Result<_>>()?;
+    let state: Vec<Value> =
+        (0..n).map(|i| ctx.value(i).cloned().ok_or_else(|| ctx.err("state operand"))).collect::<Result<_>>()?;
     let scans_in: Vec<&Tensor> = (n..n + m).map(|i| ctx.input(i)).collect::<Result<_>>()?;
     let in_axes = ctx.attr_ints("scan_input_axes").unwrap_or_else(|| vec![0; m]);
     let in_dirs = ctx.attr_ints("scan_input_directions").unwrap_or_else(|| vec![0; m]);

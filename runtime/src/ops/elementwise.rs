@@ -21,7 +21,21 @@ pub(super) fn dispatch(ctx: &NodeCtx<'_>) -> Option<Result<Outs>> {
     Some(match op {
         "Abs" => unary(ctx, &f64::abs, Some(&|x: i128| x.abs())),
         "Neg" => unary(ctx, &|x| -x, Some(&|x: i128| -x)),
-        "Sign" => unary(ctx, &|x| if x.is_nan() { x } else if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { 0.0 }, Some(&i128::signum)),
+        "Sign" => unary(
+            ctx,
+            &|x| {
+                if x.is_nan() {
+                    x
+                } else if x > 0.0 {
+                    1.0
+                } else if x < 0.0 {
+                    -1.0
+                } else {
+                    0.0
+                }
+            },
+            Some(&i128::signum),
+        ),
         "Ceil" => unary(ctx, &f64::ceil, None),
         "Floor" => unary(ctx, &f64::floor, None),
         "Round" => unary(ctx, &f64::round_ties_even, None),
@@ -92,8 +106,24 @@ pub(super) fn dispatch(ctx: &NodeCtx<'_>) -> Option<Result<Outs>> {
             let (bi, li) = (b as i128, l);
             unary(
                 ctx,
-                &|x| if x < -l { x + b } else if x > l { x - b } else { 0.0 },
-                Some(&move |x: i128| if (x as f64) < -li { x + bi } else if (x as f64) > li { x - bi } else { 0 }),
+                &|x| {
+                    if x < -l {
+                        x + b
+                    } else if x > l {
+                        x - b
+                    } else {
+                        0.0
+                    }
+                },
+                Some(&move |x: i128| {
+                    if (x as f64) < -li {
+                        x + bi
+                    } else if (x as f64) > li {
+                        x - bi
+                    } else {
+                        0
+                    }
+                }),
             )
         }
         "BitwiseNot" => unary_int(ctx, &|x| !x),
@@ -112,7 +142,17 @@ pub(super) fn dispatch(ctx: &NodeCtx<'_>) -> Option<Result<Outs>> {
             if ctx.attr_i("fmod", 0) != 0 {
                 arith(ctx, &|a, b| a % b, Some(&|a, b| if b == 0 { 0 } else { a % b }))
             } else {
-                arith(ctx, &py_fmod, Some(&|a, b| if b == 0 { 0 } else { a.rem_euclid(b) + if a.rem_euclid(b) != 0 && b < 0 { b } else { 0 } }))
+                arith(
+                    ctx,
+                    &py_fmod,
+                    Some(&|a, b| {
+                        if b == 0 {
+                            0
+                        } else {
+                            a.rem_euclid(b) + if a.rem_euclid(b) != 0 && b < 0 { b } else { 0 }
+                        }
+                    }),
+                )
             }
         }
         "BitwiseAnd" => arith_int(ctx, &|a, b| a & b),
@@ -127,16 +167,26 @@ pub(super) fn dispatch(ctx: &NodeCtx<'_>) -> Option<Result<Outs>> {
             };
             match ctx.attr_s("direction").as_deref() {
                 Some("LEFT") => arith_int(ctx, &|a, b| if (0..width).contains(&b) { a << b } else { 0 }),
-                Some("RIGHT") => {
-                    arith_int(ctx, &|a, b| if (0..width).contains(&b) { a >> b } else if a < 0 { -1 } else { 0 })
-                }
+                Some("RIGHT") => arith_int(ctx, &|a, b| {
+                    if (0..width).contains(&b) {
+                        a >> b
+                    } else if a < 0 {
+                        -1
+                    } else {
+                        0
+                    }
+                }),
                 other => Err(ctx.err(format!("direction {other:?} must be LEFT or RIGHT"))),
             }
         }
         "Pow" => pow(ctx),
         "PRelu" => arith(ctx, &|x, s| if x < 0.0 { s * x } else { x }, Some(&|x, s| if x < 0 { s * x } else { x })),
-        "Max" => variadic(ctx, &|a, b| if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) }, Some(&i128::max), false),
-        "Min" => variadic(ctx, &|a, b| if a.is_nan() || b.is_nan() { f64::NAN } else { a.min(b) }, Some(&i128::min), false),
+        "Max" => {
+            variadic(ctx, &|a, b| if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) }, Some(&i128::max), false)
+        }
+        "Min" => {
+            variadic(ctx, &|a, b| if a.is_nan() || b.is_nan() { f64::NAN } else { a.min(b) }, Some(&i128::min), false)
+        }
         "Sum" => variadic(ctx, &|a, b| a + b, Some(&i128::wrapping_add), false),
         "Mean" => variadic(ctx, &|a, b| a + b, None, true),
         "Equal" => compare(ctx, &|a, b| a == b, &|a, b| a == b),
@@ -320,7 +370,9 @@ fn compare(ctx: &NodeCtx<'_>, f: &dyn Fn(f64, f64) -> bool, i: &dyn Fn(i128, i12
     }
     let (shape, ia, ib) = pair(ctx, a, b)?;
     let out = match (&a.data, &b.data) {
-        (Data::Str(x), Data::Str(y)) if ctx.op() == "Equal" => ia.iter().zip(&ib).map(|(&p, &q)| x[p] == y[q]).collect(),
+        (Data::Str(x), Data::Str(y)) if ctx.op() == "Equal" => {
+            ia.iter().zip(&ib).map(|(&p, &q)| x[p] == y[q]).collect()
+        }
         _ => each_num2!(&a.data, &b.data, x, y => cmp_typed(x, y, &ia, &ib, f, i), _ => {
             return Err(ctx.unsupported(format!("element type {}", a.elem())))
         }),
@@ -465,12 +517,9 @@ pub(crate) fn cast(ctx: &NodeCtx<'_>, x: &Tensor, to: ElemType) -> Result<Tensor
                 Data::F32(v) => v.iter().map(|&f| float_string(f64::from(f), true)).map(String::into_bytes).collect(),
                 Data::F64(v) => v.iter().map(|&f| float_string(f, false)).map(String::into_bytes).collect(),
                 Data::Bool(v) => v.iter().map(|&b| if b { "True" } else { "False" }.as_bytes().to_vec()).collect(),
-                other if !x.is_float() => other
-                    .to_i128s()
-                    .unwrap_or_default()
-                    .iter()
-                    .map(|i| i.to_string().into_bytes())
-                    .collect(),
+                other if !x.is_float() => {
+                    other.to_i128s().unwrap_or_default().iter().map(|i| i.to_string().into_bytes()).collect()
+                }
                 _ => return Err(ctx.unsupported(format!("cast from {} to string", x.elem()))),
             };
             Data::Str(strings)

@@ -77,7 +77,13 @@ fn param_index(ctx: &NodeCtx<'_>, x: &Tensor, param: &Tensor) -> Result<Vec<usiz
     }
     if block > 0 && param.rank() == x.rank() {
         let b = block as usize;
-        let ok = (0..x.rank()).all(|a| if a == axis { param.shape[a] == x.shape[a].div_ceil(b) } else { param.shape[a] == x.shape[a] });
+        let ok = (0..x.rank()).all(|a| {
+            if a == axis {
+                param.shape[a] == x.shape[a].div_ceil(b)
+            } else {
+                param.shape[a] == x.shape[a]
+            }
+        });
         if !ok {
             return Err(ctx.err(format!("blocked scales {:?} do not fit {:?} in blocks of {b}", param.shape, x.shape)));
         }
@@ -127,8 +133,7 @@ fn quantize(ctx: &NodeCtx<'_>) -> Result<Outs> {
         ElemType::Uint2 => (0.0, 3.0),
         _ => (f64::NEG_INFINITY, f64::INFINITY),
     };
-    let out: Vec<f64> =
-        xv.iter().zip(&idx).map(|(&v, &i)| (round(quotient(v, sv[i])) + zv[i]).clamp(lo, hi)).collect();
+    let out: Vec<f64> = xv.iter().zip(&idx).map(|(&v, &i)| (round(quotient(v, sv[i])) + zv[i]).clamp(lo, hi)).collect();
     // the integer conversion saturates to the type's range
     one(from_f64s(ctx, out_elem, x.shape.clone(), &out)?)
 }
@@ -146,7 +151,8 @@ fn dequantize(ctx: &NodeCtx<'_>) -> Result<Outs> {
     };
     let idx = param_index(ctx, x, scale)?;
     let out: Vec<f64> = xv.iter().zip(&idx).map(|(&v, &i)| (v - zv[i]) * sv[i]).collect();
-    let elem = ctx.attr_opt_i("output_dtype").filter(|&c| c != 0).map_or(scale.elem(), |c| ElemType::from_code(c as i32));
+    let elem =
+        ctx.attr_opt_i("output_dtype").filter(|&c| c != 0).map_or(scale.elem(), |c| ElemType::from_code(c as i32));
     one(from_f64s(ctx, elem, x.shape.clone(), &out)?)
 }
 
@@ -311,8 +317,12 @@ fn string_normalizer(ctx: &NodeCtx<'_>) -> Result<Outs> {
         return Err(ctx.unsupported("locales other than en_US"));
     }
     let case_sensitive = ctx.attr_i("is_case_sensitive", 0) != 0;
-    let stop: Vec<String> =
-        ctx.attr_strings("stopwords").unwrap_or_default().iter().map(|s| String::from_utf8_lossy(s).into_owned()).collect();
+    let stop: Vec<String> = ctx
+        .attr_strings("stopwords")
+        .unwrap_or_default()
+        .iter()
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect();
     let action = ctx.attr_s("case_change_action").unwrap_or_else(|| "NONE".into());
     let kept: Vec<Vec<u8>> = v
         .iter()
@@ -385,7 +395,13 @@ fn matmul_integer(ctx: &NodeCtx<'_>) -> Result<Outs> {
 
 /// `real / scale + zero point`, rounded to nearest even and saturated to
 /// the zero point's type.
-fn requantize(ctx: &NodeCtx<'_>, real: &[f64], shape: Vec<usize>, scale: &Tensor, zp: Option<&Tensor>) -> Result<Tensor> {
+fn requantize(
+    ctx: &NodeCtx<'_>,
+    real: &[f64],
+    shape: Vec<usize>,
+    scale: &Tensor,
+    zp: Option<&Tensor>,
+) -> Result<Tensor> {
     let s = floats(ctx, scale)?;
     let (z, elem) = match zp {
         Some(z) => (z.to_f64s().ok_or_else(|| ctx.err("zero point"))?, z.elem()),
@@ -460,7 +476,8 @@ fn qlinear_conv(ctx: &NodeCtx<'_>) -> Result<Outs> {
     if let Some(b) = ctx.opt_input(8)? {
         let bv = b.to_f64s().ok_or_else(|| ctx.err("bias"))?;
         let m = shape[1];
-        let scaled: Vec<f64> = (0..m).map(|c| bv.get(c).copied().unwrap_or(0.0) * xs[0] * ws[if ws.len() == 1 { 0 } else { c }]).collect();
+        let scaled: Vec<f64> =
+            (0..m).map(|c| bv.get(c).copied().unwrap_or(0.0) * xs[0] * ws[if ws.len() == 1 { 0 } else { c }]).collect();
         super::nn::add_channel_bias(ctx, &mut real, &shape, &scaled)?;
     }
     one(requantize(ctx, &real, shape, y_scale, ctx.opt_input(7)?)?)
@@ -469,10 +486,17 @@ fn qlinear_conv(ctx: &NodeCtx<'_>) -> Result<Outs> {
 fn non_max_suppression(ctx: &NodeCtx<'_>) -> Result<Outs> {
     ctx.only_attrs(&["center_point_box"])?;
     let (boxes, scores) = (ctx.input(0)?, ctx.input(1)?);
-    if boxes.rank() != 3 || boxes.shape[2] != 4 || scores.rank() != 3 || scores.shape[0] != boxes.shape[0] || scores.shape[2] != boxes.shape[1] {
+    if boxes.rank() != 3
+        || boxes.shape[2] != 4
+        || scores.rank() != 3
+        || scores.shape[0] != boxes.shape[0]
+        || scores.shape[2] != boxes.shape[1]
+    {
         return Err(ctx.err(format!("boxes {:?} and scores {:?} do not fit", boxes.shape, scores.shape)));
     }
-    let first = |i: usize| -> Result<Option<f64>> { Ok(ctx.opt_input(i)?.and_then(|t| t.to_f64s()).and_then(|v| v.first().copied())) };
+    let first = |i: usize| -> Result<Option<f64>> {
+        Ok(ctx.opt_input(i)?.and_then(|t| t.to_f64s()).and_then(|v| v.first().copied()))
+    };
     let max_out = first(2)?.unwrap_or(0.0).max(0.0) as usize;
     let iou_threshold = first(3)?.unwrap_or(0.0);
     let score_threshold = first(4)?;

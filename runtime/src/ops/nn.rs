@@ -155,7 +155,13 @@ pub(super) fn add_channel_bias(ctx: &NodeCtx<'_>, out: &mut [f64], shape: &[usiz
 
 /// The convolution of `xv` (shape `xs`: N, C, spatial) with `wv` (shape
 /// `ws`: M, C/group, kernel), by the node's window attributes.
-pub(super) fn conv_core(ctx: &NodeCtx<'_>, xs: &[usize], xv: &[f64], ws: &[usize], wv: &[f64]) -> Result<(Vec<f64>, Vec<usize>)> {
+pub(super) fn conv_core(
+    ctx: &NodeCtx<'_>,
+    xs: &[usize],
+    xv: &[f64],
+    ws: &[usize],
+    wv: &[f64],
+) -> Result<(Vec<f64>, Vec<usize>)> {
     if xs.len() < 3 || ws.len() != xs.len() {
         return Err(ctx.err(format!("X {xs:?} and W {ws:?} must be N,C,spatial with one rank")));
     }
@@ -538,7 +544,8 @@ fn layer_norm(ctx: &NodeCtx<'_>) -> Result<Outs> {
     }
     let mut outs = vec![Some(Value::Tensor(from_f64s(ctx, x.elem(), x.shape.clone(), &v)?))];
     let stat_shape: Vec<usize> = x.shape.iter().enumerate().map(|(a, &d)| if a < axis { d } else { 1 }).collect();
-    let stash = ctx.attr_opt_i("stash_type").map_or(diamond_ir::ElemType::Float, |c| diamond_ir::ElemType::from_code(c as i32));
+    let stash =
+        ctx.attr_opt_i("stash_type").map_or(diamond_ir::ElemType::Float, |c| diamond_ir::ElemType::from_code(c as i32));
     let means: Vec<f64> = stats.iter().map(|s| s.0).collect();
     let invs: Vec<f64> = stats.iter().map(|s| s.1).collect();
     outs.push(Some(Value::Tensor(from_f64s(ctx, stash, stat_shape.clone(), &means)?)));
@@ -593,9 +600,8 @@ fn lrn(ctx: &NodeCtx<'_>) -> Result<Outs> {
         .map(|k| {
             let ch = ((k / inner) as i64) % c;
             let base = k as i64 - ch * inner as i64;
-            let sq: f64 = ((ch - lo).max(0)..=(ch + hi).min(c - 1))
-                .map(|j| v[(base + j * inner as i64) as usize].powi(2))
-                .sum();
+            let sq: f64 =
+                ((ch - lo).max(0)..=(ch + hi).min(c - 1)).map(|j| v[(base + j * inner as i64) as usize].powi(2)).sum();
             v[k] / (bias + alpha / size as f64 * sq).powf(beta)
         })
         .collect();
@@ -613,7 +619,9 @@ fn mvn(ctx: &NodeCtx<'_>) -> Result<Outs> {
     let kept: Vec<usize> = x.shape.iter().zip(&reduced).map(|(&d, &r)| if r { 1 } else { d }).collect();
     let st = strides(&kept);
     let mut g = Vec::new();
-    each_index(&x.shape, |m| g.push(m.iter().zip(&reduced).zip(&st).map(|((&i, &r), &s)| if r { 0 } else { i * s }).sum::<usize>()));
+    each_index(&x.shape, |m| {
+        g.push(m.iter().zip(&reduced).zip(&st).map(|((&i, &r), &s)| if r { 0 } else { i * s }).sum::<usize>())
+    });
     let n_out: usize = kept.iter().product();
     let cnt = (v.len() / n_out.max(1)) as f64;
     let mut mean = vec![0.0; n_out];
@@ -713,7 +721,10 @@ fn nll(ctx: &NodeCtx<'_>, x: &Tensor, lp: &[f64], extra: Option<Value>) -> Resul
             if Some(cls) == ignore {
                 continue;
             }
-            let cu = usize::try_from(cls).ok().filter(|&cu| cu < c).ok_or_else(|| ctx.err(format!("target {cls} is not a class")))?;
+            let cu = usize::try_from(cls)
+                .ok()
+                .filter(|&cu| cu < c)
+                .ok_or_else(|| ctx.err(format!("target {cls} is not a class")))?;
             let w = weight.as_ref().map_or(1.0, |w| w[cu]);
             loss[k] = -lp[(b * c + cu) * inner + i] * w;
             wsum += w;
@@ -761,8 +772,18 @@ fn softmax_cross_entropy(ctx: &NodeCtx<'_>) -> Result<Outs> {
 /// `Col2Im`: sums each column of sliding-block values back into the image.
 fn col2im(ctx: &NodeCtx<'_>) -> Result<Outs> {
     let x = ctx.input(0)?;
-    let image: Vec<usize> = ctx.opt_ints(1)?.ok_or_else(|| ctx.err("image_shape is required"))?.iter().map(|&d| d.max(0) as usize).collect();
-    let block: Vec<usize> = ctx.opt_ints(2)?.ok_or_else(|| ctx.err("block_shape is required"))?.iter().map(|&d| d.max(0) as usize).collect();
+    let image: Vec<usize> = ctx
+        .opt_ints(1)?
+        .ok_or_else(|| ctx.err("image_shape is required"))?
+        .iter()
+        .map(|&d| d.max(0) as usize)
+        .collect();
+    let block: Vec<usize> = ctx
+        .opt_ints(2)?
+        .ok_or_else(|| ctx.err("block_shape is required"))?
+        .iter()
+        .map(|&d| d.max(0) as usize)
+        .collect();
     let s = image.len();
     if block.len() != s || x.rank() != 3 {
         return Err(ctx.err("input must be (N, C·block, L) with one block size per image axis"));
@@ -847,7 +868,10 @@ fn max_unpool(ctx: &NodeCtx<'_>) -> Result<Outs> {
     let iv = ind.to_i64s().ok_or_else(|| ctx.err("indices must be integers"))?;
     let mut out = vec![0.0; total];
     for (&val, &i) in v.iter().zip(&iv) {
-        let i = usize::try_from(i).ok().filter(|&i| i < total).ok_or_else(|| ctx.err(format!("index {i} is out of range")))?;
+        let i = usize::try_from(i)
+            .ok()
+            .filter(|&i| i < total)
+            .ok_or_else(|| ctx.err(format!("index {i} is out of range")))?;
         out[i] = val;
     }
     one(from_f64s(ctx, x.elem(), shape, &out)?)

@@ -302,7 +302,13 @@ fn topk(ctx: &NodeCtx<'_>) -> Result<Outs> {
 }
 
 /// NumPy `matmul` of `a` and `b` in `f64`: (result, shape).
-pub(crate) fn matmul(ctx: &NodeCtx<'_>, a: &Tensor, b: &Tensor, av: &[f64], bv: &[f64]) -> Result<(Vec<f64>, Vec<usize>)> {
+pub(crate) fn matmul(
+    ctx: &NodeCtx<'_>,
+    a: &Tensor,
+    b: &Tensor,
+    av: &[f64],
+    bv: &[f64],
+) -> Result<(Vec<f64>, Vec<usize>)> {
     if a.rank() == 0 || b.rank() == 0 {
         return Err(ctx.err("MatMul operands must have rank ≥ 1"));
     }
@@ -399,7 +405,12 @@ fn gemm(ctx: &NodeCtx<'_>) -> Result<Outs> {
 }
 
 fn einsum(ctx: &NodeCtx<'_>) -> Result<Outs> {
-    let eq: String = ctx.attr_s("equation").ok_or_else(|| ctx.err("equation is required"))?.chars().filter(|c| !c.is_whitespace()).collect();
+    let eq: String = ctx
+        .attr_s("equation")
+        .ok_or_else(|| ctx.err("equation is required"))?
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect();
     let ops: Vec<&Tensor> = (0..ctx.n_inputs()).map(|i| ctx.input(i)).collect::<Result<_>>()?;
     let (lhs, rhs) = match eq.split_once("->") {
         Some((l, r)) => (l.to_string(), Some(r.to_string())),
@@ -466,8 +477,12 @@ fn einsum(ctx: &NodeCtx<'_>) -> Result<Outs> {
     };
     let summed: Vec<char> = sizes.keys().copied().filter(|c| !out.contains(c)).collect();
     let all: Vec<char> = out.iter().chain(&summed).copied().collect();
-    let dims: Vec<usize> = all.iter().map(|c| sizes.get(c).copied().ok_or_else(|| ctx.err(format!("label '{c}' is unknown")))).collect::<Result<_>>()?;
-    let vals: Vec<Vec<f64>> = ops.iter().map(|o| o.to_f64s().ok_or_else(|| ctx.unsupported("string data"))).collect::<Result<_>>()?;
+    let dims: Vec<usize> = all
+        .iter()
+        .map(|c| sizes.get(c).copied().ok_or_else(|| ctx.err(format!("label '{c}' is unknown"))))
+        .collect::<Result<_>>()?;
+    let vals: Vec<Vec<f64>> =
+        ops.iter().map(|o| o.to_f64s().ok_or_else(|| ctx.unsupported("string data"))).collect::<Result<_>>()?;
     // per operand: stride of each label in `all` (0 where absent or broadcast)
     let op_strides: Vec<Vec<usize>> = labels
         .iter()
@@ -475,7 +490,13 @@ fn einsum(ctx: &NodeCtx<'_>) -> Result<Outs> {
         .map(|(ls, op)| {
             let st = strides(&op.shape);
             all.iter()
-                .map(|c| ls.iter().enumerate().filter(|(_, l)| *l == c).map(|(a, _)| if op.shape[a] == 1 { 0 } else { st[a] }).sum())
+                .map(|c| {
+                    ls.iter()
+                        .enumerate()
+                        .filter(|(_, l)| *l == c)
+                        .map(|(a, _)| if op.shape[a] == 1 { 0 } else { st[a] })
+                        .sum()
+                })
                 .collect()
         })
         .collect();

@@ -65,7 +65,11 @@ fn taps(p: &Params, o: usize, in_len: usize, out_len: usize, scale: f64, roi: (f
         "asymmetric" => xr / scale,
         "tf_crop_and_resize" => {
             let (s, e) = roi;
-            let x = if out_len > 1 { s * (inl - 1.0) + xr * (e - s) * (inl - 1.0) / (outl - 1.0) } else { 0.5 * (s + e) * (inl - 1.0) };
+            let x = if out_len > 1 {
+                s * (inl - 1.0) + xr * (e - s) * (inl - 1.0) / (outl - 1.0)
+            } else {
+                0.5 * (s + e) * (inl - 1.0)
+            };
             if x < 0.0 || x > inl - 1.0 {
                 return None;
             }
@@ -151,7 +155,15 @@ fn taps(p: &Params, o: usize, in_len: usize, out_len: usize, scale: f64, roi: (f
 }
 
 /// Resamples `v` (shape `shape`) along `axis` to `out_len`.
-fn resample(p: &Params, v: &[f64], shape: &mut [usize], axis: usize, out_len: usize, scale: f64, roi: (f64, f64)) -> Vec<f64> {
+fn resample(
+    p: &Params,
+    v: &[f64],
+    shape: &mut [usize],
+    axis: usize,
+    out_len: usize,
+    scale: f64,
+    roi: (f64, f64),
+) -> Vec<f64> {
     let in_len = shape[axis];
     let outer: usize = shape[..axis].iter().product();
     let inner: usize = shape[axis + 1..].iter().product();
@@ -289,7 +301,10 @@ fn upsample(ctx: &NodeCtx<'_>) -> Result<Outs> {
     let x = ctx.input(0)?;
     let scales = match ctx.opt_input(1)? {
         Some(t) => floats(ctx, t)?,
-        None => ctx.attr_floats("scales").map(|v| v.iter().map(|&f| f64::from(f)).collect()).ok_or_else(|| ctx.err("scales are required"))?,
+        None => ctx
+            .attr_floats("scales")
+            .map(|v| v.iter().map(|&f| f64::from(f)).collect())
+            .ok_or_else(|| ctx.err("scales are required"))?,
     };
     if scales.len() != x.rank() {
         return Err(ctx.err("one scale per axis is required"));
@@ -405,7 +420,15 @@ pub(super) fn grid_sample(ctx: &NodeCtx<'_>) -> Result<Outs> {
             }
             if mode == Mode::Nearest {
                 for p in &mut pos {
-                    *p = if r == 3 { if *p >= 0.0 { (*p + 0.5).floor() } else { (*p - 0.5).ceil() } } else { p.round_ties_even() };
+                    *p = if r == 3 {
+                        if *p >= 0.0 {
+                            (*p + 0.5).floor()
+                        } else {
+                            (*p - 0.5).ceil()
+                        }
+                    } else {
+                        p.round_ties_even()
+                    };
                 }
             }
             for i in 0..r {

@@ -66,13 +66,21 @@ fn recurrent(ctx: &NodeCtx<'_>, cell: Cell) -> Result<Outs> {
     if x.rank() != 3 || w.rank() != 3 || r.rank() != 3 {
         return Err(ctx.err("X, W and R must have rank 3"));
     }
-    let (seq, batch, input) = if layout == 0 { (x.shape[0], x.shape[1], x.shape[2]) } else { (x.shape[1], x.shape[0], x.shape[2]) };
+    let (seq, batch, input) =
+        if layout == 0 { (x.shape[0], x.shape[1], x.shape[2]) } else { (x.shape[1], x.shape[0], x.shape[2]) };
     let dirs = w.shape[0];
     let direction = ctx.attr_s("direction").unwrap_or_else(|| "forward".into());
     let expected_dirs = if direction == "bidirectional" { 2 } else { 1 };
     let hidden = ctx.attr_opt_i("hidden_size").map_or(r.shape[2], |h| h as usize);
-    if dirs != expected_dirs || w.shape[1] != gates * hidden || w.shape[2] != input || r.shape != [dirs, gates * hidden, hidden] {
-        return Err(ctx.err(format!("W {:?} / R {:?} do not fit {gates} gates of {hidden} in {dirs} direction(s)", w.shape, r.shape)));
+    if dirs != expected_dirs
+        || w.shape[1] != gates * hidden
+        || w.shape[2] != input
+        || r.shape != [dirs, gates * hidden, hidden]
+    {
+        return Err(ctx.err(format!(
+            "W {:?} / R {:?} do not fit {gates} gates of {hidden} in {dirs} direction(s)",
+            w.shape, r.shape
+        )));
     }
     let xv = floats(ctx, x)?;
     let wv = floats(ctx, w)?;
@@ -150,7 +158,8 @@ fn recurrent(ctx: &NodeCtx<'_>, cell: Cell) -> Result<Outs> {
         let clipf = |v: f64| clip.map_or(v, |c| v.clamp(-c, c));
         for b in 0..batch {
             let mut h: Vec<f64> = hs[(d * batch + b) * hidden..][..hidden].to_vec();
-            let mut c: Vec<f64> = if cell == Cell::Lstm { cs[(d * batch + b) * hidden..][..hidden].to_vec() } else { Vec::new() };
+            let mut c: Vec<f64> =
+                if cell == Cell::Lstm { cs[(d * batch + b) * hidden..][..hidden].to_vec() } else { Vec::new() };
             for step in 0..lens[b] {
                 let t = if reverse { lens[b] - 1 - step } else { step };
                 let xt: &[f64] = if layout == 0 {
@@ -189,7 +198,8 @@ fn recurrent(ctx: &NodeCtx<'_>, cell: Cell) -> Result<Outs> {
                         let pre = |gate: usize, k: usize| xw[gate * hidden + k] + hr[gate * hidden + k];
                         for k in 0..hidden {
                             let i = f(clipf(pre(0, k) + pd[k] * c[k]));
-                            let fg = if input_forget { 1.0 - i } else { f(clipf(pre(2, k) + pd[2 * hidden + k] * c[k])) };
+                            let fg =
+                                if input_forget { 1.0 - i } else { f(clipf(pre(2, k) + pd[2 * hidden + k] * c[k])) };
                             let cc = g(clipf(pre(3, k)));
                             c[k] = fg * c[k] + i * cc;
                             let o = f(clipf(pre(1, k) + pd[hidden + k] * c[k]));

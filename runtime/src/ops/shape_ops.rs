@@ -217,9 +217,7 @@ pub(crate) fn concat_tensors(ctx: &NodeCtx<'_>, parts: &[&Tensor], axis: usize) 
     let first = parts.first().ok_or_else(|| ctx.err("nothing to concatenate"))?;
     let rank = first.rank();
     for p in parts {
-        if p.rank() != rank
-            || p.elem() != first.elem()
-            || (0..rank).any(|a| a != axis && p.shape[a] != first.shape[a])
+        if p.rank() != rank || p.elem() != first.elem() || (0..rank).any(|a| a != axis && p.shape[a] != first.shape[a])
         {
             return Err(ctx.err(format!("cannot concatenate {:?} and {:?} on axis {axis}", first.shape, p.shape)));
         }
@@ -273,7 +271,9 @@ fn split(ctx: &NodeCtx<'_>) -> Result<Outs> {
     let dim = x.shape[axis];
     let n = ctx.node.outputs.len();
     let sizes: Vec<usize> = match if ctx.opset >= 13 { ctx.opt_ints(1)? } else { ctx.attr_ints("split") } {
-        Some(s) => s.iter().map(|&d| usize::try_from(d).map_err(|_| ctx.err("negative split"))).collect::<Result<_>>()?,
+        Some(s) => {
+            s.iter().map(|&d| usize::try_from(d).map_err(|_| ctx.err("negative split"))).collect::<Result<_>>()?
+        }
         None => {
             let parts = ctx.attr_opt_i("num_outputs").map_or(n, |k| k as usize);
             if parts == 0 {
@@ -589,7 +589,10 @@ fn pad(ctx: &NodeCtx<'_>) -> Result<Outs> {
         after[a] = pads[k + axes.len()];
     }
     let shape: Vec<usize> = (0..r)
-        .map(|a| usize::try_from(x.shape[a] as i64 + before[a] + after[a]).map_err(|_| ctx.err("pads remove more than the axis")))
+        .map(|a| {
+            usize::try_from(x.shape[a] as i64 + before[a] + after[a])
+                .map_err(|_| ctx.err("pads remove more than the axis"))
+        })
         .collect::<Result<_>>()?;
     let mode = ctx.attr_s("mode").unwrap_or_else(|| "constant".into());
     let st = strides(&x.shape);
@@ -635,7 +638,8 @@ fn pad(ctx: &NodeCtx<'_>) -> Result<Outs> {
         return Err(ctx.unsupported(format!("mode '{mode}'")));
     }
     let value = value.ok_or_else(|| ctx.unsupported(format!("element type {}", x.elem())))?;
-    let all = Data::concat(&[&x.data, &value]).ok_or_else(|| ctx.err("the pad value's type differs from the data's"))?;
+    let all =
+        Data::concat(&[&x.data, &value]).ok_or_else(|| ctx.err("the pad value's type differs from the data's"))?;
     one(Tensor { shape, data: all.take(&idx) })
 }
 
@@ -721,11 +725,8 @@ fn depth_to_space(ctx: &NodeCtx<'_>) -> Result<Outs> {
     let (n, c, h, w) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3]);
     let c2 = c / (b * b);
     let crd = ctx.attr_s("mode").as_deref() == Some("CRD");
-    let (shape6, perm) = if crd {
-        (vec![n, c2, b, b, h, w], [0, 1, 4, 2, 5, 3])
-    } else {
-        (vec![n, b, b, c2, h, w], [0, 3, 4, 1, 5, 2])
-    };
+    let (shape6, perm) =
+        if crd { (vec![n, c2, b, b, h, w], [0, 1, 4, 2, 5, 3]) } else { (vec![n, b, b, c2, h, w], [0, 3, 4, 1, 5, 2]) };
     let t = permute(&x.clone().reshaped(shape6).ok_or_else(|| ctx.err("shape"))?, &perm);
     one(t.reshaped(vec![n, c2, h * b, w * b]).ok_or_else(|| ctx.err("shape"))?)
 }
