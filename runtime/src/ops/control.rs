@@ -24,6 +24,7 @@ pub(super) fn dispatch(ctx: &NodeCtx<'_>) -> Option<Result<Outs>> {
         "SequenceErase" => sequence_erase(ctx),
         "SplitToSequence" => split_to_sequence(ctx),
         "ConcatFromSequence" => concat_from_sequence(ctx),
+        "SequenceMap" => sequence_map(ctx),
         "Optional" => Ok(vec![Some(Value::Optional(ctx.value(0).map(|v| Box::new(v.clone()))))]),
         "OptionalHasElement" => {
             let has = match ctx.value(0) {
@@ -282,4 +283,55 @@ fn concat_from_sequence(ctx: &NodeCtx<'_>) -> Result<Outs> {
     }
     let refs: Vec<&Tensor> = s.iter().collect();
     one(concat_tensors(ctx, &refs, axis)?)
+}
+
+/// `SequenceMap`: runs the body once per item of the first sequence; other
+/// operands give their item at the same position (sequences) or themselves
+/// (tensors). Each body output collects into a sequence.
+fn sequence_map(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    let body = ctx.attr_graph("body").ok_or_else(|| ctx.err("body is required"))?;
+    let (_, first) = seq(ctx, 0)?;
+    let n = first.len();
+    let operands: Vec<&Value> = (0..ctx.n_inputs())
+        .map(|i| ctx.value(i).ok_or_else(|| ctx.err(format!("operand {i} is missing"))))
+        .collect::<Result<_>>()?;
+    for v in &operands {
+        if let Value::Sequence(_, items) = v {
+            if items.len() != n {
+                return Err(ctx.err("the sequences differ in length"));
+            }
+        }
+    }
+    let k = ctx.node.outputs.len();
+    let mut outs: Vec<Vec<Tensor>> = vec![Vec::new(); k];
+    for i in 0..n {
+        let inputs = operands
+            .iter()
+            .map(|v| match v {
+                Value::Sequence(_, items) => Value::Tensor(items[i].clone()),
+                other => (*other).clone(),
+            })
+            .collect();
+        let results = ctx.run_subgraph(body, inputs)?;
+        if results.len() != k {
+            return Err(ctx.err(format!("the body returns {} values, {k} expected", results.len())));
+        }
+        for (j, r) in results.into_iter().enumerate() {
+            match r {
+                Value::Tensor(t) => outs[j].push(t),
+                _ => return Err(ctx.unsupported("body outputs that are not tensors")),
+            }
+        }
+    }
+    let body_graph = &ctx.model.graphs[body];
+    Ok(outs
+        .into_iter()
+        .enumerate()
+        .map(|(j, items)| {
+            let declared =
+                body_graph.outputs.get(j).and_then(|o| o.ty.as_ref()).and_then(|t| t.as_tensor()).and_then(|(e, _)| e);
+            let elem = items.first().map(Tensor::elem).or(declared).unwrap_or(ElemType::Float);
+            Some(Value::Sequence(elem, items))
+        })
+        .collect())
 }
