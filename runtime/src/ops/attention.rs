@@ -11,6 +11,7 @@ pub(super) fn dispatch(ctx: &NodeCtx<'_>) -> Option<Result<Outs>> {
     Some(match ctx.op() {
         "Attention" => attention(ctx),
         "RotaryEmbedding" => rotary_embedding(ctx),
+        "LinearAttention" => linear_attention(ctx),
         _ => return None,
     })
 }
@@ -307,4 +308,118 @@ fn rotary_embedding(ctx: &NodeCtx<'_>) -> Result<Outs> {
         }
     }
     Ok(vec![Some(Value::Tensor(from_f64s(ctx, x.elem(), x.shape.clone(), &out)?))])
+}
+
+/// `LinearAttention`: a recurrent state (B, H_kv, d_k, d_v) updated per
+/// token by the update rule (`linear`, `gated`: decayed by exp(decay),
+/// `delta`/`gated_delta`: writing β·(v − Sᵀk) instead of v), read by each
+/// query head of its group.
+fn linear_attention(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    ctx.only_attrs(&["chunk_size", "kv_num_heads", "q_num_heads", "scale", "update_rule"])?;
+    let (q, k, v) = (ctx.input(0)?, ctx.input(1)?, ctx.input(2)?);
+    let rule = ctx.attr_s("update_rule").unwrap_or_else(|| "gated_delta".into());
+    let (gating, delta) = match rule.as_str() {
+        "linear" => (false, false),
+        "gated" => (true, false),
+        "delta" => (false, true),
+        "gated_delta" => (true, true),
+        other => return Err(ctx.err(format!("update_rule '{other}'"))),
+    };
+    let hq =
+        ctx.attr_opt_i("q_num_heads").filter(|&h| h > 0).ok_or_else(|| ctx.err("q_num_heads is required"))? as usize;
+    let hk =
+        ctx.attr_opt_i("kv_num_heads").filter(|&h| h > 0).ok_or_else(|| ctx.err("kv_num_heads is required"))? as usize;
+    if hq % hk != 0 || q.rank() != 3 || k.rank() != 3 || v.rank() != 3 {
+        return Err(ctx.err("query/key/value must be (B, T, H·D) with q_num_heads a multiple of kv_num_heads"));
+    }
+    let (b, t) = (q.shape[0], q.shape[1]);
+    if q.shape[2] % hq != 0 || v.shape[2] % hk != 0 {
+        return Err(ctx.err("hidden sizes are not multiples of the head counts"));
+    }
+    let (dk, dv) = (q.shape[2] / hq, v.shape[2] / hk);
+    if k.shape != [b, t, hk * dk] || v.shape[..2] != [b, t] {
+        return Err(ctx.err(format!("key {:?} / value {:?} do not fit query {:?}", k.shape, v.shape, q.shape)));
+    }
+    let group = hq / hk;
+    let (qv, kv, vv) = (floats(ctx, q)?, floats(ctx, k)?, floats(ctx, v)?);
+    let decay = ctx.opt_input(4)?;
+    let beta = ctx.opt_input(5)?;
+    let erase = ctx.opt_input(6)?;
+    if gating != decay.is_some() || delta != beta.is_some() || (erase.is_some() && !delta) {
+        return Err(ctx.err(format!("update_rule '{rule}' does not fit the decay/beta/erase_gate operands given")));
+    }
+    let dec = match decay {
+        Some(d) if d.rank() == 3 && (d.shape[2] == hk || d.shape[2] == hk * dk) => {
+            Some((floats(ctx, d)?, d.shape[2] == hk))
+        }
+        Some(d) => return Err(ctx.err(format!("decay {:?} must be (B, T, H_kv) or (B, T, H_kv·d_k)", d.shape))),
+        None => None,
+    };
+    let bet = match beta {
+        Some(x) if x.rank() == 3 && (x.shape[2] == hk || x.shape[2] == 1) => Some((floats(ctx, x)?, x.shape[2])),
+        Some(x) => return Err(ctx.err(format!("beta {:?} must be (B, T, H_kv) or (B, T, 1)", x.shape))),
+        None => None,
+    };
+    let eg = match erase {
+        Some(e) if e.shape == [b, t, hk * dk] => Some(floats(ctx, e)?),
+        Some(e) => return Err(ctx.err(format!("erase_gate {:?} must be (B, T, H_kv·d_k)", e.shape))),
+        None => None,
+    };
+    let (mut state, state_elem) = match ctx.opt_input(3)? {
+        Some(s) if s.shape == [b, hk, dk, dv] => (floats(ctx, s)?, s.elem()),
+        Some(s) => return Err(ctx.err(format!("past_state {:?} must be ({b}, {hk}, {dk}, {dv})", s.shape))),
+        None => (vec![0.0; b * hk * dk * dv], q.elem()),
+    };
+    let scale = match ctx.attr_opt_f("scale") {
+        Some(s) if s != 0.0 => f64::from(s),
+        _ => 1.0 / (dk as f64).sqrt(),
+    };
+    let mut out = vec![0.0; b * t * hq * dv];
+    for bi in 0..b {
+        for ti in 0..t {
+            for h in 0..hk {
+                let st = &mut state[(bi * hk + h) * dk * dv..][..dk * dv];
+                let kt = &kv[((bi * t + ti) * hk + h) * dk..][..dk];
+                let mut vt: Vec<f64> = vv[((bi * t + ti) * hk + h) * dv..][..dv].to_vec();
+                if let Some((g, per_head)) = &dec {
+                    for d in 0..dk {
+                        let gd =
+                            if *per_head { g[(bi * t + ti) * hk + h] } else { g[((bi * t + ti) * hk + h) * dk + d] };
+                        let f = gd.exp();
+                        for m in 0..dv {
+                            st[d * dv + m] *= f;
+                        }
+                    }
+                }
+                if let Some((bv, width)) = &bet {
+                    let ke: Vec<f64> = match &eg {
+                        Some(e) => (0..dk).map(|d| e[((bi * t + ti) * hk + h) * dk + d] * kt[d]).collect(),
+                        None => kt.to_vec(),
+                    };
+                    let bval = bv[(bi * t + ti) * width + if *width > 1 { h } else { 0 }];
+                    for m in 0..dv {
+                        let retrieved: f64 = (0..dk).map(|d| st[d * dv + m] * ke[d]).sum();
+                        vt[m] = bval * (vt[m] - retrieved);
+                    }
+                }
+                for d in 0..dk {
+                    for m in 0..dv {
+                        st[d * dv + m] += kt[d] * vt[m];
+                    }
+                }
+            }
+            for h in 0..hq {
+                let st = &state[(bi * hk + h / group) * dk * dv..][..dk * dv];
+                let qt = &qv[((bi * t + ti) * hq + h) * dk..][..dk];
+                for m in 0..dv {
+                    out[((bi * t + ti) * hq + h) * dv + m] =
+                        scale * (0..dk).map(|d| qt[d] * st[d * dv + m]).sum::<f64>();
+                }
+            }
+        }
+    }
+    Ok(vec![
+        Some(Value::Tensor(from_f64s(ctx, q.elem(), vec![b, t, hq * dv], &out)?)),
+        Some(Value::Tensor(from_f64s(ctx, state_elem, vec![b, hk, dk, dv], &state)?)),
+    ])
 }

@@ -28,6 +28,7 @@ pub(super) fn dispatch(ctx: &NodeCtx<'_>) -> Option<Result<Outs>> {
         "Col2Im" => col2im(ctx),
         "MaxUnpool" => max_unpool(ctx),
         "AffineGrid" => affine_grid(ctx),
+        "CausalConvWithState" => causal_conv_with_state(ctx),
         "LpNormalization" => lp_norm(ctx),
         "NegativeLogLikelihoodLoss" => {
             ctx.input(0).and_then(|x| floats(ctx, x)).and_then(|v| nll(ctx, ctx.input(0)?, &v, None))
@@ -913,4 +914,54 @@ fn affine_grid(ctx: &NodeCtx<'_>) -> Result<Outs> {
     }
     let shape = [&[n][..], &sp, &[r]].concat();
     one(from_f64s(ctx, theta.elem(), shape, &out)?)
+}
+
+/// `CausalConvWithState`: a depthwise 1-D convolution over the input with
+/// the carried state (or zeros) prepended; the new state is the last k−1
+/// positions of that padded input.
+fn causal_conv_with_state(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    ctx.only_attrs(&["activation"])?;
+    let (x, w) = (ctx.input(0)?, ctx.input(1)?);
+    if x.rank() != 3 || w.rank() != 3 || w.shape[0] != x.shape[1] || w.shape[1] != 1 || w.shape[2] == 0 {
+        return Err(ctx.err(format!("input {:?} and weight {:?} must be (B, C, L) and (C, 1, k)", x.shape, w.shape)));
+    }
+    let silu = match ctx.attr_s("activation").as_deref().unwrap_or("none") {
+        "none" => false,
+        "silu" | "swish" => true,
+        other => return Err(ctx.err(format!("activation '{other}'"))),
+    };
+    let (b, c, l) = (x.shape[0], x.shape[1], x.shape[2]);
+    let k = w.shape[2];
+    let xv = floats(ctx, x)?;
+    let wv = floats(ctx, w)?;
+    let bias = match ctx.opt_input(2)? {
+        Some(t) => per_channel(ctx, t, c, "bias")?,
+        None => vec![0.0; c],
+    };
+    let state = match ctx.opt_input(3)? {
+        Some(t) if t.shape == [b, c, k - 1] => floats(ctx, t)?,
+        Some(t) => return Err(ctx.err(format!("past_state {:?} must be ({b}, {c}, {})", t.shape, k - 1))),
+        None => vec![0.0; b * c * (k - 1)],
+    };
+    let pl = l + k - 1;
+    let mut out = vec![0.0; b * c * l];
+    let mut present = vec![0.0; b * c * (k - 1)];
+    for bi in 0..b {
+        for ch in 0..c {
+            let padded: Vec<f64> = state[(bi * c + ch) * (k - 1)..][..k - 1]
+                .iter()
+                .chain(&xv[(bi * c + ch) * l..][..l])
+                .copied()
+                .collect();
+            for t in 0..l {
+                let v = bias[ch] + (0..k).map(|j| wv[ch * k + j] * padded[t + j]).sum::<f64>();
+                out[(bi * c + ch) * l + t] = if silu { v / (1.0 + (-v).exp()) } else { v };
+            }
+            present[(bi * c + ch) * (k - 1)..][..k - 1].copy_from_slice(&padded[pl - (k - 1)..]);
+        }
+    }
+    Ok(vec![
+        Some(Value::Tensor(from_f64s(ctx, x.elem(), x.shape.clone(), &out)?)),
+        Some(Value::Tensor(from_f64s(ctx, x.elem(), vec![b, c, k - 1], &present)?)),
+    ])
 }
