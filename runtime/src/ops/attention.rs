@@ -69,6 +69,8 @@ fn attention(ctx: &NodeCtx<'_>) -> Result<Outs> {
         "softmax_precision",
         "softcap",
         "qk_matmul_output_mode",
+        "left_window_size",
+        "right_window_size",
     ])?;
     let (q, k, v) = (ctx.input(0)?, ctx.input(1)?, ctx.input(2)?);
     if q.rank() != k.rank() || q.rank() != v.rank() {
@@ -151,6 +153,31 @@ fn attention(ctx: &NodeCtx<'_>) -> Result<Outs> {
                     for j in 0..skv {
                         if j as i64 > i as i64 + offset {
                             bias[((bi * hq + h) * sq + i) * skv + j] = f64::NEG_INFINITY;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // A sliding window: query i (at position i + offset among the keys)
+    // sees keys from left_window_size before to right_window_size after it;
+    // -1 leaves a side unbounded.
+    let left = ctx.attr_i("left_window_size", -1);
+    let right = ctx.attr_i("right_window_size", -1);
+    if left >= 0 || right >= 0 {
+        for bi in 0..b {
+            let offset = match (past_len, &nonpad) {
+                (Some(p), _) => p as i64,
+                (None, Some(n)) => n[bi] - sq as i64,
+                (None, None) => 0,
+            };
+            for h in 0..hq {
+                for i in 0..sq {
+                    let pos = i as i64 + offset;
+                    for j in 0..skv {
+                        let j = j as i64;
+                        if (left >= 0 && j < pos - left) || (right >= 0 && j > pos + right) {
+                            bias[((bi * hq + h) * sq + i) * skv + j as usize] = f64::NEG_INFINITY;
                         }
                     }
                 }
