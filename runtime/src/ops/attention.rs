@@ -121,7 +121,7 @@ fn attention(ctx: &NodeCtx<'_>) -> Result<Outs> {
     let full = [b, hq, sq, skv];
     let mut bias = vec![0.0f64; b * hq * sq * skv];
     if let Some(m) = ctx.opt_input(3)? {
-        if m.rank() < 2 || m.rank() > 4 || m.shape[m.rank() - 1] > skv {
+        if m.rank() < 1 || m.rank() > 4 || m.shape[m.rank() - 1] > skv {
             return Err(ctx.err(format!("attn_mask {:?} does not fit (.., {sq}, {skv})", m.shape)));
         }
         let mv: Vec<f64> = match &m.data {
@@ -449,4 +449,83 @@ fn linear_attention(ctx: &NodeCtx<'_>) -> Result<Outs> {
         Some(Value::Tensor(from_f64s(ctx, q.elem(), vec![b, t, hq * dv], &out)?)),
         Some(Value::Tensor(from_f64s(ctx, state_elem, vec![b, hk, dk, dv], &state)?)),
     ])
+}
+
+/// `FlexAttention` (`ai.onnx.preview`): scaled dot-product attention over
+/// 4-D Q/K/V with grouped heads, where the optional `score_mod` and
+/// `prob_mod` subgraphs rewrite the whole score and probability tensors.
+pub(super) fn flex_attention(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    ctx.only_attrs(&["scale", "score_mod", "prob_mod"])?;
+    let (q, k, v) = (ctx.input(0)?, ctx.input(1)?, ctx.input(2)?);
+    if q.rank() != 4 || k.rank() != 4 || v.rank() != 4 {
+        return Err(ctx.err("Q, K and V must have rank 4"));
+    }
+    let (b, hq, sq, d) = (q.shape[0], q.shape[1], q.shape[2], q.shape[3]);
+    let (hk, skv, dv) = (k.shape[1], k.shape[2], v.shape[3]);
+    if k.shape[0] != b
+        || v.shape[0] != b
+        || k.shape[3] != d
+        || v.shape[1] != hk
+        || v.shape[2] != skv
+        || hk == 0
+        || hq % hk != 0
+    {
+        return Err(ctx.err(format!("Q {:?}, K {:?} and V {:?} do not fit", q.shape, k.shape, v.shape)));
+    }
+    let group = hq / hk;
+    let scale = ctx.attr_opt_f("scale").map_or(1.0 / (d as f64).sqrt(), f64::from);
+    let (qv, kv, vv) = (floats(ctx, q)?, floats(ctx, k)?, floats(ctx, v)?);
+    let mut scores = vec![0.0; b * hq * sq * skv];
+    for bi in 0..b {
+        for h in 0..hq {
+            let kh = h / group;
+            for i in 0..sq {
+                let qrow = &qv[((bi * hq + h) * sq + i) * d..][..d];
+                for j in 0..skv {
+                    let krow = &kv[((bi * hk + kh) * skv + j) * d..][..d];
+                    scores[((bi * hq + h) * sq + i) * skv + j] =
+                        qrow.iter().zip(krow).map(|(x, y)| x * y).sum::<f64>() * scale;
+                }
+            }
+        }
+    }
+    let shape = vec![b, hq, sq, skv];
+    // a modifier subgraph maps the whole tensor to a tensor of the same shape
+    let modify = |name: &str, values: Vec<f64>| -> Result<Vec<f64>> {
+        let Some(g) = ctx.attr_graph(name) else { return Ok(values) };
+        let t = from_f64s(ctx, q.elem(), shape.clone(), &values)?;
+        let out = ctx.run_subgraph(g, vec![Value::Tensor(t)])?;
+        match out.first() {
+            Some(Value::Tensor(r)) if r.shape == shape => floats(ctx, r),
+            _ => Err(ctx.err(format!("{name} must return one tensor of shape {shape:?}"))),
+        }
+    };
+    let scores = modify("score_mod", scores)?;
+    let mut probs = vec![0.0; scores.len()];
+    for (row, out) in scores.chunks(skv.max(1)).zip(probs.chunks_mut(skv.max(1))) {
+        let m = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let e: Vec<f64> = row.iter().map(|s| (s - m).exp()).collect();
+        let sum: f64 = e.iter().sum();
+        for (o, x) in out.iter_mut().zip(e) {
+            *o = x / sum;
+        }
+    }
+    let probs = modify("prob_mod", probs)?;
+    let mut y = vec![0.0; b * hq * sq * dv];
+    for bi in 0..b {
+        for h in 0..hq {
+            let kh = h / group;
+            for i in 0..sq {
+                let out = &mut y[((bi * hq + h) * sq + i) * dv..][..dv];
+                for j in 0..skv {
+                    let p = probs[((bi * hq + h) * sq + i) * skv + j];
+                    let vrow = &vv[((bi * hk + kh) * skv + j) * dv..][..dv];
+                    for (o, x) in out.iter_mut().zip(vrow) {
+                        *o += p * x;
+                    }
+                }
+            }
+        }
+    }
+    Ok(vec![Some(Value::Tensor(from_f64s(ctx, q.elem(), vec![b, hq, sq, dv], &y)?))])
 }

@@ -289,6 +289,9 @@ pub(crate) fn broadcast_index(out: &[usize], input: &[usize]) -> Vec<usize> {
 /// Runs the node.
 pub fn run_node(ctx: &NodeCtx<'_>) -> Result<Outs> {
     let domain = ctx.node.domain();
+    if domain == "ai.onnx.preview" && ctx.op() == "FlexAttention" {
+        return attention::flex_attention(ctx);
+    }
     if !domain.is_empty() {
         return Err(ctx.unsupported(format!("domain '{domain}' is not supported")));
     }
