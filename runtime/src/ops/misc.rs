@@ -736,3 +736,89 @@ fn tfidf(ctx: &NodeCtx<'_>) -> Result<Outs> {
     let shape = if x.rank() == 1 { vec![width] } else { vec![rows, width] };
     one(from_f64s(ctx, ElemType::Float, shape, &out)?)
 }
+
+/// The optimizers of `ai.onnx.preview.training`: `Adagrad`, `Momentum` and
+/// `Adam`, one update step for each of several tensors.
+pub(super) fn training(ctx: &NodeCtx<'_>) -> Option<Result<Outs>> {
+    let groups = match ctx.op() {
+        "Adagrad" | "Momentum" => 3,
+        "Adam" => 4,
+        _ => return None,
+    };
+    Some(optimizer(ctx, groups))
+}
+
+fn optimizer(ctx: &NodeCtx<'_>, groups: usize) -> Result<Outs> {
+    let scalar = |i: usize| -> Result<f64> {
+        ctx.input(i)?
+            .to_f64s()
+            .and_then(|v| v.first().copied())
+            .ok_or_else(|| ctx.err(format!("operand {i} must be a scalar")))
+    };
+    let (r, t) = (scalar(0)?, scalar(1)?);
+    let rest = ctx
+        .n_inputs()
+        .checked_sub(2)
+        .filter(|n| n % groups == 0)
+        .ok_or_else(|| ctx.err("operands do not come in groups"))?;
+    let n = rest / groups;
+    let norm = f64::from(ctx.attr_f("norm_coefficient", 0.0));
+    // per tensor: (updated X, updated states)
+    let mut results: Vec<(Tensor, Vec<Tensor>)> = Vec::new();
+    for k in 0..n {
+        let x = ctx.input(2 + k)?;
+        let xv = floats(ctx, x)?;
+        let g = floats(ctx, ctx.input(2 + n + k)?)?;
+        let states: Vec<Vec<f64>> =
+            (2..groups).map(|s| floats(ctx, ctx.input(2 + s * n + k)?)).collect::<Result<_>>()?;
+        if g.len() != xv.len() || states.iter().any(|s| s.len() != xv.len()) {
+            return Err(ctx.err("X, G and the states differ in size"));
+        }
+        let greg: Vec<f64> = xv.iter().zip(&g).map(|(a, b)| norm * a + b).collect();
+        let (new_x, new_states): (Vec<f64>, Vec<Vec<f64>>) = match ctx.op() {
+            "Adagrad" => {
+                let decay = f64::from(ctx.attr_f("decay_factor", 0.0));
+                let eps = f64::from(ctx.attr_f("epsilon", 0.0));
+                let rate = r / (1.0 + t * decay);
+                let h: Vec<f64> = states[0].iter().zip(&greg).map(|(h, g)| h + g * g).collect();
+                let nx = (0..xv.len()).map(|i| xv[i] - rate * greg[i] / (h[i].sqrt() + eps)).collect();
+                (nx, vec![h])
+            }
+            "Momentum" => {
+                let alpha = f64::from(ctx.attr_f("alpha", 0.0));
+                let beta = f64::from(ctx.attr_f("beta", 0.0));
+                let beta = if t > 0.0 { beta } else { 1.0 };
+                let v: Vec<f64> = states[0].iter().zip(&greg).map(|(v, g)| alpha * v + beta * g).collect();
+                let nesterov = match ctx.attr_s("mode").as_deref().unwrap_or("standard") {
+                    "standard" => false,
+                    "nesterov" => true,
+                    other => return Err(ctx.err(format!("mode '{other}'"))),
+                };
+                let nx = (0..xv.len())
+                    .map(|i| if nesterov { xv[i] - r * (greg[i] + alpha * v[i]) } else { xv[i] - r * v[i] })
+                    .collect();
+                (nx, vec![v])
+            }
+            _ => {
+                let alpha = f64::from(ctx.attr_f("alpha", 0.9));
+                let beta = f64::from(ctx.attr_f("beta", 0.999));
+                let eps = f64::from(ctx.attr_f("epsilon", 1e-6));
+                let post = f64::from(ctx.attr_f("norm_coefficient_post", 0.0));
+                let v: Vec<f64> = states[0].iter().zip(&greg).map(|(v, g)| alpha * v + (1.0 - alpha) * g).collect();
+                let h: Vec<f64> = states[1].iter().zip(&greg).map(|(h, g)| beta * h + (1.0 - beta) * g * g).collect();
+                let rate = if t > 0.0 { r * (1.0 - beta.powf(t)).sqrt() / (1.0 - alpha.powf(t)) } else { r };
+                let nx = (0..xv.len()).map(|i| (1.0 - post) * (xv[i] - rate * v[i] / (h[i].sqrt() + eps))).collect();
+                (nx, vec![v, h])
+            }
+        };
+        let tensor = |v: &[f64]| from_f64s(ctx, x.elem(), x.shape.clone(), v);
+        let states = new_states.iter().map(|s| tensor(s)).collect::<Result<_>>()?;
+        results.push((tensor(&new_x)?, states));
+    }
+    // outputs: every X, then every first state, then every second state
+    let mut outs: Outs = results.iter().map(|(x, _)| Some(Value::Tensor(x.clone()))).collect();
+    for s in 0..groups - 2 {
+        outs.extend(results.iter().map(|(_, st)| Some(Value::Tensor(st[s].clone()))));
+    }
+    Ok(outs)
+}

@@ -6,6 +6,7 @@ mod attention;
 mod control;
 mod elementwise;
 mod misc;
+mod ml;
 pub(crate) mod nn;
 pub(crate) mod reduce_linalg;
 mod resize;
@@ -291,6 +292,12 @@ pub fn run_node(ctx: &NodeCtx<'_>) -> Result<Outs> {
     let domain = ctx.node.domain();
     if domain == "ai.onnx.preview" && ctx.op() == "FlexAttention" {
         return attention::flex_attention(ctx);
+    }
+    if domain == "ai.onnx.ml" {
+        return ml::dispatch(ctx).unwrap_or_else(|| Err(ctx.unsupported("operator not implemented (ai.onnx.ml)")));
+    }
+    if domain == "ai.onnx.preview.training" {
+        return misc::training(ctx).unwrap_or_else(|| Err(ctx.unsupported("operator not implemented (training)")));
     }
     if !domain.is_empty() {
         return Err(ctx.unsupported(format!("domain '{domain}' is not supported")));

@@ -453,33 +453,55 @@ fn per_channel(ctx: &NodeCtx<'_>, t: &Tensor, c: usize, what: &str) -> Result<Ve
 
 fn batch_norm(ctx: &NodeCtx<'_>) -> Result<Outs> {
     let x = ctx.input(0)?;
-    if ctx.attr_i("training_mode", 0) != 0 || (ctx.opset < 9 && ctx.attr_i("is_test", 1) == 0 && ctx.opset < 7) {
-        return Err(ctx.unsupported("training mode"));
-    }
     if x.rank() < 2 {
         return Err(ctx.err("X must have a channel axis"));
     }
+    let training = ctx.attr_i("training_mode", 0) != 0;
     let c = x.shape[1];
     let scale = per_channel(ctx, ctx.input(1)?, c, "scale")?;
     let bias = per_channel(ctx, ctx.input(2)?, c, "B")?;
-    let mean = per_channel(ctx, ctx.input(3)?, c, "mean")?;
-    let var = per_channel(ctx, ctx.input(4)?, c, "var")?;
+    let input_mean = per_channel(ctx, ctx.input(3)?, c, "mean")?;
+    let input_var = per_channel(ctx, ctx.input(4)?, c, "var")?;
     let eps = f64::from(ctx.attr_f("epsilon", 1e-5));
     let xv = floats(ctx, x)?;
     let inner: usize = x.shape[2..].iter().product();
+    let channel = |k: usize| (k / inner.max(1)) % c;
+    // training normalizes with the batch's own statistics (population variance)
+    let (mean, var) = if training {
+        let count = (xv.len() / c.max(1)) as f64;
+        let mut mean = vec![0.0; c];
+        for (k, &v) in xv.iter().enumerate() {
+            mean[channel(k)] += v / count;
+        }
+        let mut var = vec![0.0; c];
+        for (k, &v) in xv.iter().enumerate() {
+            var[channel(k)] += (v - mean[channel(k)]).powi(2) / count;
+        }
+        (mean, var)
+    } else {
+        (input_mean.clone(), input_var.clone())
+    };
     let out: Vec<f64> = xv
         .iter()
         .enumerate()
         .map(|(k, &v)| {
-            let ch = (k / inner.max(1)) % c;
+            let ch = channel(k);
             scale[ch] * (v - mean[ch]) / (var[ch] + eps).sqrt() + bias[ch]
         })
         .collect();
     let mut outs = vec![Some(Value::Tensor(from_f64s(ctx, x.elem(), x.shape.clone(), &out)?))];
     if ctx.node.outputs.len() > 1 {
-        return Err(ctx.unsupported("running mean/var outputs (training mode)"));
+        if !training {
+            return Err(ctx.unsupported("running mean/var outputs outside training mode"));
+        }
+        let momentum = f64::from(ctx.attr_f("momentum", 0.9));
+        let run = |input: &[f64], current: &[f64]| -> Vec<f64> {
+            input.iter().zip(current).map(|(&a, &b)| a * momentum + b * (1.0 - momentum)).collect()
+        };
+        let (mt, vt) = (ctx.input(3)?.elem(), ctx.input(4)?.elem());
+        outs.push(Some(Value::Tensor(from_f64s(ctx, mt, vec![c], &run(&input_mean, &mean))?)));
+        outs.push(Some(Value::Tensor(from_f64s(ctx, vt, vec![c], &run(&input_var, &var))?)));
     }
-    outs.truncate(1);
     Ok(outs)
 }
 
