@@ -289,3 +289,29 @@ fn light_models_match_their_stored_outputs() {
         assert!(stdout(&out).contains("(matches stored)"), "{name}: {}", stdout(&out));
     }
 }
+
+#[test]
+fn model_local_functions_run_per_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = common::root().join("fixtures/check/local_function.onnx");
+    // ScaledTranspose(x) = LeakyRelu(Transpose(x) * 2, alpha 0), called twice with different shapes
+    let a = f32_npy(dir.path(), "a.npy", &[2, 3], &[1.0, -2.0, 3.0, 4.0, 5.0, -6.0]);
+    let b = f32_npy(dir.path(), "b.npy", &[1, 5], &[1.0, 2.0, 3.0, 4.0, 5.0]);
+    let out_dir = dir.path().join("out");
+    let out = diamond(&[
+        "run",
+        model.to_str().unwrap(),
+        "--input",
+        &input("a", &a),
+        "--input",
+        &input("b", &b),
+        "-o",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (_, ya) = read_f32_npy(&out_dir.join("ya.npy"));
+    assert_eq!(ya, vec![2.0, 8.0, 0.0, 10.0, 6.0, 0.0]);
+    let (header, yb) = read_f32_npy(&out_dir.join("yb.npy"));
+    assert!(header.contains("'shape': (5, 1)"), "{header}");
+    assert_eq!(yb, vec![2.0, 4.0, 6.0, 8.0, 10.0]);
+}

@@ -13,7 +13,7 @@
 use crate::error::{Result, RunError};
 use crate::ops;
 use crate::tensor::{Tensor, Value};
-use diamond_ir::{DimValue, ElemType, Graph, GraphId, Model, Node, TypeValue, ValueId};
+use diamond_ir::{Attribute, DimValue, ElemType, Graph, GraphId, Model, Node, TypeValue, ValueId};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
@@ -151,6 +151,26 @@ pub struct Frame<'a> {
     pub graph: &'a Graph,
     values: Vec<Option<Value>>,
     parent: Option<&'a Frame<'a>>,
+    /// Inside a model-local function: the calling node's attributes and the
+    /// function's defaults, which attribute references resolve to.
+    pub call_attrs: Option<CallAttrs<'a>>,
+}
+
+/// The attributes a function body's references resolve to: the call's, then
+/// the function's defaults.
+#[derive(Clone, Copy)]
+pub struct CallAttrs<'a> {
+    /// The calling node's attributes.
+    pub call: &'a [Attribute],
+    /// The function's attributes with default values.
+    pub defaults: &'a [Attribute],
+}
+
+impl<'a> CallAttrs<'a> {
+    /// The attribute `name` of the call, else its default.
+    pub fn get(&self, name: &str) -> Option<&'a Attribute> {
+        self.call.iter().find(|a| a.name() == name).or_else(|| self.defaults.iter().find(|a| a.name() == name))
+    }
 }
 
 impl<'a> Frame<'a> {
@@ -245,7 +265,8 @@ fn reads(model: &Model, graph: &Graph, node: &Node) -> Vec<ValueId> {
     ids
 }
 
-/// Runs graph `gid` with `bound` values (its inputs) inside `parent`.
+/// Runs graph `gid` with `bound` values (its inputs) inside `parent`; the
+/// graph's declared outputs are returned.
 pub fn execute(
     model: &Model,
     gid: GraphId,
@@ -254,7 +275,28 @@ pub fn execute(
     dump: Option<&DumpSet>,
 ) -> Result<GraphRun> {
     let graph = &model.graphs[gid];
-    let mut frame = Frame { graph, values: vec![None; graph.values.len()], parent };
+    let outputs: Vec<ValueId> = graph
+        .outputs
+        .iter()
+        .map(|o| o.value.ok_or_else(|| RunError::InvalidModel("a graph output has no name".into())))
+        .collect::<Result<_>>()?;
+    let call_attrs = parent.and_then(|p| p.call_attrs);
+    execute_with(model, gid, parent, bound, dump, call_attrs, &outputs)
+}
+
+/// Runs graph `gid` as [`execute`] does, returning the values `outputs`,
+/// with attribute references resolving to `call_attrs`.
+pub fn execute_with<'a>(
+    model: &'a Model,
+    gid: GraphId,
+    parent: Option<&'a Frame<'a>>,
+    bound: Vec<(ValueId, Value)>,
+    dump: Option<&DumpSet>,
+    call_attrs: Option<CallAttrs<'a>>,
+    output_ids: &[ValueId],
+) -> Result<GraphRun> {
+    let graph = &model.graphs[gid];
+    let mut frame = Frame { graph, values: vec![None; graph.values.len()], parent, call_attrs };
     let mut live: u64 = 0;
     for t in &graph.initializers {
         let name = t.name.as_deref().unwrap_or("");
@@ -273,7 +315,7 @@ pub fn execute(
     }
     let order = topological_order(model, graph)?;
     let node_reads: Vec<Vec<ValueId>> = graph.nodes.values().map(|n| reads(model, graph, n)).collect();
-    let outputs: HashSet<ValueId> = graph.outputs.iter().filter_map(|o| o.value).collect();
+    let outputs: HashSet<ValueId> = output_ids.iter().copied().collect();
     let mut last_use: HashMap<ValueId, usize> = HashMap::new();
     for (pos, &n) in order.iter().enumerate() {
         for &id in &node_reads[n] {
@@ -350,8 +392,7 @@ pub fn execute(
         }
     }
     let mut results = Vec::new();
-    for info in &graph.outputs {
-        let id = info.value.ok_or_else(|| RunError::InvalidModel("a graph output has no name".into()))?;
+    for &id in output_ids {
         let value = match frame.values[id.index_usize()].take() {
             Some(v) => v,
             None => frame.lookup(graph.value_name(id)).cloned().ok_or_else(|| {

@@ -120,9 +120,15 @@ impl<'a> NodeCtx<'a> {
         }
     }
 
-    /// The attribute `name`, if set with a value.
+    /// The attribute `name`, if set with a value. Inside a model-local
+    /// function, a reference (`ref_attr_name`) resolves to the call's
+    /// attribute or the function's default.
     pub fn attr(&self, name: &str) -> Option<AttrValue<'a>> {
-        self.node.attribute(name).and_then(Attribute::value)
+        let a = self.node.attribute(name)?;
+        match &a.ref_attr_name {
+            Some(r) => self.frame.call_attrs?.get(r).and_then(Attribute::value),
+            None => a.value(),
+        }
     }
 
     /// An integer attribute.
@@ -287,9 +293,45 @@ pub(crate) fn broadcast_index(out: &[usize], input: &[usize]) -> Vec<usize> {
     idx
 }
 
+/// Runs a call of a model-local function: its body with the operands bound
+/// to its formal inputs (an omitted optional operand stays unbound) and the
+/// call's attributes for the body's references. A body sees only its
+/// parameters, never the caller's values.
+fn call_function(ctx: &NodeCtx<'_>, f: &diamond_ir::Function) -> Result<Outs> {
+    thread_local! {
+        static DEPTH: Cell<usize> = const { Cell::new(0) };
+    }
+    /// Counts a call for as long as it runs.
+    struct Nested;
+    impl Drop for Nested {
+        fn drop(&mut self) {
+            DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+        }
+    }
+    if DEPTH.with(|d| d.get()) >= 64 {
+        return Err(ctx.err("model-local functions nest more than 64 deep (a recursive function?)"));
+    }
+    DEPTH.with(|d| d.set(d.get() + 1));
+    let _nested = Nested;
+    let bound: Vec<(diamond_ir::ValueId, Value)> =
+        f.inputs.iter().zip(&ctx.inputs).filter_map(|(&id, v)| v.map(|v| (id, v.clone()))).collect();
+    let call = crate::exec::CallAttrs { call: &ctx.node.attributes, defaults: &f.attribute_protos };
+    // the body's frame has no parent: functions see only their parameters
+    let run = crate::exec::execute_with(ctx.model, f.body, None, bound, None, Some(call), &f.outputs)?;
+    ctx.inner_peak.set(ctx.inner_peak.get().max(run.peak_bytes));
+    Ok(run.outputs.into_iter().map(Some).collect())
+}
+
 /// Runs the node.
 pub fn run_node(ctx: &NodeCtx<'_>) -> Result<Outs> {
     let domain = ctx.node.domain();
+    if let Some(f) = ctx.model.functions.iter().find(|f| {
+        f.name.as_deref() == Some(ctx.op())
+            && f.domain.as_deref().unwrap_or("") == domain
+            && f.overload.as_deref().unwrap_or("") == ctx.node.overload.as_deref().unwrap_or("")
+    }) {
+        return call_function(ctx, f);
+    }
     if domain == "ai.onnx.preview" && ctx.op() == "FlexAttention" {
         return attention::flex_attention(ctx);
     }
@@ -301,9 +343,6 @@ pub fn run_node(ctx: &NodeCtx<'_>) -> Result<Outs> {
     }
     if !domain.is_empty() {
         return Err(ctx.unsupported(format!("domain '{domain}' is not supported")));
-    }
-    if ctx.node.attributes.iter().any(|a| a.ref_attr_name.is_some()) {
-        return Err(ctx.unsupported("attribute references (function bodies) are not supported"));
     }
     if let Some(result) = elementwise::dispatch(ctx) {
         return result;
