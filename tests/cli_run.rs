@@ -315,3 +315,44 @@ fn model_local_functions_run_per_call() {
     assert!(header.contains("'shape': (5, 1)"), "{header}");
     assert_eq!(yb, vec![2.0, 4.0, 6.0, 8.0, 10.0]);
 }
+
+#[test]
+fn malformed_models_never_crash_the_executor() {
+    // Every model of the malformed corpus either runs on random inputs or is
+    // refused with exit 2 and one error line; sizes the data asks for
+    // (a 2^62-element Range, a 2^80-element Expand) are refused before
+    // anything is allocated.
+    let dir = common::root().join("fixtures/malformed");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    for file in files.iter().filter(|f| f.extension().is_some_and(|e| e == "onnx")) {
+        let out = diamond(&["run", file.to_str().unwrap(), "--random"]);
+        let err = stderr(&out);
+        assert!(!err.contains("panicked"), "{}: {err}", file.display());
+        match out.status.code() {
+            Some(0) => {}
+            Some(2) => {
+                assert_eq!(err.lines().filter(|l| l.starts_with("error:")).count(), 1, "{}: {err}", file.display())
+            }
+            other => panic!("{}: exit {other:?}: {err}", file.display()),
+        }
+    }
+    let huge = diamond(&["run", dir.join("huge_range.onnx").to_str().unwrap()]);
+    assert!(stderr(&huge).contains("exceeds the executor's limit"), "{}", stderr(&huge));
+}
+
+#[test]
+fn dump_writes_intermediate_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = common::root().join("fixtures/light/light_squeezenet.onnx");
+    let out_dir = dir.path().join("out");
+    let out =
+        diamond(&["run", model.to_str().unwrap(), "--random", "--dump", "r1", "-o", out_dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (header, values) = read_f32_npy(&out_dir.join("r1.npy"));
+    assert!(header.contains("'shape': (1, 64, 111, 111)"), "{header}");
+    assert!(values.iter().all(|v| *v >= 0.0), "r1 is a Relu output");
+    assert!(out_dir.join("softmaxout_1.npy").is_file());
+    let no_dir = diamond(&["run", model.to_str().unwrap(), "--random", "--dump-all"]);
+    assert_eq!(no_dir.status.code(), Some(2), "--dump-all needs -o");
+}

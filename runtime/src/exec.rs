@@ -364,6 +364,19 @@ pub fn execute_with<'a>(
                     reason: format!("output {k} ('{name}') is not computed"),
                 });
             };
+            if let Value::Tensor(t) = &value {
+                if crate::tensor::shape_len(&t.shape) != Some(t.len()) {
+                    return Err(RunError::Kernel {
+                        node: node_label(graph, node),
+                        op: node.op_type().to_string(),
+                        problem: format!(
+                            "output {k} has shape {:?} but {} elements (a bug in diamond)",
+                            t.shape,
+                            t.len()
+                        ),
+                    });
+                }
+            }
             live += value.byte_size();
             if let Some(set) = dump {
                 if match set {

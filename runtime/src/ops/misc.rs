@@ -179,6 +179,7 @@ fn dynamic_quantize(ctx: &NodeCtx<'_>) -> Result<Outs> {
 fn window(ctx: &NodeCtx<'_>, a: &[f64; 3]) -> Result<Outs> {
     let size = ctx.opt_ints(0)?.and_then(|v| v.first().copied()).ok_or_else(|| ctx.err("size is required"))?;
     let size = usize::try_from(size).map_err(|_| ctx.err("negative size"))?;
+    ctx.check_size(&[size])?;
     let periodic = ctx.attr_i("periodic", 1) != 0;
     let n = if periodic { size as f64 } else { size as f64 - 1.0 };
     let tau = 2.0 * std::f64::consts::PI;
@@ -207,6 +208,7 @@ fn center_crop_pad(ctx: &NodeCtx<'_>) -> Result<Outs> {
         shift[a] = if t >= d { ((t - d) / 2) as i64 } else { -(((d - t) / 2) as i64) };
         shape[a] = t;
     }
+    ctx.check_size(&shape)?;
     let st = strides(&x.shape);
     let n = x.len();
     let mut idx = Vec::new();
@@ -629,6 +631,7 @@ fn dft(ctx: &NodeCtx<'_>) -> Result<Outs> {
         _ => len,
     };
     let m = if onesided { n / 2 + 1 } else { n };
+    ctx.check_size(&[x.len() / len.max(1), m, 2])?;
     let outer: usize = x.shape[..axis].iter().product();
     let inner: usize = x.shape[axis + 1..r - 1].iter().product();
     let mut out = vec![0.0; outer * m * inner * 2];

@@ -19,6 +19,10 @@ use crate::tensor::{shape_len, strides, Tensor, Value};
 use diamond_ir::{AttrValue, Attribute, Graph, GraphId, Model, Node};
 use std::cell::Cell;
 
+/// The most elements one tensor may hold (2^30): kernels compute in `f64`,
+/// so this bounds a single buffer at 8 GiB.
+pub const MAX_ELEMENTS: usize = 1 << 30;
+
 /// A kernel's results, one per node output (`None`: an optional output
 /// left uncomputed).
 pub type Outs = Vec<Option<Value>>;
@@ -232,6 +236,18 @@ impl<'a> NodeCtx<'a> {
         match self.node.attributes.iter().find(|a| !known.contains(&a.name())) {
             Some(a) => Err(self.unsupported(format!("attribute '{}'", a.name()))),
             None => Ok(()),
+        }
+    }
+
+    /// The element count of an output of `shape`, refused past
+    /// [`MAX_ELEMENTS`] (a bound checked before anything is allocated for a
+    /// size the model's data asks for).
+    pub fn check_size(&self, shape: &[usize]) -> Result<usize> {
+        match shape_len(shape) {
+            Some(n) if n <= MAX_ELEMENTS => Ok(n),
+            _ => Err(self.unsupported(format!(
+                "an output of shape {shape:?} exceeds the executor's limit of {MAX_ELEMENTS} elements"
+            ))),
         }
     }
 

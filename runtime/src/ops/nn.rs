@@ -258,6 +258,7 @@ fn conv_transpose(ctx: &NodeCtx<'_>) -> Result<Outs> {
         };
         out_sp[a] = usize::try_from(o).map_err(|_| ctx.err("negative output size"))?;
     }
+    ctx.check_size(&[&[n, m][..], &out_sp].concat())?;
     let in_size: usize = spatial.iter().product();
     let out_size: usize = out_sp.iter().product();
     let k_size: usize = kernel.iter().product();
@@ -831,6 +832,7 @@ fn col2im(ctx: &NodeCtx<'_>) -> Result<Outs> {
     if counts.iter().product::<usize>() != l {
         return Err(ctx.err(format!("{l} columns, the image and block give {}", counts.iter().product::<usize>())));
     }
+    ctx.check_size(&[&[n, c][..], &image].concat())?;
     let v = floats(ctx, x)?;
     let img_size: usize = image.iter().product();
     let ist = strides(&image);
@@ -886,7 +888,7 @@ fn max_unpool(ctx: &NodeCtx<'_>) -> Result<Outs> {
             sh
         }
     };
-    let total: usize = shape.iter().product();
+    let total = ctx.check_size(&shape)?;
     let v = x.to_f64s().ok_or_else(|| ctx.err("numeric input"))?;
     let iv = ind.to_i64s().ok_or_else(|| ctx.err("indices must be integers"))?;
     let mut out = vec![0.0; total];
@@ -910,6 +912,7 @@ fn affine_grid(ctx: &NodeCtx<'_>) -> Result<Outs> {
     if !(r == 2 || r == 3) || theta.shape != [n, r, r + 1] {
         return Err(ctx.err(format!("theta {:?} does not fit size {size:?}", theta.shape)));
     }
+    ctx.check_size(&[&[n][..], &sp, &[r]].concat())?;
     let tv = floats(ctx, theta)?;
     let coord = |i: usize, len: usize| -> f64 {
         if align {

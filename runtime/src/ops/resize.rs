@@ -287,6 +287,11 @@ fn resize(ctx: &NodeCtx<'_>) -> Result<Outs> {
     if p.transform == "tf_crop_and_resize" && roi.len() != 2 * n {
         return Err(ctx.err(format!("roi must hold {} values", 2 * n)));
     }
+    let mut final_shape = x.shape.clone();
+    for k in 0..n {
+        final_shape[axes[k]] = out[k];
+    }
+    ctx.check_size(&final_shape)?;
     let mut v = floats(ctx, x)?;
     let mut shape = x.shape.clone();
     for k in 0..n {
@@ -323,6 +328,8 @@ fn upsample(ctx: &NodeCtx<'_>) -> Result<Outs> {
         extrapolation: 0.0,
         antialias: false,
     };
+    let final_shape: Vec<usize> = scales.iter().zip(&x.shape).map(|(&s, &d)| (s * d as f64) as usize).collect();
+    ctx.check_size(&final_shape)?;
     let mut v = floats(ctx, x)?;
     let mut shape = x.shape.clone();
     for (a, &s) in scales.iter().enumerate() {

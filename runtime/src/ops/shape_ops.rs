@@ -543,6 +543,7 @@ fn expand(ctx: &NodeCtx<'_>) -> Result<Outs> {
         .collect::<Result<_>>()?;
     let shape = broadcast_shape(&[&x.shape, &target])
         .ok_or_else(|| ctx.err(format!("{:?} does not broadcast to {target:?}", x.shape)))?;
+    ctx.check_size(&shape)?;
     let idx = broadcast_index(&shape, &x.shape);
     one(taken(x, shape, &idx))
 }
@@ -553,7 +554,13 @@ fn tile(ctx: &NodeCtx<'_>) -> Result<Outs> {
     if reps.len() != x.rank() || reps.iter().any(|&r| r < 0) {
         return Err(ctx.err("repeats must be non-negative, one per axis"));
     }
-    let shape: Vec<usize> = x.shape.iter().zip(&reps).map(|(&d, &r)| d * r as usize).collect();
+    let shape: Vec<usize> = x
+        .shape
+        .iter()
+        .zip(&reps)
+        .map(|(&d, &r)| d.checked_mul(r as usize).ok_or_else(|| ctx.err("the tiled size overflows")))
+        .collect::<Result<_>>()?;
+    ctx.check_size(&shape)?;
     let st = strides(&x.shape);
     let mut idx = Vec::new();
     each_index(&shape, |m| idx.push(m.iter().enumerate().map(|(a, &i)| (i % x.shape[a]) * st[a]).sum()));
@@ -594,6 +601,7 @@ fn pad(ctx: &NodeCtx<'_>) -> Result<Outs> {
                 .map_err(|_| ctx.err("pads remove more than the axis"))
         })
         .collect::<Result<_>>()?;
+    ctx.check_size(&shape)?;
     let mode = ctx.attr_s("mode").unwrap_or_else(|| "constant".into());
     let st = strides(&x.shape);
     let n = x.len();
@@ -664,7 +672,7 @@ fn constant_of_shape(ctx: &NodeCtx<'_>) -> Result<Outs> {
     if value.len() != 1 {
         return Err(ctx.err("value must hold one element"));
     }
-    let n = shape_len(&shape).ok_or_else(|| ctx.err("size overflows"))?;
+    let n = ctx.check_size(&shape)?;
     one(Tensor { shape, data: value.data.take(&vec![0; n]) })
 }
 
@@ -674,7 +682,11 @@ fn range(ctx: &NodeCtx<'_>) -> Result<Outs> {
     if s.is_float() {
         let get = |t: &Tensor| t.to_f64s().and_then(|v| v.first().copied()).ok_or_else(|| ctx.err("scalar operands"));
         let (s, l, d) = (get(s)?, get(l)?, get(d)?);
-        let n = ((l - s) / d).ceil().max(0.0) as usize;
+        let n = ((l - s) / d).ceil().max(0.0);
+        if !n.is_finite() {
+            return Err(ctx.err("the range is not finite"));
+        }
+        let n = ctx.check_size(&[n.min(usize::MAX as f64) as usize])?;
         // NumPy/ONNX accumulate in the element type: start + i*delta
         let vals: Vec<f64> = (0..n).map(|i| s + i as f64 * d).collect();
         return one(super::elementwise::from_f64s(ctx, elem, vec![n], &vals)?);
@@ -685,7 +697,8 @@ fn range(ctx: &NodeCtx<'_>) -> Result<Outs> {
         return Err(ctx.err("delta 0"));
     }
     let span = l - s;
-    let n = if (span > 0) == (d > 0) && span != 0 { ((span.abs() + d.abs() - 1) / d.abs()) as usize } else { 0 };
+    let n = if (span > 0) == (d > 0) && span != 0 { (span.abs() + d.abs() - 1) / d.abs() } else { 0 };
+    let n = ctx.check_size(&[usize::try_from(n).unwrap_or(usize::MAX)])?;
     let vals: Vec<i128> = (0..n as i128).map(|i| s + i * d).collect();
     let data = Data::from_i128s(elem, &vals).ok_or_else(|| ctx.unsupported(format!("element type {elem}")))?;
     one(Tensor { shape: vec![n], data })
@@ -755,6 +768,9 @@ fn one_hot(ctx: &NodeCtx<'_>) -> Result<Outs> {
     let axis = ctx.axis(ctx.attr_i("axis", -1), rank)?;
     let iv = ind.to_f64s().ok_or_else(|| ctx.err("indices"))?;
     let d = depth as usize;
+    let mut out_shape = ind.shape.clone();
+    out_shape.insert(axis, d);
+    ctx.check_size(&out_shape)?;
     let outer: usize = ind.shape[..axis].iter().product();
     let inner: usize = ind.shape[axis..].iter().product();
     let mut idx = Vec::with_capacity(iv.len() * d);
