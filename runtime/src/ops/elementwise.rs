@@ -92,6 +92,13 @@ pub(super) fn dispatch(ctx: &NodeCtx<'_>) -> Option<Result<Outs>> {
             let a = f64::from(ctx.attr_f("alpha", 1.0));
             unary(ctx, &|x| x * sigmoid(a * x), None)
         }
+        "SwiGLU" => {
+            let a = f64::from(ctx.attr_f("alpha", 1.0));
+            match (ctx.input(0), ctx.input(1)) {
+                (Ok(x), Ok(g)) => binary(ctx, x, g, &|x, g| x * sigmoid(a * x) * g, None).and_then(one),
+                (Err(e), _) | (_, Err(e)) => Err(e),
+            }
+        }
         "Gelu" => match ctx.attr_s("approximate").as_deref() {
             None | Some("none") => unary(ctx, &|x| 0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2)), None),
             Some("tanh") => {

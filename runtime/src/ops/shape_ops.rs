@@ -25,6 +25,7 @@ pub(super) fn dispatch(ctx: &NodeCtx<'_>) -> Option<Result<Outs>> {
         "GatherND" => gather_nd(ctx),
         "ScatterElements" | "Scatter" => scatter_elements(ctx),
         "ScatterND" => scatter_nd(ctx),
+        "TensorScatter" => tensor_scatter(ctx),
         "Expand" => expand(ctx),
         "Tile" => tile(ctx),
         "Pad" => pad(ctx),
@@ -899,4 +900,52 @@ mod tests {
         assert_eq!(slice_range(i64::MAX, i64::MIN, -2, 5), (4, 3));
         assert_eq!(slice_range(3, 1, 1, 5), (3, 0));
     }
+}
+
+/// `TensorScatter`: writes each batch's update into the cache along the
+/// sequence axis starting at its write index (`circular`: wrapping around).
+fn tensor_scatter(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    ctx.only_attrs(&["mode", "axis"])?;
+    let (cache, update) = (ctx.input(0)?, ctx.input(1)?);
+    let r = cache.rank();
+    let axis = ctx.axis(ctx.attr_i("axis", -2), r)?;
+    if r < 2 || axis == 0 || update.rank() != r || (0..r).any(|a| a != axis && update.shape[a] != cache.shape[a]) {
+        return Err(ctx.err(format!("update {:?} does not fit cache {:?} on axis {axis}", update.shape, cache.shape)));
+    }
+    let circular = match ctx.attr_s("mode").as_deref().unwrap_or("linear") {
+        "linear" => false,
+        "circular" => true,
+        other => return Err(ctx.err(format!("mode '{other}'"))),
+    };
+    let b = cache.shape[0];
+    let starts = match ctx.opt_ints(2)? {
+        Some(w) if w.len() == b => w,
+        Some(w) => return Err(ctx.err(format!("{} write indices for batch {b}", w.len()))),
+        None => vec![0; b],
+    };
+    let len = cache.shape[axis] as i64;
+    let st = strides(&cache.shape);
+    let mut targets: Vec<usize> = Vec::with_capacity(update.len());
+    let mut bad = None;
+    each_index(&update.shape, |m| {
+        let mut pos = starts[m[0]] + m[axis] as i64;
+        if circular {
+            pos = pos.rem_euclid(len.max(1));
+        }
+        if pos < 0 || pos >= len {
+            bad = Some(pos);
+        }
+        let p = pos.clamp(0, (len - 1).max(0)) as usize;
+        targets.push(m.iter().enumerate().map(|(a, &i)| if a == axis { p } else { i } * st[a]).sum());
+    });
+    if let Some(pos) = bad {
+        return Err(ctx.err(format!("write position {pos} is outside the cache's {len}")));
+    }
+    let n = cache.len();
+    let mut src: Vec<usize> = (0..n).collect();
+    for (u, &t) in targets.iter().enumerate() {
+        src[t] = n + u;
+    }
+    let all = Data::concat(&[&cache.data, &update.data]).ok_or_else(|| ctx.err("cache and update differ in type"))?;
+    one(Tensor { shape: cache.shape.clone(), data: all.take(&src) })
 }
