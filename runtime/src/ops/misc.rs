@@ -21,6 +21,7 @@ pub(super) fn dispatch(ctx: &NodeCtx<'_>) -> Option<Result<Outs>> {
         "StringConcat" => string_concat(ctx),
         "StringSplit" => string_split(ctx),
         "DFT" => dft(ctx),
+        "STFT" => stft(ctx),
         "TfIdfVectorizer" => tfidf(ctx),
         "StringNormalizer" => string_normalizer(ctx),
         "BitCast" => bitcast(ctx),
@@ -824,4 +825,55 @@ fn optimizer(ctx: &NodeCtx<'_>, groups: usize) -> Result<Outs> {
         outs.extend(results.iter().map(|(_, st)| Some(Value::Tensor(st[s].clone()))));
     }
     Ok(outs)
+}
+
+/// `STFT`: the DFT of each frame of `frame_length` samples taken every
+/// `frame_step`, multiplied by the window when given.
+fn stft(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    ctx.only_attrs(&["onesided"])?;
+    let x = ctx.input(0)?;
+    if x.rank() != 3 || !(x.shape[2] == 1 || x.shape[2] == 2) {
+        return Err(ctx.err("the signal must be (batch, length, 1 or 2)"));
+    }
+    let step = ctx.opt_ints(1)?.and_then(|v| v.first().copied()).ok_or_else(|| ctx.err("frame_step is required"))?;
+    let window = match ctx.opt_input(2)? {
+        Some(w) => Some(floats(ctx, w)?),
+        None => None,
+    };
+    let fl = match (ctx.opt_ints(3)?.and_then(|v| v.first().copied()), &window) {
+        (Some(l), _) => l,
+        (None, Some(w)) => w.len() as i64,
+        (None, None) => return Err(ctx.err("frame_length or a window is required")),
+    };
+    let (b, len, comps) = (x.shape[0], x.shape[1], x.shape[2]);
+    if step <= 0 || fl <= 0 || fl as usize > len || window.as_ref().is_some_and(|w| w.len() != fl as usize) {
+        return Err(ctx.err("frame_step, frame_length and the window do not fit the signal"));
+    }
+    let (step, fl) = (step as usize, fl as usize);
+    let frames = (len - fl) / step + 1;
+    let onesided = ctx.attr_i("onesided", 1) != 0;
+    let bins = if onesided { fl / 2 + 1 } else { fl };
+    ctx.check_size(&[b, frames, bins, 2])?;
+    let v = floats(ctx, x)?;
+    let tau = 2.0 * std::f64::consts::PI;
+    let mut out = vec![0.0; b * frames * bins * 2];
+    for bi in 0..b {
+        for f in 0..frames {
+            for k in 0..bins {
+                let (mut re, mut im) = (0.0, 0.0);
+                for j in 0..fl {
+                    let at = (bi * len + f * step + j) * comps;
+                    let w = window.as_ref().map_or(1.0, |w| w[j]);
+                    let (a, c) = (v[at] * w, if comps == 2 { v[at + 1] * w } else { 0.0 });
+                    let angle = -tau * ((j * k) % fl) as f64 / fl as f64;
+                    re += a * angle.cos() - c * angle.sin();
+                    im += a * angle.sin() + c * angle.cos();
+                }
+                let p = ((bi * frames + f) * bins + k) * 2;
+                out[p] = re;
+                out[p + 1] = im;
+            }
+        }
+    }
+    one(from_f64s(ctx, x.elem(), vec![b, frames, bins, 2], &out)?)
 }
