@@ -29,6 +29,7 @@ pub(super) fn dispatch(ctx: &NodeCtx<'_>) -> Option<Result<Outs>> {
         "MaxUnpool" => max_unpool(ctx),
         "AffineGrid" => affine_grid(ctx),
         "CausalConvWithState" => causal_conv_with_state(ctx),
+        "RoiAlign" => roi_align(ctx),
         "LpNormalization" => lp_norm(ctx),
         "NegativeLogLikelihoodLoss" => {
             ctx.input(0).and_then(|x| floats(ctx, x)).and_then(|v| nll(ctx, ctx.input(0)?, &v, None))
@@ -989,4 +990,123 @@ fn causal_conv_with_state(ctx: &NodeCtx<'_>) -> Result<Outs> {
         Some(Value::Tensor(from_f64s(ctx, x.elem(), x.shape.clone(), &out)?)),
         Some(Value::Tensor(from_f64s(ctx, x.elem(), vec![b, c, k - 1], &present)?)),
     ])
+}
+
+/// `RoiAlign`: each region of interest, split into output_height ×
+/// output_width bins, each bin the average (or maximum) of bilinear samples
+/// on a regular grid inside it.
+fn roi_align(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    ctx.only_attrs(&[
+        "coordinate_transformation_mode",
+        "mode",
+        "output_height",
+        "output_width",
+        "sampling_ratio",
+        "spatial_scale",
+    ])?;
+    let (x, rois, batch) = (ctx.input(0)?, ctx.input(1)?, ctx.input(2)?);
+    if x.rank() != 4 || rois.rank() != 2 || rois.shape[1] != 4 || batch.len() != rois.shape[0] {
+        return Err(ctx.err("X must be N,C,H,W, rois (R, 4) and batch_indices (R)"));
+    }
+    let half_pixel = match ctx.attr_s("coordinate_transformation_mode").as_deref() {
+        Some("half_pixel") => true,
+        Some("output_half_pixel") => false,
+        None => ctx.opset >= 16,
+        Some(other) => return Err(ctx.err(format!("coordinate_transformation_mode '{other}'"))),
+    };
+    let max_mode = match ctx.attr_s("mode").as_deref().unwrap_or("avg") {
+        "avg" => false,
+        "max" => true,
+        other => return Err(ctx.err(format!("mode '{other}'"))),
+    };
+    let (ph_n, pw_n) = (ctx.attr_i("output_height", 1).max(1) as usize, ctx.attr_i("output_width", 1).max(1) as usize);
+    let ratio = ctx.attr_i("sampling_ratio", 0);
+    let scale = f64::from(ctx.attr_f("spatial_scale", 1.0));
+    let (c, h, w) = (x.shape[1], x.shape[2], x.shape[3]);
+    if h == 0 || w == 0 {
+        return Err(ctx.err("the feature map is empty"));
+    }
+    let r = rois.shape[0];
+    ctx.check_size(&[r, c, ph_n, pw_n])?;
+    let xv = floats(ctx, x)?;
+    let rv = floats(ctx, rois)?;
+    let bv = batch.to_i64s().ok_or_else(|| ctx.err("batch_indices must be integers"))?;
+    let mut out = vec![0.0; r * c * ph_n * pw_n];
+    for n in 0..r {
+        let bi = usize::try_from(bv[n])
+            .ok()
+            .filter(|&b| b < x.shape[0])
+            .ok_or_else(|| ctx.err("batch index out of range"))?;
+        let off = if half_pixel { 0.5 } else { 0.0 };
+        let (sw, sh, ew, eh) = (
+            rv[n * 4] * scale - off,
+            rv[n * 4 + 1] * scale - off,
+            rv[n * 4 + 2] * scale - off,
+            rv[n * 4 + 3] * scale - off,
+        );
+        let (mut rw, mut rh) = (ew - sw, eh - sh);
+        if !half_pixel {
+            rw = rw.max(1.0);
+            rh = rh.max(1.0);
+        }
+        let (bh, bw) = (rh / ph_n as f64, rw / pw_n as f64);
+        let gh = if ratio > 0 { ratio as usize } else { (rh / ph_n as f64).ceil().max(0.0) as usize };
+        let gw = if ratio > 0 { ratio as usize } else { (rw / pw_n as f64).ceil().max(0.0) as usize };
+        let count = (gh * gw).max(1) as f64;
+        // (positions, weights) of each sample, shared by all channels
+        let mut samples: Vec<([usize; 4], [f64; 4])> = Vec::with_capacity(ph_n * pw_n * gh * gw);
+        for ph in 0..ph_n {
+            for pw in 0..pw_n {
+                for iy in 0..gh {
+                    let yy = sh + ph as f64 * bh + (iy as f64 + 0.5) * bh / gh as f64;
+                    for ix in 0..gw {
+                        let xx = sw + pw as f64 * bw + (ix as f64 + 0.5) * bw / gw as f64;
+                        if yy < -1.0 || yy > h as f64 || xx < -1.0 || xx > w as f64 {
+                            samples.push(([0; 4], [0.0; 4]));
+                            continue;
+                        }
+                        let (mut y, mut xq) = (yy.max(0.0), xx.max(0.0));
+                        let (mut yl, mut xl) = (y as usize, xq as usize);
+                        let yh = if yl + 1 >= h {
+                            yl = h - 1;
+                            y = yl as f64;
+                            yl
+                        } else {
+                            yl + 1
+                        };
+                        let xh = if xl + 1 >= w {
+                            xl = w - 1;
+                            xq = xl as f64;
+                            xl
+                        } else {
+                            xl + 1
+                        };
+                        let (ly, lx) = (y - yl as f64, xq - xl as f64);
+                        let (hy, hx) = (1.0 - ly, 1.0 - lx);
+                        samples.push((
+                            [yl * w + xl, yl * w + xh, yh * w + xl, yh * w + xh],
+                            [hy * hx, hy * lx, ly * hx, ly * lx],
+                        ));
+                    }
+                }
+            }
+        }
+        for ch in 0..c {
+            let base = (bi * c + ch) * h * w;
+            for p in 0..ph_n * pw_n {
+                let bin = &samples[p * gh * gw..(p + 1) * gh * gw];
+                let v = if max_mode {
+                    bin.iter()
+                        .map(|(pos, wt)| (0..4).map(|q| wt[q] * xv[base + pos[q]]).fold(f64::NEG_INFINITY, f64::max))
+                        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
+                        .unwrap_or(0.0)
+                } else {
+                    bin.iter().map(|(pos, wt)| (0..4).map(|q| wt[q] * xv[base + pos[q]]).sum::<f64>()).sum::<f64>()
+                        / count
+                };
+                out[(n * c + ch) * ph_n * pw_n + p] = v;
+            }
+        }
+    }
+    one(from_f64s(ctx, x.elem(), vec![r, c, ph_n, pw_n], &out)?)
 }
