@@ -621,9 +621,7 @@ fn dft(ctx: &NodeCtx<'_>) -> Result<Outs> {
     }
     let inverse = ctx.attr_i("inverse", 0) != 0;
     let onesided = ctx.attr_i("onesided", 0) != 0;
-    if inverse && onesided {
-        return Err(ctx.unsupported("inverse of a one-sided spectrum"));
-    }
+
     let v = floats(ctx, x)?;
     let comps = x.shape[r - 1];
     let len = x.shape[axis];
@@ -631,6 +629,9 @@ fn dft(ctx: &NodeCtx<'_>) -> Result<Outs> {
         Some(l) if !l.is_empty() => usize::try_from(l[0]).map_err(|_| ctx.err("negative dft_length"))?,
         _ => len,
     };
+    if inverse && onesided {
+        return irfft(ctx, x, &floats(ctx, x)?, axis, ctx.opt_ints(1)?.and_then(|l| l.first().copied()));
+    }
     let m = if onesided { n / 2 + 1 } else { n };
     ctx.check_size(&[x.len() / len.max(1), m, 2])?;
     let outer: usize = x.shape[..axis].iter().product();
@@ -876,4 +877,49 @@ fn stft(ctx: &NodeCtx<'_>) -> Result<Outs> {
         }
     }
     one(from_f64s(ctx, x.elem(), vec![b, frames, bins, 2], &out)?)
+}
+
+/// The inverse of a one-sided spectrum (`onesided` with `inverse`): the
+/// missing half is the conjugate mirror of the given one, and the output is
+/// the real signal (last axis 1) of length `dft_length`, else 2·(m−1).
+fn irfft(ctx: &NodeCtx<'_>, x: &Tensor, v: &[f64], axis: usize, dft_length: Option<i64>) -> Result<Outs> {
+    let r = x.rank();
+    let comps = x.shape[r - 1];
+    let m = x.shape[axis];
+    let n = match dft_length {
+        Some(l) => usize::try_from(l).map_err(|_| ctx.err("negative dft_length"))?,
+        None => 2 * m.saturating_sub(1),
+    };
+    let outer: usize = x.shape[..axis].iter().product();
+    let inner: usize = x.shape[axis + 1..r - 1].iter().product();
+    let mut shape = x.shape.clone();
+    shape[axis] = n;
+    shape[r - 1] = 1;
+    ctx.check_size(&shape)?;
+    let tau = 2.0 * std::f64::consts::PI;
+    let mut out = vec![0.0; outer * n * inner];
+    for o in 0..outer {
+        for i in 0..inner {
+            // the spectrum's value at bin k, mirrored past the given half
+            let bin = |k: usize| -> (f64, f64) {
+                let (kk, conj) = if k < m { (k, false) } else { (n - k, true) };
+                if kk >= m {
+                    return (0.0, 0.0);
+                }
+                let at = ((o * m + kk) * inner + i) * comps;
+                let im = if comps == 2 { v[at + 1] } else { 0.0 };
+                (v[at], if conj { -im } else { im })
+            };
+            for t in 0..n {
+                let mut re = 0.0;
+                for k in 0..n {
+                    let (a, b) = bin(k);
+                    let angle = tau * ((k * t) % n) as f64 / n as f64;
+                    re += a * angle.cos() - b * angle.sin();
+                }
+                out[(o * n + t) * inner + i] = re / n as f64;
+            }
+        }
+    }
+    one(from_f64s(ctx, x.elem(), shape, &out)?)
 }
