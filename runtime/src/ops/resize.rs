@@ -422,20 +422,10 @@ pub(super) fn grid_sample(ctx: &NodeCtx<'_>) -> Result<Outs> {
                     }
                 })
                 .collect();
-            if mode == Mode::Nearest && r == 3 {
-                return Err(ctx.unsupported("nearest sampling of volumes"));
-            }
             if mode == Mode::Nearest {
+                // nearest rounds half to even in every rank
                 for p in &mut pos {
-                    *p = if r == 3 {
-                        if *p >= 0.0 {
-                            (*p + 0.5).floor()
-                        } else {
-                            (*p - 0.5).ceil()
-                        }
-                    } else {
-                        p.round_ties_even()
-                    };
+                    *p = p.round_ties_even();
                 }
             }
             for i in 0..r {
