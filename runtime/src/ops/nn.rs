@@ -30,6 +30,7 @@ pub(super) fn dispatch(ctx: &NodeCtx<'_>) -> Option<Result<Outs>> {
         "AffineGrid" => affine_grid(ctx),
         "CausalConvWithState" => causal_conv_with_state(ctx),
         "RoiAlign" => roi_align(ctx),
+        "DeformConv" => deform_conv(ctx),
         "LpNormalization" => lp_norm(ctx),
         "NegativeLogLikelihoodLoss" => {
             ctx.input(0).and_then(|x| floats(ctx, x)).and_then(|v| nll(ctx, ctx.input(0)?, &v, None))
@@ -1109,4 +1110,90 @@ fn roi_align(ctx: &NodeCtx<'_>) -> Result<Outs> {
         }
     }
     one(from_f64s(ctx, x.elem(), vec![r, c, ph_n, pw_n], &out)?)
+}
+
+/// `DeformConv` (2-D): each kernel tap reads the input at its regular
+/// position plus a learned offset, bilinearly interpolated (zero outside),
+/// scaled by the optional mask.
+fn deform_conv(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    ctx.only_attrs(&["dilations", "group", "kernel_shape", "offset_group", "pads", "strides"])?;
+    let (x, wt, offset) = (ctx.input(0)?, ctx.input(1)?, ctx.input(2)?);
+    if x.rank() != 4 || wt.rank() != 4 || offset.rank() != 4 {
+        return Err(ctx.unsupported("deformable convolution other than 2-D"));
+    }
+    let (n, ic, ih, iw) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3]);
+    let (oc, icg, kh, kw) = (wt.shape[0], wt.shape[1], wt.shape[2], wt.shape[3]);
+    let group = ctx.attr_i("group", 1).max(1) as usize;
+    let og = ctx.attr_i("offset_group", 1).max(1) as usize;
+    let get = |name: &str, d: i64, k: usize| ctx.attr_ints(name).unwrap_or_else(|| vec![d; k]);
+    let (dil, pads, st) = (get("dilations", 1, 2), get("pads", 0, 4), get("strides", 1, 2));
+    let (oh, ow) = (offset.shape[2], offset.shape[3]);
+    if icg * group != ic
+        || oc % group != 0
+        || ic % og != 0
+        || offset.shape[0] != n
+        || offset.shape[1] != og * kh * kw * 2
+    {
+        return Err(ctx.err(format!("X {:?}, W {:?} and offset {:?} do not fit", x.shape, wt.shape, offset.shape)));
+    }
+    if dil.len() != 2 || pads.len() != 4 || st.len() != 2 {
+        return Err(ctx.err("dilations, pads and strides must fit two spatial axes"));
+    }
+    let xv = floats(ctx, x)?;
+    let wv = floats(ctx, wt)?;
+    let ov = floats(ctx, offset)?;
+    let mask = match ctx.opt_input(4)? {
+        Some(m) if m.len() == n * og * kh * kw * oh * ow => Some(floats(ctx, m)?),
+        Some(m) => return Err(ctx.err(format!("mask {:?} does not fit", m.shape))),
+        None => None,
+    };
+    let bias = match ctx.opt_input(3)? {
+        Some(b) => per_channel(ctx, b, oc, "B")?,
+        None => vec![0.0; oc],
+    };
+    let (ocg, icpo) = (oc / group, ic / og);
+    let sample = |b: usize, c: usize, y: f64, xq: f64| -> f64 {
+        let (y0, x0) = (y.floor(), xq.floor());
+        let (ly, lx) = (y - y0, xq - x0);
+        let mut v = 0.0;
+        for (dy, wy) in [(0i64, 1.0 - ly), (1, ly)] {
+            for (dx, wx) in [(0i64, 1.0 - lx), (1, lx)] {
+                let (yy, xx) = (y0 as i64 + dy, x0 as i64 + dx);
+                if yy >= 0 && yy < ih as i64 && xx >= 0 && xx < iw as i64 {
+                    v += wy * wx * xv[((b * ic + c) * ih + yy as usize) * iw + xx as usize];
+                }
+            }
+        }
+        v
+    };
+    let mut out = vec![0.0; n * oc * oh * ow];
+    for b in 0..n {
+        for o in 0..oc {
+            let g = o / ocg;
+            for i in 0..oh {
+                for j in 0..ow {
+                    let mut acc = bias[o];
+                    for cg in 0..icg {
+                        let c = g * icg + cg;
+                        let gi = c / icpo;
+                        for ki in 0..kh {
+                            for kj in 0..kw {
+                                let k = ki * kw + kj;
+                                let off =
+                                    |axis: usize| ov[(((b * og + gi) * kh * kw + k) * 2 + axis) * oh * ow + i * ow + j];
+                                let y = (i as i64 * st[0] - pads[0] + ki as i64 * dil[0]) as f64 + off(0);
+                                let xq = (j as i64 * st[1] - pads[1] + kj as i64 * dil[1]) as f64 + off(1);
+                                let m = mask
+                                    .as_ref()
+                                    .map_or(1.0, |m| m[((b * og + gi) * kh * kw + k) * oh * ow + i * ow + j]);
+                                acc += wv[((o * icg + cg) * kh + ki) * kw + kj] * sample(b, c, y, xq) * m;
+                            }
+                        }
+                    }
+                    out[((b * oc + o) * oh + i) * ow + j] = acc;
+                }
+            }
+        }
+    }
+    one(from_f64s(ctx, x.elem(), vec![n, oc, oh, ow], &out)?)
 }
