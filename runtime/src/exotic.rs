@@ -187,6 +187,81 @@ small_float!(F8E5M2, F8E5M2, Float8e5m2, E5M2);
 small_float!(F8E5M2FNUZ, F8E5M2FNUZ, Float8e5m2fnuz, E5M2FNUZ);
 small_float!(F4E2M1, F4E2M1, Float4e2m1, E2M1);
 
+/// An `float8e8m0` code: the power of two 2^(code − 127); 255 is NaN.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct F8E8M0(pub u8);
+
+impl F8E8M0 {
+    /// The code of `x` rounded `up`, `down` or to the `nearest` power of two
+    /// (ties up); past the range it saturates, or is NaN without `saturate`.
+    pub fn encode(x: f64, mode: &str, saturate: bool) -> u8 {
+        if x.is_nan() || x < 0.0 {
+            return 255;
+        }
+        if x.is_infinite() {
+            return if saturate { 254 } else { 255 };
+        }
+        if x <= 2f64.powi(-127) {
+            return 0;
+        }
+        let e = x.log2();
+        let code = match mode {
+            "down" => e.floor(),
+            "nearest" => {
+                let lo = 2f64.powf(e.floor());
+                if x - lo < 2.0 * lo - x {
+                    e.floor()
+                } else {
+                    e.floor() + 1.0
+                }
+            }
+            _ => e.ceil(),
+        } + 127.0;
+        if code > 254.0 {
+            if saturate {
+                254
+            } else {
+                255
+            }
+        } else {
+            code.max(0.0) as u8
+        }
+    }
+}
+
+impl PartialOrd for F8E8M0 {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        self.to_f64().partial_cmp(&other.to_f64())
+    }
+}
+
+impl Elem for F8E8M0 {
+    fn wrap(v: Vec<Self>) -> Data {
+        Data::F8E8M0(v)
+    }
+}
+
+impl Scalar for F8E8M0 {
+    const ELEM: ElemType = ElemType::Float8e8m0;
+    const FLOAT: bool = true;
+    fn to_f64(self) -> f64 {
+        if self.0 == 255 {
+            f64::NAN
+        } else {
+            2f64.powi(i32::from(self.0) - 127)
+        }
+    }
+    fn from_f64(x: f64) -> Self {
+        F8E8M0(F8E8M0::encode(x, "up", true))
+    }
+    fn to_i128(self) -> i128 {
+        self.to_f64() as i128
+    }
+    fn from_i128(x: i128) -> Self {
+        Self::from_f64(x as f64)
+    }
+}
+
 macro_rules! small_int {
     ($name:ident, $variant:ident, $elem:ident, $repr:ty, $min:expr, $max:expr) => {
         #[doc = concat!("An `", stringify!($elem), "` value.")]
@@ -232,7 +307,8 @@ small_int!(U2, U2, Uint2, u8, 0, 3);
 pub fn is_small(elem: ElemType) -> bool {
     matches!(
         elem,
-        ElemType::Float8e4m3fn
+        ElemType::Float8e8m0
+            | ElemType::Float8e4m3fn
             | ElemType::Float8e4m3fnuz
             | ElemType::Float8e5m2
             | ElemType::Float8e5m2fnuz
@@ -275,6 +351,7 @@ pub fn decode_raw(elem: ElemType, raw: &[u8], count: usize) -> Option<Result<Dat
         ElemType::Float8e4m3fnuz => Data::F8E4M3FNUZ(raw.iter().map(|&b| F8E4M3FNUZ(b)).collect()),
         ElemType::Float8e5m2 => Data::F8E5M2(raw.iter().map(|&b| F8E5M2(b)).collect()),
         ElemType::Float8e5m2fnuz => Data::F8E5M2FNUZ(raw.iter().map(|&b| F8E5M2FNUZ(b)).collect()),
+        ElemType::Float8e8m0 => Data::F8E8M0(raw.iter().map(|&b| F8E8M0(b)).collect()),
         ElemType::Float4e2m1 => {
             Data::F4E2M1(unpack(raw, count, 4, false).into_iter().map(|v| F4E2M1(v as u8)).collect())
         }
@@ -294,7 +371,11 @@ pub fn decode_int32s(elem: ElemType, v: &[i32], count: usize) -> Option<Result<D
     }
     let bytes: Vec<u8> = v.iter().map(|&x| x as u8).collect();
     match elem {
-        ElemType::Float8e4m3fn | ElemType::Float8e4m3fnuz | ElemType::Float8e5m2 | ElemType::Float8e5m2fnuz => {
+        ElemType::Float8e4m3fn
+        | ElemType::Float8e4m3fnuz
+        | ElemType::Float8e5m2
+        | ElemType::Float8e5m2fnuz
+        | ElemType::Float8e8m0 => {
             if bytes.len() != count {
                 return Some(Err(format!("{} codes for {count} elements", bytes.len())));
             }

@@ -35,6 +35,7 @@ pub enum Data {
     U4(Vec<crate::exotic::U4>),
     I2(Vec<crate::exotic::I2>),
     U2(Vec<crate::exotic::U2>),
+    F8E8M0(Vec<crate::exotic::F8E8M0>),
 }
 
 /// Runs `$body` with `$v` bound to the element vector of any variant.
@@ -65,6 +66,7 @@ macro_rules! each_data {
             $crate::tensor::Data::U4($v) => $body,
             $crate::tensor::Data::I2($v) => $body,
             $crate::tensor::Data::U2($v) => $body,
+            $crate::tensor::Data::F8E8M0($v) => $body,
         }
     };
 }
@@ -98,6 +100,7 @@ macro_rules! each_num {
             $crate::tensor::Data::U4($v) => $body,
             $crate::tensor::Data::I2($v) => $body,
             $crate::tensor::Data::U2($v) => $body,
+            $crate::tensor::Data::F8E8M0($v) => $body,
         }
     };
 }
@@ -130,6 +133,7 @@ macro_rules! each_num2 {
             ($crate::tensor::Data::U4($a), $crate::tensor::Data::U4($b)) => $body,
             ($crate::tensor::Data::I2($a), $crate::tensor::Data::I2($b)) => $body,
             ($crate::tensor::Data::U2($a), $crate::tensor::Data::U2($b)) => $body,
+            ($crate::tensor::Data::F8E8M0($a), $crate::tensor::Data::F8E8M0($b)) => $body,
             _ => $other,
         }
     };
@@ -281,6 +285,7 @@ impl Data {
             Data::U4(_) => ElemType::Uint4,
             Data::I2(_) => ElemType::Int2,
             Data::U2(_) => ElemType::Uint2,
+            Data::F8E8M0(_) => ElemType::Float8e8m0,
         }
     }
 
@@ -333,6 +338,7 @@ impl Data {
             ElemType::Uint4 => conv::<crate::exotic::U4>(values),
             ElemType::Int2 => conv::<crate::exotic::I2>(values),
             ElemType::Uint2 => conv::<crate::exotic::U2>(values),
+            ElemType::Float8e8m0 => conv::<crate::exotic::F8E8M0>(values),
             _ => return None,
         })
     }
@@ -366,6 +372,7 @@ impl Data {
             ElemType::Uint4 => conv::<crate::exotic::U4>(values),
             ElemType::Int2 => conv::<crate::exotic::I2>(values),
             ElemType::Uint2 => conv::<crate::exotic::U2>(values),
+            ElemType::Float8e8m0 => conv::<crate::exotic::F8E8M0>(values),
             _ => return None,
         })
     }
@@ -409,6 +416,7 @@ impl Data {
                 (Data::U4(o), Data::U4(p)) => o.extend_from_slice(p),
                 (Data::I2(o), Data::I2(p)) => o.extend_from_slice(p),
                 (Data::U2(o), Data::U2(p)) => o.extend_from_slice(p),
+                (Data::F8E8M0(o), Data::F8E8M0(p)) => o.extend_from_slice(p),
                 _ => return None,
             }
         }
@@ -436,6 +444,7 @@ impl Data {
             Data::F8E4M3FNUZ(v) => v.iter().map(|x| x.0).collect(),
             Data::F8E5M2(v) => v.iter().map(|x| x.0).collect(),
             Data::F8E5M2FNUZ(v) => v.iter().map(|x| x.0).collect(),
+            Data::F8E8M0(v) => v.iter().map(|x| x.0).collect(),
             _ => return None,
         })
     }
@@ -527,6 +536,7 @@ impl Tensor {
                 | Data::F8E5M2(_)
                 | Data::F8E5M2FNUZ(_)
                 | Data::F4E2M1(_)
+                | Data::F8E8M0(_)
         )
     }
 

@@ -463,6 +463,7 @@ fn to_is_float(e: ElemType) -> bool {
             | ElemType::Float8e5m2
             | ElemType::Float8e5m2fnuz
             | ElemType::Float4e2m1
+            | ElemType::Float8e8m0
     )
 }
 
@@ -494,6 +495,17 @@ fn float_string(x: f64, single: bool) -> String {
 
 /// `x` converted to element type `to`.
 pub(crate) fn cast(ctx: &NodeCtx<'_>, x: &Tensor, to: ElemType) -> Result<Tensor> {
+    if to == ElemType::Float8e8m0 {
+        let mode = ctx.attr_s("round_mode").unwrap_or_else(|| "up".into());
+        if !["up", "down", "nearest"].contains(&mode.as_str()) {
+            return Err(ctx.err(format!("round_mode '{mode}'")));
+        }
+        let saturate = ctx.attr_i("saturate", 1) != 0;
+        let v = x.to_f64s().ok_or_else(|| ctx.unsupported(format!("cast from {} to {to}", x.elem())))?;
+        let codes =
+            v.iter().map(|&a| crate::exotic::F8E8M0(crate::exotic::F8E8M0::encode(a, &mode, saturate))).collect();
+        return Ok(Tensor { shape: x.shape.clone(), data: Data::F8E8M0(codes) });
+    }
     // saturate = 0: out-of-range values become infinity or NaN in 8-bit floats
     if ctx.attr_i("saturate", 1) == 0 && to != ElemType::Float4e2m1 {
         if let (Some(v), Some(_)) = (x.to_f64s(), crate::exotic::encode_float(to, 0.0, false)) {
