@@ -20,6 +20,7 @@ pub(super) fn dispatch(ctx: &NodeCtx<'_>) -> Option<Result<Outs>> {
         "Unique" => unique(ctx),
         "StringConcat" => string_concat(ctx),
         "StringSplit" => string_split(ctx),
+        "RegexFullMatch" => regex_full_match(ctx),
         "DFT" => dft(ctx),
         "STFT" => stft(ctx),
         "TfIdfVectorizer" => tfidf(ctx),
@@ -922,4 +923,16 @@ fn irfft(ctx: &NodeCtx<'_>, x: &Tensor, v: &[f64], axis: usize, dft_length: Opti
         }
     }
     one(from_f64s(ctx, x.elem(), shape, &out)?)
+}
+
+/// `RegexFullMatch`: whether each string matches the RE2 pattern entirely
+/// (the `regex` crate implements RE2's syntax).
+fn regex_full_match(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    ctx.only_attrs(&["pattern"])?;
+    let x = ctx.input(0)?;
+    let Data::Str(v) = &x.data else { return Err(ctx.err("string input required")) };
+    let pattern = ctx.attr_s("pattern").ok_or_else(|| ctx.err("pattern is required"))?;
+    let re = regex::Regex::new(&format!("^(?:{pattern})$")).map_err(|e| ctx.err(format!("pattern: {e}")))?;
+    let out = v.iter().map(|s| re.is_match(&String::from_utf8_lossy(s))).collect();
+    one(Tensor { shape: x.shape.clone(), data: Data::Bool(out) })
 }
