@@ -130,7 +130,7 @@ fn loop_(ctx: &NodeCtx<'_>) -> Result<Outs> {
 
 fn scan(ctx: &NodeCtx<'_>) -> Result<Outs> {
     if ctx.opset < 9 {
-        return Err(ctx.unsupported("Scan before opset 9 (batch axis)"));
+        return scan8(ctx);
     }
     let body = ctx.attr_graph("body").ok_or_else(|| ctx.err("body is required"))?;
     let m = ctx.attr_i("num_scan_inputs", 0) as usize;
@@ -334,4 +334,77 @@ fn sequence_map(ctx: &NodeCtx<'_>) -> Result<Outs> {
             Some(Value::Sequence(elem, items))
         })
         .collect())
+}
+
+/// `Scan` before opset 9: operand 0 is the optional sequence lengths, and
+/// every state and scan operand has a batch axis 0 (scan inputs iterate on
+/// axis 1); each batch item is scanned on its own and the results stacked.
+fn scan8(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    let body = ctx.attr_graph("body").ok_or_else(|| ctx.err("body is required"))?;
+    let m = ctx.attr_i("num_scan_inputs", 0) as usize;
+    let n = ctx.n_inputs().checked_sub(1 + m).ok_or_else(|| ctx.err("num_scan_inputs exceeds the operands"))?;
+    let states: Vec<&Tensor> = (1..1 + n).map(|i| ctx.input(i)).collect::<Result<_>>()?;
+    let scans: Vec<&Tensor> = (1 + n..1 + n + m).map(|i| ctx.input(i)).collect::<Result<_>>()?;
+    let dirs = ctx.attr_ints("directions").unwrap_or_else(|| vec![0; m]);
+    let batch = states.first().or(scans.first()).map_or(0, |t| t.shape.first().copied().unwrap_or(0));
+    if dirs.len() != m
+        || states.iter().chain(&scans).any(|t| t.rank() < 1 || t.shape[0] != batch)
+        || scans.iter().any(|t| t.rank() < 2)
+    {
+        return Err(ctx.err("every operand needs the batch axis (scan inputs also a sequence axis)"));
+    }
+    let len = scans.first().map_or(0, |t| t.shape[1]);
+    if let Some(l) = ctx.opt_ints(0)? {
+        if l.iter().any(|&v| v != len as i64) {
+            return Err(ctx.unsupported("sequence lengths shorter than the sequence"));
+        }
+    }
+    let item = |t: &Tensor, b: usize| {
+        let mut s = narrow(t, 0, b, 1);
+        s.shape.remove(0);
+        s
+    };
+    let k_out = ctx.node.outputs.len().saturating_sub(n);
+    let mut final_states: Vec<Vec<Tensor>> = vec![Vec::new(); n];
+    let mut scan_outs: Vec<Vec<Tensor>> = vec![Vec::new(); k_out];
+    for b in 0..batch {
+        let mut st: Vec<Value> = states.iter().map(|t| Value::Tensor(item(t, b))).collect();
+        let mut per_step: Vec<Vec<Tensor>> = vec![Vec::new(); k_out];
+        for step in 0..len {
+            let mut inputs = st.clone();
+            for (j, t) in scans.iter().enumerate() {
+                let pos = if dirs[j] != 0 { len - 1 - step } else { step };
+                let mut s = item(t, b);
+                s = narrow(&s, 0, pos, 1);
+                s.shape.remove(0);
+                inputs.push(Value::Tensor(s));
+            }
+            let outs = ctx.run_subgraph(body, inputs)?;
+            if outs.len() != n + k_out {
+                return Err(ctx.err("the body returns the wrong number of values"));
+            }
+            let mut it = outs.into_iter();
+            st = it.by_ref().take(n).collect();
+            for (k, v) in it.enumerate() {
+                per_step[k].push(v.as_tensor().cloned().ok_or_else(|| ctx.err("scan outputs must be tensors"))?);
+            }
+        }
+        for (k, v) in st.into_iter().enumerate() {
+            final_states[k].push(v.as_tensor().cloned().ok_or_else(|| ctx.err("states must be tensors"))?);
+        }
+        for (k, items) in per_step.into_iter().enumerate() {
+            if items.is_empty() {
+                return Err(ctx.unsupported("a scan of length 0"));
+            }
+            scan_outs[k].push(stack(ctx, &items, 0)?);
+        }
+    }
+    let mut result: Outs = Vec::new();
+    for items in final_states.iter().chain(&scan_outs) {
+        if items.is_empty() {
+            return Err(ctx.unsupported("an empty batch"));
+        }
+        result.push(Some(Value::Tensor(stack(ctx, items, 0)?)));
+    }
+    Ok(result)
 }
