@@ -23,6 +23,7 @@ pub(super) fn dispatch(ctx: &NodeCtx<'_>) -> Option<Result<Outs>> {
         "RegexFullMatch" => regex_full_match(ctx),
         "DFT" => dft(ctx),
         "STFT" => stft(ctx),
+        "MelWeightMatrix" => mel_weight_matrix(ctx),
         "TfIdfVectorizer" => tfidf(ctx),
         "StringNormalizer" => string_normalizer(ctx),
         "BitCast" => bitcast(ctx),
@@ -935,4 +936,59 @@ fn regex_full_match(ctx: &NodeCtx<'_>) -> Result<Outs> {
     let re = regex::Regex::new(&format!("^(?:{pattern})$")).map_err(|e| ctx.err(format!("pattern: {e}")))?;
     let out = v.iter().map(|s| re.is_match(&String::from_utf8_lossy(s))).collect();
     one(Tensor { shape: x.shape.clone(), data: Data::Bool(out) })
+}
+
+/// `MelWeightMatrix`: triangular filters, evenly spaced on the mel scale
+/// between the edge frequencies, over the one-sided DFT bins (the bin edges
+/// as the ONNX reference computes them, spacing included).
+fn mel_weight_matrix(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    ctx.only_attrs(&["output_datatype"])?;
+    let scalar = |i: usize| -> Result<f64> {
+        ctx.input(i)?
+            .to_f64s()
+            .and_then(|v| v.first().copied())
+            .ok_or_else(|| ctx.err(format!("operand {i} must be a scalar")))
+    };
+    let (bins, dft, rate, lo, hi) = (scalar(0)?, scalar(1)?, scalar(2)?, scalar(3)?, scalar(4)?);
+    if bins < 0.0 || dft < 0.0 || rate <= 0.0 {
+        return Err(ctx.err("num_mel_bins and dft_length must be non-negative, sample_rate positive"));
+    }
+    let (bins, dft) = (bins as usize, dft as i64);
+    let spec_bins = (dft / 2 + 1) as usize;
+    ctx.check_size(&[spec_bins, bins])?;
+    let mel = |f: f64| 2595.0 * (1.0 + f / 700.0).log10();
+    let (lo_mel, hi_mel) = (mel(lo), mel(hi));
+    let step = (hi_mel - lo_mel) / (bins + 2) as f64;
+    let edges: Vec<i64> = (0..bins + 2)
+        .map(|k| {
+            let hz = 700.0 * (10f64.powf((k as f64 * step + lo_mel) / 2595.0) - 1.0);
+            (((dft + 1) as f64 * hz) / rate).floor() as i64
+        })
+        .collect();
+    let mut out = vec![0.0; spec_bins * bins];
+    let mut set = |j: i64, i: usize, v: f64| -> Result<()> {
+        let j = usize::try_from(j)
+            .ok()
+            .filter(|&j| j < spec_bins)
+            .ok_or_else(|| ctx.err("a filter edge lies past the spectrum"))?;
+        out[j * bins + i] = v;
+        Ok(())
+    };
+    for i in 0..bins {
+        let (l, c, h) = (edges[i], edges[i + 1], edges[i + 2]);
+        if c == l {
+            set(c, i, 1.0)?;
+        } else {
+            for j in l..=c {
+                set(j, i, (j - l) as f64 / (c - l) as f64)?;
+            }
+        }
+        if h > c {
+            for j in c..h {
+                set(j, i, (h - j) as f64 / (h - c) as f64)?;
+            }
+        }
+    }
+    let elem = ElemType::from_code(ctx.attr_i("output_datatype", 1) as i32);
+    one(from_f64s(ctx, elem, vec![spec_bins, bins], &out)?)
 }
