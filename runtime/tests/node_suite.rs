@@ -17,7 +17,7 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 /// Cases that must pass; raise it as the executor grows.
-const PASS_RATCHET: usize = 1864;
+const PASS_RATCHET: usize = 1865;
 
 const RTOL: f64 = 1e-3;
 const ATOL: f64 = 1e-7;

@@ -880,16 +880,12 @@ fn max_unpool(ctx: &NodeCtx<'_>) -> Result<Outs> {
     if kernel.len() != s || st.len() != s || pads.len() != 2 * s {
         return Err(ctx.err("kernel_shape, strides and pads must fit the spatial rank"));
     }
-    let shape: Vec<usize> = match ctx.opt_ints(2)? {
-        Some(_) => return Err(ctx.unsupported("output_shape (indices then address a padded layout)")),
-        None => {
-            let mut sh = x.shape[..2].to_vec();
-            for a in 0..s {
-                sh.push(((x.shape[a + 2] as i64 - 1) * st[a] + kernel[a] - pads[a] - pads[a + s]).max(0) as usize);
-            }
-            sh
-        }
-    };
+    // indices address the inferred shape; a larger output_shape holds that
+    // result in its leading corner
+    let mut shape = x.shape[..2].to_vec();
+    for a in 0..s {
+        shape.push(((x.shape[a + 2] as i64 - 1) * st[a] + kernel[a] - pads[a] - pads[a + s]).max(0) as usize);
+    }
     let total = ctx.check_size(&shape)?;
     let v = x.to_f64s().ok_or_else(|| ctx.err("numeric input"))?;
     let iv = ind.to_i64s().ok_or_else(|| ctx.err("indices must be integers"))?;
@@ -901,7 +897,22 @@ fn max_unpool(ctx: &NodeCtx<'_>) -> Result<Outs> {
             .ok_or_else(|| ctx.err(format!("index {i} is out of range")))?;
         out[i] = val;
     }
-    one(from_f64s(ctx, x.elem(), shape, &out)?)
+    let Some(requested) = ctx.opt_ints(2)? else {
+        return one(from_f64s(ctx, x.elem(), shape, &out)?);
+    };
+    let requested: Vec<usize> = requested.iter().map(|&d| d.max(0) as usize).collect();
+    if requested.len() != shape.len() || requested.iter().zip(&shape).any(|(r, s)| r < s) {
+        return Err(ctx.err(format!("output_shape {requested:?} is smaller than the unpooled {shape:?}")));
+    }
+    let n = ctx.check_size(&requested)?;
+    let rst = strides(&requested);
+    let mut big = vec![0.0; n];
+    let mut k = 0;
+    each_index(&shape, |m| {
+        big[m.iter().zip(&rst).map(|(i, s)| i * s).sum::<usize>()] = out[k];
+        k += 1;
+    });
+    one(from_f64s(ctx, x.elem(), requested, &big)?)
 }
 
 fn affine_grid(ctx: &NodeCtx<'_>) -> Result<Outs> {
