@@ -283,3 +283,59 @@ fn node_suite_runs_without_wrong_results() {
         assert!(pass >= PASS_RATCHET, "{pass} cases pass, fewer than the ratchet {PASS_RATCHET}");
     }
 }
+
+/// Every node model on random inputs of its stored inputs' types and
+/// shapes: whatever the values, the executor refuses or errs, never panics
+/// (a panic inside a kernel is caught and reported as a diamond bug, which
+/// this test rejects).
+#[test]
+fn node_models_never_panic_on_random_inputs() {
+    std::panic::set_hook(Box::new(|_| {}));
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(root().join("fixtures/onnx-node"))
+        .expect("fixtures/onnx-node exists")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("model.onnx").is_file())
+        .collect();
+    cases.sort();
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut panics = Vec::new();
+    for case in &cases {
+        let Ok(model) = diamond_importers::onnx::load_model(&case.join("model.onnx")) else { continue };
+        let graph = model.main_graph().expect("node cases have a main graph");
+        let initialized: std::collections::HashSet<&str> =
+            graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
+        let names: Vec<String> = graph
+            .inputs
+            .iter()
+            .filter_map(|i| i.value.map(|v| graph.value_name(v).to_string()))
+            .filter(|n| !initialized.contains(n.as_str()))
+            .collect();
+        let mut inputs = Vec::new();
+        for (i, path) in data_files(case, "input").iter().enumerate() {
+            let Ok(t) = read(path) else { continue };
+            let values: Vec<f64> = (0..t.len())
+                .map(|_| if t.is_float() { (next() % 2000) as f64 / 1000.0 - 1.0 } else { (next() % 10) as f64 })
+                .collect();
+            let data = match diamond_runtime::Data::from_f64s(t.elem(), &values) {
+                Some(d) => d,
+                None => t.data.clone(),
+            };
+            inputs.push((
+                names.get(i).cloned().unwrap_or_default(),
+                Value::Tensor(Tensor { shape: t.shape.clone(), data }),
+            ));
+        }
+        if let Err(e) = run_model(&model, inputs, &RunOptions::default()) {
+            if e.to_string().contains("panicked") {
+                panics.push(format!("{}: {e}", case.display()));
+            }
+        }
+    }
+    assert!(panics.is_empty(), "the executor panicked on random inputs:\n{}", panics.join("\n"));
+}

@@ -847,6 +847,10 @@ fn reverse_sequence(ctx: &NodeCtx<'_>) -> Result<Outs> {
         return Err(ctx.err("bad axes"));
     }
     let lv = lens.to_i64s().ok_or_else(|| ctx.err("lengths"))?;
+    let steps = x.shape[time_axis] as i64;
+    if lv.len() != x.shape[batch_axis] || lv.iter().any(|&l| l < 0 || l > steps) {
+        return Err(ctx.err(format!("sequence_lens {lv:?} must hold one length in 0..={steps} per batch item")));
+    }
     let st = strides(&x.shape);
     let mut idx = Vec::new();
     each_index(&x.shape, |m| {
