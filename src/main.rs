@@ -1,7 +1,7 @@
 //! The `diamond` command line.
 //!
 //! Subcommands: `inspect` (what a model declares), `check` (infer and audit shapes and types), `convert` (import and
-//! re-export) and `solve` (a `.rows` constraint system). Exit codes are the project's contract: 0 clean (warnings
+//! re-export), `run` (execute with the reference executor) and `solve` (a `.rows` constraint system). Exit codes are the project's contract: 0 clean (warnings
 //! allowed), 1 errors found in the model, 2 the input could not be read or the
 //! command line is wrong. Every failure prints one `error:` line naming the
 //! file and the problem.
@@ -13,6 +13,7 @@ mod convert;
 mod html;
 mod optimize_cmd;
 mod render;
+mod run;
 
 use clap::{Parser, Subcommand};
 
@@ -141,6 +142,39 @@ enum Command {
         #[arg(long = "input-shape", value_name = "NAME=DIMS")]
         input_shape: Vec<diamond_importers::torch::lower::InputShape>,
     },
+    /// Execute a model with the reference executor: print each output's type, shape and summary; write them
+    /// (-o) or compare them with stored outputs (--compare). Exit 1 on a mismatch, 2 on bad input.
+    Run {
+        /// The model: ONNX, a TorchScript archive (.pt) or TorchScript IR text.
+        model: PathBuf,
+        /// An input tensor: NAME=FILE (.pb TensorProto or .npy).
+        #[arg(long = "input", value_name = "NAME=FILE")]
+        inputs: Vec<String>,
+        /// Write every output as DIR/NAME.npy (each file atomically).
+        #[arg(short, long, value_name = "DIR")]
+        output: Option<PathBuf>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Compare with stored outputs: a directory of output_N.pb / NAME.npy, or one file for the first output.
+        #[arg(long, value_name = "PATH")]
+        compare: Option<PathBuf>,
+        /// Seed of --random.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Generate the inputs not given with --input (floats in [-1, 1), integers in [0, 10)).
+        #[arg(long)]
+        random: bool,
+        /// The shape of a generated input: NAME=D0,D1,... (unstated symbolic sizes default to 1).
+        #[arg(long = "input-shape", value_name = "NAME=DIMS")]
+        input_shape: Vec<diamond_importers::torch::lower::InputShape>,
+        /// Also write these intermediate values (comma-separated names) into the -o directory.
+        #[arg(long, value_name = "NAME,...")]
+        dump: Vec<String>,
+        /// Also write every intermediate value into the -o directory.
+        #[arg(long)]
+        dump_all: bool,
+    },
 }
 
 /// A failure and the exit code it maps to.
@@ -202,6 +236,20 @@ fn main() -> ExitCode {
                 stats,
                 json,
                 shapes: &input_shape,
+            })
+        }
+        Command::Run { model, inputs, output, json, compare, seed, random, input_shape, dump, dump_all } => {
+            run::run(&run::Args {
+                model,
+                inputs,
+                output_dir: output,
+                json,
+                compare,
+                seed,
+                random,
+                input_shape,
+                dump,
+                dump_all,
             })
         }
         Command::Check {

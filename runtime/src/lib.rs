@@ -1,0 +1,25 @@
+//! The reference executor.
+//!
+//! [`exec::run_model`] interprets a model's main graph over [`Tensor`]s:
+//! graph inputs are checked against their declared types (symbols bound
+//! consistently), nodes run in topological order, each value is dropped after
+//! its last use, and the peak of live bytes is reported. Kernels live in
+//! [`ops`], one file per operator family like `infer/src/ops/`; they are
+//! written to be obviously correct rather than fast: this executor is the
+//! oracle for every faster one.
+//!
+//! A model the executor cannot run — an operator, element type or attribute
+//! it does not implement, operands that break the operator's contract — is
+//! refused with a [`RunError`] naming the node and the reason; nothing here
+//! panics on a bad model.
+
+pub mod error;
+pub mod exec;
+pub mod exotic;
+pub mod npy;
+pub mod ops;
+pub mod tensor;
+
+pub use error::RunError;
+pub use exec::{run_model, RunOptions, RunResult};
+pub use tensor::{Data, Scalar, Tensor, Value};

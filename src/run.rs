@@ -1,0 +1,445 @@
+//! `diamond run`: execute a model with the reference executor.
+//!
+//! Inputs come from `--input NAME=FILE` (`.pb` TensorProto or `.npy`) or are
+//! generated with `--random` (seeded; symbolic sizes from `--input-shape`,
+//! else from the fed inputs, else 1). Each output is summarized (type,
+//! shape, min/max/mean, NaN count); `-o DIR` writes them as `.npy`, each
+//! file atomically and only once every output has been encoded; `--compare
+//! PATH` holds them to stored outputs (a directory with `output_N.pb` or
+//! `NAME.npy` files, or one file for the first output) and exits 1 on a
+//! mismatch, printing the worst element.
+
+use crate::Failure;
+use diamond_importers::tensor_file::read_tensor_file;
+use diamond_importers::torch::lower::{DimSpec, InputShape};
+use diamond_ir::{DimValue, ElemType, Graph, TypeValue};
+use diamond_runtime::exec::DumpSet;
+use diamond_runtime::{run_model, Data, RunError, RunOptions, Tensor, Value};
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+/// Relative tolerance of `--compare` (the ONNX backend tests' value).
+const RTOL: f64 = 1e-3;
+/// Absolute tolerance of `--compare`.
+const ATOL: f64 = 1e-7;
+
+/// The options of `diamond run`.
+pub struct Args {
+    /// The model.
+    pub model: PathBuf,
+    /// `NAME=FILE` pairs.
+    pub inputs: Vec<String>,
+    /// Where to write the outputs as `.npy`.
+    pub output_dir: Option<PathBuf>,
+    /// Print JSON.
+    pub json: bool,
+    /// Stored outputs to compare with.
+    pub compare: Option<PathBuf>,
+    /// The random generator's seed.
+    pub seed: u64,
+    /// Generate inputs that were not fed.
+    pub random: bool,
+    /// Shapes of generated inputs.
+    pub input_shape: Vec<InputShape>,
+    /// Intermediate values to write (with `-o`).
+    pub dump: Vec<String>,
+    /// Write every intermediate value (with `-o`).
+    pub dump_all: bool,
+}
+
+fn bad(message: impl std::fmt::Display) -> Failure {
+    Failure { code: 2, message: message.to_string() }
+}
+
+/// `diamond run MODEL [--input NAME=FILE]... [-o DIR] [--json] [--compare PATH] [--seed N] [--random]`.
+pub fn run(args: &Args) -> Result<(), Failure> {
+    let path = &args.model;
+    let model = diamond_importers::torch::load::load_any(path, &args.input_shape).map_err(bad)?;
+    let graph = model.main_graph().ok_or_else(|| bad(format!("{}: the model has no graph", path.display())))?;
+    let initialized: HashSet<&str> = graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
+    let declared: Vec<&str> = graph
+        .inputs
+        .iter()
+        .filter_map(|i| i.value)
+        .map(|v| graph.value_name(v))
+        .filter(|n| !initialized.contains(n))
+        .collect();
+    let mut fed: Vec<(String, Value)> = Vec::new();
+    for arg in &args.inputs {
+        let (name, file) = arg
+            .split_once('=')
+            .ok_or_else(|| bad(format!("--input '{arg}' is not NAME=FILE (a .pb or .npy tensor)")))?;
+        if !declared.contains(&name) {
+            return Err(bad(format!(
+                "--input {name}: the model has no input '{name}' (inputs: {})",
+                if declared.is_empty() { "none".to_string() } else { declared.join(", ") }
+            )));
+        }
+        let tensor = read_tensor_file(Path::new(file)).map_err(|e| bad(format!("input '{name}': {e}")))?;
+        let tensor = Tensor::from_ir(&tensor).map_err(|e| bad(format!("input '{name}': {file}: {e}")))?;
+        fed.push((name.to_string(), Value::Tensor(tensor)));
+    }
+    if args.random {
+        generate(graph, &declared, &mut fed, &args.input_shape, args.seed)?;
+    }
+    let dump = if args.dump_all {
+        Some(DumpSet::All)
+    } else if !args.dump.is_empty() {
+        Some(DumpSet::Names(args.dump.iter().flat_map(|d| d.split(',')).map(str::to_string).collect()))
+    } else {
+        None
+    };
+    if dump.is_some() && args.output_dir.is_none() {
+        return Err(bad("--dump and --dump-all write .npy files: give -o DIR"));
+    }
+    let result = run_model(&model, fed, &RunOptions { dump }).map_err(|e| match e {
+        RunError::Input { .. } => bad(e),
+        other => bad(format!("{}: cannot run: {other}", path.display())),
+    })?;
+    let comparison = match &args.compare {
+        Some(stored) => Some(compare_all(&result.outputs, stored)?),
+        None => None,
+    };
+    if let Some(dir) = &args.output_dir {
+        write_outputs(dir, &result.outputs, &result.dumped)?;
+    }
+    report(args, &result.outputs, result.peak_bytes, comparison.as_deref());
+    if let Some(mismatches) = comparison {
+        let bad: Vec<&Mismatch> = mismatches.iter().filter(|m| m.problem.is_some()).collect();
+        if let Some(first) = bad.first() {
+            return Err(Failure {
+                code: 1,
+                message: format!(
+                    "{}: {} output(s) differ from the stored ones; output '{}': {}",
+                    path.display(),
+                    bad.len(),
+                    first.name,
+                    first.problem.as_deref().unwrap_or("")
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A splitmix64 generator: small, seeded, and the same on every platform.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Random tensors for the declared inputs nothing fed.
+fn generate(
+    graph: &Graph,
+    declared: &[&str],
+    fed: &mut Vec<(String, Value)>,
+    shapes: &[InputShape],
+    seed: u64,
+) -> Result<(), Failure> {
+    // symbols already bound by fed inputs
+    let mut symbols: HashMap<String, usize> = HashMap::new();
+    for info in &graph.inputs {
+        let Some(v) = info.value else { continue };
+        let name = graph.value_name(v);
+        let Some(Value::Tensor(t)) = fed.iter().find(|(n, _)| n == name).map(|(_, v)| v) else { continue };
+        if let Some(TypeValue::Tensor { shape: Some(s), .. }) = info.ty.as_ref().and_then(|t| t.value.as_ref()) {
+            for (d, &size) in s.dims.iter().zip(&t.shape) {
+                if let Some(DimValue::Param(p)) = &d.value {
+                    symbols.entry(p.clone()).or_insert(size);
+                }
+            }
+        }
+    }
+    // symbols bound by --input-shape (where the declared rank agrees)
+    for info in &graph.inputs {
+        let Some(v) = info.value else { continue };
+        let name = graph.value_name(v);
+        let (Some(given), Some(TypeValue::Tensor { shape: Some(s), .. })) =
+            (shapes.iter().find(|s| s.name == name), info.ty.as_ref().and_then(|t| t.value.as_ref()))
+        else {
+            continue;
+        };
+        if given.dims.len() != s.dims.len() {
+            continue;
+        }
+        for (d, g) in s.dims.iter().zip(&given.dims) {
+            if let (Some(DimValue::Param(p)), DimSpec::Known(n)) = (&d.value, g) {
+                symbols.entry(p.clone()).or_insert(*n as usize);
+            }
+        }
+    }
+    let mut rng = Rng(seed);
+    for info in &graph.inputs {
+        let Some(v) = info.value else { continue };
+        let name = graph.value_name(v);
+        if !declared.contains(&name) || fed.iter().any(|(n, _)| n == name) {
+            continue;
+        }
+        let Some(TypeValue::Tensor { elem, shape }) = info.ty.as_ref().and_then(|t| t.value.as_ref()) else {
+            return Err(bad(format!("input '{name}': --random makes tensors only, and it is not declared as one")));
+        };
+        let elem = elem.ok_or_else(|| bad(format!("input '{name}': --random needs a declared element type")))?;
+        let dims: Vec<usize> = match shapes.iter().find(|s| s.name == name) {
+            Some(s) => s
+                .dims
+                .iter()
+                .map(|d| match d {
+                    DimSpec::Known(n) => Ok(*n as usize),
+                    DimSpec::Symbol(sym) => symbols
+                        .get(sym)
+                        .copied()
+                        .ok_or_else(|| bad(format!("--input-shape {name}: '{sym}' is not a size"))),
+                })
+                .collect::<Result<_, _>>()?,
+            None => shape
+                .as_ref()
+                .map(|s| {
+                    s.dims
+                        .iter()
+                        .map(|d| match &d.value {
+                            Some(DimValue::Known(n)) if *n >= 0 => *n as usize,
+                            Some(DimValue::Param(p)) => *symbols.entry(p.clone()).or_insert(1),
+                            _ => 1,
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+        };
+        let count: usize = dims.iter().product();
+        let data = match elem {
+            ElemType::Bool => Data::Bool((0..count).map(|_| rng.next() & 1 == 1).collect()),
+            ElemType::String => Data::Str((0..count).map(|_| format!("s{}", rng.next() % 100).into_bytes()).collect()),
+            e if matches!(e, ElemType::Float | ElemType::Double | ElemType::Float16 | ElemType::Bfloat16) => {
+                let v: Vec<f64> = (0..count).map(|_| rng.unit() * 2.0 - 1.0).collect();
+                Data::from_f64s(e, &v).ok_or_else(|| bad(format!("input '{name}': cannot generate {e}")))?
+            }
+            e => {
+                let v: Vec<f64> = (0..count).map(|_| (rng.next() % 10) as f64).collect();
+                Data::from_f64s(e, &v).ok_or_else(|| bad(format!("input '{name}': cannot generate {e}")))?
+            }
+        };
+        fed.push((name.to_string(), Value::Tensor(Tensor { shape: dims, data })));
+    }
+    Ok(())
+}
+
+/// min, max, mean and NaN count of a numeric tensor.
+fn summary(t: &Tensor) -> Option<(f64, f64, f64, usize)> {
+    let v = t.to_f64s()?;
+    let finite: Vec<f64> = v.iter().copied().filter(|x| !x.is_nan()).collect();
+    let nan = v.len() - finite.len();
+    if finite.is_empty() {
+        return Some((f64::NAN, f64::NAN, f64::NAN, nan));
+    }
+    let min = finite.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let mean = finite.iter().sum::<f64>() / finite.len() as f64;
+    Some((min, max, mean, nan))
+}
+
+fn shape_text(t: &Tensor) -> String {
+    format!("[{}]", t.shape.iter().map(usize::to_string).collect::<Vec<_>>().join(","))
+}
+
+fn report(args: &Args, outputs: &[(String, Value)], peak: u64, comparison: Option<&[Mismatch]>) {
+    let status = |name: &str| comparison.and_then(|c| c.iter().find(|m| m.name == name));
+    if args.json {
+        let outs: Vec<serde_json::Value> = outputs
+            .iter()
+            .map(|(name, v)| {
+                let mut o = serde_json::json!({ "name": name, "kind": v.kind() });
+                if let Value::Tensor(t) = v {
+                    o["dtype"] = t.elem().name().into();
+                    o["shape"] = t.shape.clone().into();
+                    if let Some((min, max, mean, nan)) = summary(t) {
+                        let num = |x: f64| {
+                            if x.is_finite() {
+                                serde_json::json!(x)
+                            } else {
+                                serde_json::json!(x.to_string())
+                            }
+                        };
+                        o["min"] = num(min);
+                        o["max"] = num(max);
+                        o["mean"] = num(mean);
+                        o["nan"] = nan.into();
+                    }
+                }
+                if let Some(m) = status(name) {
+                    o["compare"] = match &m.problem {
+                        None => "match".into(),
+                        Some(p) => serde_json::json!({ "mismatch": p }),
+                    };
+                }
+                o
+            })
+            .collect();
+        let doc = serde_json::json!({ "model": args.model.display().to_string(), "outputs": outs, "peak_bytes": peak });
+        crate::emit(&format!("{}\n", serde_json::to_string_pretty(&doc).unwrap_or_default()));
+        return;
+    }
+    let mut text = String::new();
+    for (name, v) in outputs {
+        match v {
+            Value::Tensor(t) => {
+                text.push_str(&format!("{name}: {}{}", t.elem(), shape_text(t)));
+                if let Some((min, max, mean, nan)) = summary(t) {
+                    text.push_str(&format!("  min {min:.6} max {max:.6} mean {mean:.6} nan {nan}"));
+                }
+            }
+            other => text.push_str(&format!("{name}: {}", other.kind())),
+        }
+        if let Some(m) = status(name) {
+            match &m.problem {
+                None => text.push_str("  (matches stored)"),
+                Some(p) => text.push_str(&format!("  MISMATCH: {p}")),
+            }
+        }
+        text.push('\n');
+    }
+    text.push_str(&format!("peak live bytes: {peak}\n"));
+    crate::emit(&text);
+}
+
+/// One output's comparison.
+struct Mismatch {
+    name: String,
+    problem: Option<String>,
+}
+
+fn stored_for(stored: &Path, index: usize, name: &str) -> Option<PathBuf> {
+    if stored.is_file() {
+        return (index == 0).then(|| stored.to_path_buf());
+    }
+    let safe = file_name(name);
+    [format!("output_{index}.pb"), format!("{safe}.npy"), format!("output_{index}.npy"), format!("{safe}.pb")]
+        .iter()
+        .map(|f| stored.join(f))
+        .find(|p| p.is_file())
+}
+
+fn compare_all(outputs: &[(String, Value)], stored: &Path) -> Result<Vec<Mismatch>, Failure> {
+    if !stored.exists() {
+        return Err(bad(format!("--compare {}: no such file or directory", stored.display())));
+    }
+    let mut result = Vec::new();
+    for (i, (name, v)) in outputs.iter().enumerate() {
+        let Some(file) = stored_for(stored, i, name) else {
+            if stored.is_file() {
+                continue;
+            }
+            return Err(bad(format!(
+                "--compare {}: no stored value for output {i} '{name}' (output_{i}.pb or {}.npy)",
+                stored.display(),
+                file_name(name)
+            )));
+        };
+        let want = read_tensor_file(&file).map_err(bad)?;
+        let want = Tensor::from_ir(&want).map_err(|e| bad(format!("{}: {e}", file.display())))?;
+        let problem = match v {
+            Value::Tensor(got) => compare(got, &want),
+            other => Some(format!("a {} was computed, the stored value is a tensor", other.kind())),
+        };
+        result.push(Mismatch { name: name.clone(), problem });
+    }
+    Ok(result)
+}
+
+/// `None` when `got` matches `want` (rtol 1e-3, atol 1e-7, NaNs equal);
+/// otherwise the worst element.
+fn compare(got: &Tensor, want: &Tensor) -> Option<String> {
+    if got.elem() != want.elem() {
+        return Some(format!("element type {}, stored {}", got.elem(), want.elem()));
+    }
+    if got.shape != want.shape {
+        return Some(format!("shape {}, stored {}", shape_text(got), shape_text(want)));
+    }
+    if let (Data::Str(a), Data::Str(b)) = (&got.data, &want.data) {
+        let i = a.iter().zip(b).position(|(x, y)| x != y)?;
+        return Some(format!(
+            "element {i}: '{}', stored '{}'",
+            String::from_utf8_lossy(&a[i]),
+            String::from_utf8_lossy(&b[i])
+        ));
+    }
+    let (g, w) = (got.to_f64s()?, want.to_f64s()?);
+    let exact = !got.is_float();
+    let mut worst: Option<(usize, f64)> = None;
+    let mut count = 0;
+    for (i, (&a, &b)) in g.iter().zip(&w).enumerate() {
+        if (a.is_nan() && b.is_nan()) || a == b {
+            continue;
+        }
+        let excess = if exact || a.is_nan() || b.is_nan() || a.is_infinite() || b.is_infinite() {
+            f64::INFINITY
+        } else {
+            (a - b).abs() - (ATOL + RTOL * b.abs())
+        };
+        if excess > 0.0 {
+            count += 1;
+            if worst.is_none_or(|(_, e)| excess > e) {
+                worst = Some((i, excess));
+            }
+        }
+    }
+    let (i, _) = worst?;
+    let index = unravel(i, &got.shape);
+    Some(format!(
+        "{count} element(s) differ; worst at {index:?}: {}, stored {} (|diff| {:e})",
+        g[i],
+        w[i],
+        (g[i] - w[i]).abs()
+    ))
+}
+
+fn unravel(mut i: usize, shape: &[usize]) -> Vec<usize> {
+    let mut idx = vec![0; shape.len()];
+    for a in (0..shape.len()).rev() {
+        if shape[a] > 0 {
+            idx[a] = i % shape[a];
+            i /= shape[a];
+        }
+    }
+    idx
+}
+
+/// A value name as a file name: path separators and odd characters become `_`.
+fn file_name(name: &str) -> String {
+    let s: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
+    if s.is_empty() || s.starts_with('.') {
+        format!("_{s}")
+    } else {
+        s
+    }
+}
+
+/// Encodes every value first, then writes each file atomically.
+fn write_outputs(dir: &Path, outputs: &[(String, Value)], dumped: &[(String, Value)]) -> Result<(), Failure> {
+    let mut files = Vec::new();
+    for (name, v) in outputs.iter().chain(dumped) {
+        let Value::Tensor(t) = v else {
+            return Err(bad(format!("-o: '{name}' is a {}, only tensors are written as .npy", v.kind())));
+        };
+        let bytes = diamond_runtime::npy::encode_npy(t).map_err(|e| bad(format!("-o: '{name}': {e}")))?;
+        files.push((dir.join(format!("{}.npy", file_name(name))), bytes));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| bad(format!("cannot create {}: {e}", dir.display())))?;
+    for (path, bytes) in files {
+        diamond_exporters::atomic::write_bytes(&path, &bytes)
+            .map_err(|e| bad(format!("cannot write {}: {e}", path.display())))?;
+    }
+    Ok(())
+}
