@@ -52,6 +52,12 @@ enum Command {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+        /// Skip running original and result on the reference executor (random inputs, several symbol values).
+        #[arg(long)]
+        no_verify: bool,
+        /// When verification fails, name the first pass whose result differs.
+        #[arg(long)]
+        bisect: bool,
         /// The shape of a TorchScript input: NAME=D0,D1,... (sizes or symbols).
         #[arg(long = "input-shape", value_name = "NAME=DIMS")]
         input_shape: Vec<diamond_importers::torch::lower::InputShape>,
@@ -228,7 +234,7 @@ fn main() -> ExitCode {
             convert::run(&inputs, &output, &options)
         }
         Command::Solve { file, json } => commands::solve(&file, json),
-        Command::Optimize { model, output, passes, stats, json, input_shape } => {
+        Command::Optimize { model, output, passes, stats, json, no_verify, bisect, input_shape } => {
             optimize_cmd::run(&optimize_cmd::Request {
                 input: &model,
                 output: &output,
@@ -236,6 +242,8 @@ fn main() -> ExitCode {
                 stats,
                 json,
                 shapes: &input_shape,
+                verify: !no_verify,
+                bisect,
             })
         }
         Command::Run { model, inputs, output, json, compare, seed, random, input_shape, dump, dump_all } => {

@@ -17,18 +17,29 @@ pub struct Request<'a> {
     pub stats: bool,
     pub json: bool,
     pub shapes: &'a [InputShape],
+    /// Run original and result on the reference executor first (default on).
+    pub verify: bool,
+    /// On a difference, name the first pass that made it.
+    pub bisect: bool,
 }
 
 /// `diamond optimize`.
 pub fn run(r: &Request<'_>) -> Result<(), Failure> {
     let unreadable = |m: String| Failure { code: 2, message: m };
     let model = load_any(r.input, r.shapes).map_err(|e| unreadable(e.to_string()))?;
-    let mut options = Options::default();
+    let mut options = Options { verify: r.verify, bisect: r.bisect, ..Options::default() };
     if let Some(list) = r.passes {
         options.passes = list.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
     }
     let outcome = optimize(&model, &options).map_err(|e| match e {
         OptimizeError::ModelErrors(_) => Failure { code: 1, message: format!("{}: {e}; not optimized", r.input.display()) },
+        OptimizeError::Verification { pass: None, .. } => Failure {
+            code: 1,
+            message: format!("{}: {e}; not written (--bisect names the pass)", r.input.display()),
+        },
+        OptimizeError::Verification { .. } => {
+            Failure { code: 1, message: format!("{}: {e}; not written", r.input.display()) }
+        }
         OptimizeError::UnknownPass(_) => unreadable(e.to_string()),
         OptimizeError::NoGraph => unreadable(format!("{}: {e}", r.input.display())),
     })?;
@@ -48,11 +59,17 @@ pub fn run(r: &Request<'_>) -> Result<(), Failure> {
             "ops_before": outcome.before,
             "ops_after": outcome.after,
             "passes": outcome.runs,
+            "verification": verdict_text(outcome.verdict.as_ref()),
         });
         crate::emit(&format!("{}\n", serde_json::to_string_pretty(&report).unwrap_or_default()));
         return Ok(());
     }
-    let mut text = format!("{}: {before} nodes -> {after} nodes, written to {}\n", r.input.display(), r.output.display());
+    let mut text = format!(
+        "{}: {before} nodes -> {after} nodes, written to {}; {}\n",
+        r.input.display(),
+        r.output.display(),
+        verdict_text(outcome.verdict.as_ref())
+    );
     if r.stats {
         text += "\npass runs (round, pass, rewrites, nodes after):\n";
         for run in &outcome.runs {
@@ -68,4 +85,15 @@ pub fn run(r: &Request<'_>) -> Result<(), Failure> {
     }
     crate::emit(&text);
     Ok(())
+}
+
+/// The verification outcome in words.
+fn verdict_text(v: Option<&diamond_optimize::verify::Verdict>) -> String {
+    use diamond_optimize::verify::Verdict;
+    match v {
+        None => "not verified (--no-verify)".into(),
+        Some(Verdict::Agrees(n)) => format!("verified: same outputs at {n} symbol setting(s)"),
+        Some(Verdict::Skipped(why)) => format!("not verified: {why}"),
+        Some(Verdict::Differs(why)) => format!("differs: {why}"),
+    }
 }

@@ -289,3 +289,42 @@ fn optimized_exports_shrink_and_compute_torch_outputs() {
     // 7,496 nodes as exported; 4,013 after `diamond optimize` when this test was written.
     assert!(after * 10 < before * 6, "{before} -> {after}");
 }
+
+/// Runs `model` with diamond's reference executor on the corpus inputs of
+/// `stem`: the largest difference from torch's outputs.
+fn executor_difference(stem: &str, model: &Model) -> f64 {
+    use diamond_runtime::{run_model, RunOptions, Tensor, Value};
+    let graph = model.main_graph().unwrap();
+    let inputs: Vec<(String, Value)> = numbered(stem, "input")
+        .iter()
+        .zip(&graph.inputs)
+        .map(|(p, vi)| {
+            let t = diamond_importers::npy::read_npy(p).unwrap();
+            (graph.value_name(vi.value.unwrap()).to_string(), Value::Tensor(Tensor::from_ir(&t).unwrap()))
+        })
+        .collect();
+    let result = run_model(model, inputs, &RunOptions::default()).unwrap_or_else(|e| panic!("{stem}: {e}"));
+    let wants = numbered(stem, "output");
+    assert_eq!(result.outputs.len(), wants.len(), "{stem}");
+    let mut worst = 0.0f64;
+    for ((name, got), want) in result.outputs.iter().zip(&wants) {
+        let Value::Tensor(got) = got else { panic!("{stem}: {name} is not a tensor") };
+        let want = Tensor::from_ir(&diamond_importers::npy::read_npy(want).unwrap()).unwrap();
+        assert_eq!(got.shape, want.shape, "{stem}: {name}");
+        let (g, w) = (got.data.to_f64s().unwrap(), want.data.to_f64s().unwrap());
+        worst = g.iter().zip(&w).map(|(a, b)| (a - b).abs()).fold(worst, f64::max);
+    }
+    worst
+}
+
+#[test]
+fn the_executor_runs_every_export_and_its_optimized_form_to_torch_outputs() {
+    for (stem, path) in exports() {
+        let model = load(&path);
+        let d = executor_difference(&stem, &model);
+        assert!(d <= 1e-4, "{stem}: the executor differs from torch by {d}");
+        let optimized = diamond_optimize::optimize(&model, &Default::default()).unwrap().model;
+        let d = executor_difference(&stem, &optimized);
+        assert!(d <= 1e-4, "{stem}: optimized, the executor differs from torch by {d}");
+    }
+}

@@ -6,6 +6,7 @@
 
 mod common;
 
+use diamond_optimize::verify::{verify, Verdict};
 use diamond_optimize::{optimize, text::graph_text, Options};
 use expect_test::{expect, Expect};
 use std::path::{Path, PathBuf};
@@ -22,9 +23,10 @@ fn load(path: &Path) -> diamond_ir::Model {
 /// computes the same outputs from both models at the given input shapes.
 fn pass_on(name: &str, pass: &str, shapes: &[&[usize]], expected: Expect) {
     let model = load(&fixture(name));
-    let options = Options { passes: vec![pass.to_string()], max_rounds: 4 };
+    let options = Options { passes: vec![pass.to_string()], max_rounds: 4, verify: true, ..Default::default() };
     let outcome = optimize(&model, &options).unwrap();
     expected.assert_eq(&graph_text(&outcome.model));
+    assert!(matches!(outcome.verdict, Some(Verdict::Agrees(3))), "{:?}", outcome.verdict);
     same_outputs(&model, &outcome.model, shapes);
 }
 
@@ -138,7 +140,7 @@ fn fold_shapes_turns_known_shape_arithmetic_into_constants() {
 #[test]
 fn fuse_conv_bn_folds_the_normalization_into_the_weights() {
     let model = load(&fixture("conv_bn.onnx"));
-    let options = Options { passes: vec!["fuse-conv-bn".into(), "dead-code".into()], max_rounds: 4 };
+    let options = Options { passes: vec!["fuse-conv-bn".into(), "dead-code".into()], max_rounds: 4, verify: true, ..Default::default() };
     let outcome = optimize(&model, &options).unwrap();
     expect![[r#"
         input x: float [batch, 3, 8, 8]
@@ -168,7 +170,7 @@ fn constants_become_initializers() {
 #[test]
 fn merge_reshapes_collapses_layout_chains() {
     let model = load(&fixture("merge_reshapes.onnx"));
-    let options = Options { passes: vec!["merge-reshapes".into(), "dead-code".into()], max_rounds: 4 };
+    let options = Options { passes: vec!["merge-reshapes".into(), "dead-code".into()], max_rounds: 4, verify: true, ..Default::default() };
     let outcome = optimize(&model, &options).unwrap();
     expect![[r#"
         input x: float [batch]
@@ -221,9 +223,10 @@ fn bad_inputs_exit_with_their_code_and_write_nothing() {
 /// before, and the original's outputs under tract at each set of shapes.
 fn inline_ones(name: &str, shape_sets: &[&[&[usize]]], expected: Expect) {
     let model = load(&fixture(name));
-    let options = Options { passes: vec!["inline-ones".into(), "dead-code".into()], max_rounds: 4 };
+    let options = Options { passes: vec!["inline-ones".into(), "dead-code".into()], max_rounds: 4, verify: true, ..Default::default() };
     let outcome = optimize(&model, &options).unwrap();
     expected.assert_eq(&graph_text(&outcome.model));
+    assert!(matches!(outcome.verdict, Some(Verdict::Agrees(3))), "{name}: {:?}", outcome.verdict);
     let g = outcome.model.main_graph().unwrap();
     assert!(g.nodes.len() <= model.main_graph().unwrap().nodes.len(), "{name}: the node count grew");
     let a = diamond_optimize::Analysis::new(&outcome.model).unwrap();
@@ -339,7 +342,7 @@ fn inline_ones_works_on_integers() {
     // tract cannot run an int64 MatMul: the rewritten model is checked against row sums computed here.
     use tract_onnx::prelude::*;
     let model = load(&fixture("ones_matmul_int64.onnx"));
-    let options = Options { passes: vec!["inline-ones".into(), "dead-code".into()], max_rounds: 4 };
+    let options = Options { passes: vec!["inline-ones".into(), "dead-code".into()], max_rounds: 4, verify: true, ..Default::default() };
     let outcome = optimize(&model, &options).unwrap();
     expect![[r#"
         input x: int64 [batch, 5]
@@ -393,7 +396,7 @@ fn check_notes_each_ones_vector_at_its_consumer() {
 #[test]
 fn merge_transposes_composes_permutations() {
     let model = load(&fixture("merge_transposes.onnx"));
-    let options = Options { passes: vec!["merge-transposes".into(), "noop".into(), "dead-code".into()], max_rounds: 4 };
+    let options = Options { passes: vec!["merge-transposes".into(), "noop".into(), "dead-code".into()], max_rounds: 4, verify: true, ..Default::default() };
     let outcome = optimize(&model, &options).unwrap();
     expect![[r#"
         input x: float [batch, 2, 3, 4]
@@ -431,4 +434,25 @@ fn convert_optimize_writes_optimized_models_in_batch() {
     let bert = load(&dir.path().join("out/bert.legacy.onnx"));
     assert!(bert.main_graph().unwrap().nodes.len() < 150);
     assert!(!bert.main_graph().unwrap().value_info.is_empty());
+}
+
+#[test]
+fn verification_catches_a_model_that_computes_something_else() {
+    let model = load(&fixture("cse.onnx"));
+    assert_eq!(verify(&model, &model, 7), Verdict::Agrees(3));
+    // The same graph with one bias element changed.
+    let mut tampered = model.clone();
+    let g = tampered.graph.unwrap();
+    let t = tampered.graphs[g].initializers.iter_mut().find(|t| t.name.as_deref() == Some("b2")).unwrap();
+    let mut raw = t.data.raw.clone().unwrap().to_vec();
+    raw[0..4].copy_from_slice(&0.75f32.to_le_bytes());
+    t.data.raw = Some(bytes::Bytes::from(raw));
+    match verify(&model, &tampered, 7) {
+        Verdict::Differs(why) => assert!(why.starts_with("at batch=1: output 'y' element 0 is"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    // A model the executor cannot run is not verified, and says why.
+    let custom = common::root().join("fixtures/check/custom_op.onnx");
+    let custom = load(&custom);
+    assert!(matches!(verify(&custom, &custom, 7), Verdict::Skipped(_)));
 }

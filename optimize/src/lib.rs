@@ -16,6 +16,7 @@ pub mod passes;
 pub mod rewrite;
 pub mod text;
 pub mod uniform;
+pub mod verify;
 
 pub use analysis::Analysis;
 pub use passes::{pass_named, Pass, PASS_NAMES};
@@ -31,11 +32,15 @@ pub struct Options {
     pub passes: Vec<String>,
     /// The most rounds of the whole pass list.
     pub max_rounds: usize,
+    /// Run original and result on the reference executor and refuse a result that differs.
+    pub verify: bool,
+    /// On a difference, verify the model after each pass run to name the first that broke it.
+    pub bisect: bool,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { passes: PASS_NAMES.iter().map(|s| s.to_string()).collect(), max_rounds: 8 }
+        Options { passes: PASS_NAMES.iter().map(|s| s.to_string()).collect(), max_rounds: 8, verify: false, bisect: false }
     }
 }
 
@@ -63,6 +68,8 @@ pub struct Outcome {
     pub after: BTreeMap<String, usize>,
     /// Every pass run that rewrote something.
     pub runs: Vec<PassRun>,
+    /// How verification went, when asked for.
+    pub verdict: Option<verify::Verdict>,
 }
 
 /// Why a model was not optimized.
@@ -77,6 +84,14 @@ pub enum OptimizeError {
     /// Checking found errors: its shapes are inconsistent, so no rewrite decided by them is safe.
     #[error("the model has {0} error(s); `diamond check` lists them")]
     ModelErrors(usize),
+    /// The optimized model computes something else than the original.
+    #[error("verification failed{}: {why}", pass.as_ref().map(|p| format!(" after pass '{p}'")).unwrap_or_default())]
+    Verification {
+        /// The first pass whose result differs (with `bisect`).
+        pass: Option<String>,
+        /// What differs.
+        why: String,
+    },
 }
 
 /// Main-graph nodes per operator (`domain::op` outside the default domain).
@@ -102,6 +117,8 @@ pub fn optimize(model: &Model, options: &Options) -> Result<Outcome, OptimizeErr
         return Err(OptimizeError::ModelErrors(first.report.errors()));
     }
     let before = op_counts(&model);
+    let original = model.clone();
+    let mut snapshots: Vec<(&'static str, Model)> = Vec::new();
     let mut runs = Vec::new();
     let mut analysis = Some(first);
     for round in 1..=options.max_rounds.max(1) {
@@ -119,11 +136,31 @@ pub fn optimize(model: &Model, options: &Options) -> Result<Outcome, OptimizeErr
             changed = true;
             let nodes_after = model.main_graph().map_or(0, |g| g.nodes.len());
             runs.push(PassRun { pass: pass.name(), round, rewrites, nodes_after });
+            if options.verify && options.bisect {
+                snapshots.push((pass.name(), model.clone()));
+            }
         }
         if !changed {
             break;
         }
     }
     let after = op_counts(&model);
-    Ok(Outcome { model, before, after, runs })
+    let verdict = if options.verify { Some(check_numerics(&original, &model, &snapshots)?) } else { None };
+    Ok(Outcome { model, before, after, runs, verdict })
+}
+
+/// Verifies `result` against `original`; on a difference, names the first
+/// snapshot (pass run) that differs when snapshots were kept.
+fn check_numerics(original: &Model, result: &Model, snapshots: &[(&'static str, Model)]) -> Result<verify::Verdict, OptimizeError> {
+    const SEED: u64 = 0x5eed_d1a0;
+    match verify::verify(original, result, SEED) {
+        verify::Verdict::Differs(why) => {
+            let pass = snapshots
+                .iter()
+                .find(|(_, m)| matches!(verify::verify(original, m, SEED), verify::Verdict::Differs(_)))
+                .map(|(p, _)| p.to_string());
+            Err(OptimizeError::Verification { pass, why })
+        }
+        verdict => Ok(verdict),
+    }
 }
