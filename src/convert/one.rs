@@ -145,13 +145,16 @@ fn run(input: &Path, output: &Path, settings: &Settings, outcome: &mut Outcome) 
     let has_errors = first_error.is_some();
     // The optimizer's passes, on a model checking found consistent.
     let (model, report) = if settings.optimize && !has_errors {
-        match diamond_optimize::optimize(&model, &diamond_optimize::Options::default()) {
+        let options = diamond_optimize::Options { verify: true, ..diamond_optimize::Options::default() };
+        match diamond_optimize::optimize(&model, &options) {
             Ok(done) => {
                 outcome.nodes_written = done.model.main_graph().map(|g| g.nodes.len());
                 let report = diamond_infer::check_model(&done.model, &diamond_infer::CheckOptions::default());
                 (done.model, report)
             }
             Err(e) => {
+                // A result that does not verify is not written: the model has a problem only the optimizer saw.
+                outcome.status = Status::Errors;
                 outcome.message = Some(format!("not optimized: {e}"));
                 return;
             }
