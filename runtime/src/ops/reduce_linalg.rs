@@ -88,6 +88,26 @@ fn reduce(ctx: &NodeCtx<'_>, red: Red, axes_input_from: i64) -> Result<Outs> {
         }
         _ => reduced = vec![true; r],
     }
+    // Sums and means over trailing axes of f32 data: each output is one
+    // contiguous run, added in the same order (in f64) as below, without
+    // widening the whole tensor or indexing every element's group.
+    let trailing = reduced.iter().skip_while(|&&r| !r).all(|&r| r);
+    if let (true, Red::Sum | Red::Mean, crate::tensor::Data::F32(values)) = (trailing, red, &x.data) {
+        let kept: Vec<usize> = x.shape.iter().zip(&reduced).map(|(&d, &r)| if r { 1 } else { d }).collect();
+        let n_out: usize = kept.iter().product();
+        let run: usize = x.shape.iter().zip(&reduced).filter(|(_, &r)| r).map(|(&d, _)| d).product();
+        if n_out > 0 && run > 0 {
+            let sums: Vec<f32> = values
+                .chunks(run)
+                .map(|c| {
+                    let s = c.iter().fold(0.0f64, |acc, &a| acc + a as f64);
+                    (if red == Red::Mean { s / run as f64 } else { s }) as f32
+                })
+                .collect();
+            let shape = if keep { kept } else { x.shape.iter().zip(&reduced).filter(|(_, &r)| !r).map(|(&d, _)| d).collect() };
+            return one(Tensor::new(shape, crate::tensor::Data::F32(sums)).ok_or_else(|| ctx.unsupported("shape"))?);
+        }
+    }
     let v = x.to_f64s().ok_or_else(|| ctx.unsupported("string data"))?;
     let (g, kept) = groups(&x.shape, &reduced);
     let n_out: usize = kept.iter().product();
