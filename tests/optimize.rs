@@ -26,7 +26,7 @@ fn pass_on(name: &str, pass: &str, shapes: &[&[usize]], expected: Expect) {
     let options = Options { passes: vec![pass.to_string()], max_rounds: 4, verify: true, ..Default::default() };
     let outcome = optimize(&model, &options).unwrap();
     expected.assert_eq(&graph_text(&outcome.model));
-    assert!(matches!(outcome.verdict, Some(Verdict::Agrees(3))), "{:?}", outcome.verdict);
+    assert!(matches!(outcome.verdict, Some(Verdict::Agrees(_))), "{:?}", outcome.verdict);
     same_outputs(&model, &outcome.model, shapes);
 }
 
@@ -226,7 +226,7 @@ fn inline_ones(name: &str, shape_sets: &[&[&[usize]]], expected: Expect) {
     let options = Options { passes: vec!["inline-ones".into(), "dead-code".into()], max_rounds: 4, verify: true, ..Default::default() };
     let outcome = optimize(&model, &options).unwrap();
     expected.assert_eq(&graph_text(&outcome.model));
-    assert!(matches!(outcome.verdict, Some(Verdict::Agrees(3))), "{name}: {:?}", outcome.verdict);
+    assert!(matches!(outcome.verdict, Some(Verdict::Agrees(_))), "{name}: {:?}", outcome.verdict);
     let g = outcome.model.main_graph().unwrap();
     assert!(g.nodes.len() <= model.main_graph().unwrap().nodes.len(), "{name}: the node count grew");
     let a = diamond_optimize::Analysis::new(&outcome.model).unwrap();
@@ -455,4 +455,16 @@ fn verification_catches_a_model_that_computes_something_else() {
     let custom = common::root().join("fixtures/check/custom_op.onnx");
     let custom = load(&custom);
     assert!(matches!(verify(&custom, &custom, 7), Verdict::Skipped(_)));
+}
+
+#[test]
+fn fold_constants_computes_float_arithmetic_on_stored_tensors_once() {
+    pass_on("fold_constants.onnx", "fold-constants", &[&[3, 4]], expect![[r#"
+        input x: float [batch, 4]
+        init w: float [4]
+        init one_f: float []
+        init scale: float [4]
+        Mul(x, scale) -> y
+        output y
+    "#]]);
 }

@@ -101,7 +101,7 @@ fn merge_initializers(model: &mut Model, a: &Analysis) -> usize {
 }
 
 /// The main graph's nodes in an order where producers come first; `None` on a cycle.
-fn topological(model: &Model, a: &Analysis) -> Option<Vec<NodeId>> {
+pub(crate) fn topological(model: &Model, a: &Analysis) -> Option<Vec<NodeId>> {
     let graph = a.graph(model);
     let mut waiting: HashMap<NodeId, usize> = HashMap::new();
     let mut ready = Vec::new();

@@ -4,9 +4,11 @@ mod constants;
 mod conv_bn;
 mod cse;
 mod dead_code;
+mod fold_constants;
 mod fold_shapes;
 mod inline_ones;
 
+pub(crate) use cse::topological;
 pub(crate) use inline_ones::site as inline_ones_site;
 mod merge_reshapes;
 mod merge_transposes;
@@ -25,7 +27,7 @@ pub trait Pass: Sync {
 }
 
 /// The passes in their default order.
-pub const PASS_NAMES: &[&str] = &["constants", "fold-shapes", "noop", "inline-ones", "cse", "merge-reshapes", "merge-transposes", "fuse-conv-bn", "dead-code"];
+pub const PASS_NAMES: &[&str] = &["constants", "fold-shapes", "noop", "inline-ones", "fold-constants", "cse", "merge-reshapes", "merge-transposes", "fuse-conv-bn", "dead-code"];
 
 /// The pass called `name`.
 pub fn pass_named(name: &str) -> Option<&'static dyn Pass> {
@@ -34,6 +36,7 @@ pub fn pass_named(name: &str) -> Option<&'static dyn Pass> {
         "fold-shapes" => &fold_shapes::FoldShapes,
         "noop" => &noop::Noop,
         "inline-ones" => &inline_ones::InlineOnes,
+        "fold-constants" => &fold_constants::FoldConstants,
         "cse" => &cse::Cse,
         "merge-reshapes" => &merge_reshapes::MergeReshapes,
         "merge-transposes" => &merge_transposes::MergeTransposes,
