@@ -185,3 +185,34 @@ fn a_batch_converts_pt_archives_to_onnx_files() {
         assert!(!model.main_graph().unwrap().value_info.is_empty(), "{file} carries its inferred types");
     }
 }
+
+#[test]
+fn converted_archives_compute_what_torch_computed_on_the_executor() {
+    use diamond_runtime::{run_model, RunOptions, Tensor, Value};
+    let dir = tempfile::tempdir().unwrap();
+    for (name, specs) in [
+        ("resnet_tiny", vec![]),
+        ("gpt_tiny", vec![]),
+        ("encoder_fastpath", vec![]),
+        ("scripted_control", vec!["--input-shape", "x=2,6"]),
+    ] {
+        let out_path = dir.path().join(format!("{name}.onnx"));
+        let input = torch(&format!("{name}.pt"));
+        let mut args = vec!["convert", input.to_str().unwrap(), "-o", out_path.to_str().unwrap()];
+        args.extend(specs.iter().copied());
+        let out = diamond(&args);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let model = diamond_importers::onnx::load_model(&out_path).unwrap();
+        let graph = model.main_graph().unwrap();
+        let x = diamond_importers::npy::read_npy(&torch(&format!("{name}.input.npy"))).unwrap();
+        let first = graph.value_name(graph.inputs[0].value.unwrap()).to_string();
+        let result = run_model(&model, vec![(first, Value::Tensor(Tensor::from_ir(&x).unwrap()))], &RunOptions::default())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let want = Tensor::from_ir(&diamond_importers::npy::read_npy(&torch(&format!("{name}.output.npy"))).unwrap()).unwrap();
+        let Value::Tensor(got) = &result.outputs[0].1 else { panic!("{name}: not a tensor") };
+        assert_eq!(got.shape, want.shape, "{name}");
+        let (g, w) = (got.data.to_f64s().unwrap(), want.data.to_f64s().unwrap());
+        let worst = g.iter().zip(&w).map(|(a, b)| (a - b).abs()).fold(0.0f64, f64::max);
+        assert!(worst <= 1e-4, "{name}: the executor differs from torch by {worst}");
+    }
+}
