@@ -32,11 +32,12 @@ pub fn run(r: &Request<'_>) -> Result<(), Failure> {
         options.passes = list.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
     }
     let outcome = optimize(&model, &options).map_err(|e| match e {
-        OptimizeError::ModelErrors(_) => Failure { code: 1, message: format!("{}: {e}; not optimized", r.input.display()) },
-        OptimizeError::Verification { pass: None, .. } => Failure {
-            code: 1,
-            message: format!("{}: {e}; not written (--bisect names the pass)", r.input.display()),
-        },
+        OptimizeError::ModelErrors(_) => {
+            Failure { code: 1, message: format!("{}: {e}; not optimized", r.input.display()) }
+        }
+        OptimizeError::Verification { pass: None, .. } => {
+            Failure { code: 1, message: format!("{}: {e}; not written (--bisect names the pass)", r.input.display()) }
+        }
         OptimizeError::Verification { .. } => {
             Failure { code: 1, message: format!("{}: {e}; not written", r.input.display()) }
         }

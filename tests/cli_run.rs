@@ -346,8 +346,7 @@ fn dump_writes_intermediate_values() {
     let dir = tempfile::tempdir().unwrap();
     let model = common::root().join("fixtures/light/light_squeezenet.onnx");
     let out_dir = dir.path().join("out");
-    let out =
-        diamond(&["run", model.to_str().unwrap(), "--random", "--dump", "r1", "-o", out_dir.to_str().unwrap()]);
+    let out = diamond(&["run", model.to_str().unwrap(), "--random", "--dump", "r1", "-o", out_dir.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let (header, values) = read_f32_npy(&out_dir.join("r1.npy"));
     assert!(header.contains("'shape': (1, 64, 111, 111)"), "{header}");

@@ -29,10 +29,12 @@ fn with_code<'a>(v: &'a Value, code: &str) -> Vec<&'a Value> {
 fn invented_names_and_expressions_check_clean() {
     let (v, code) = check_json("declared_dims.onnx");
     assert_eq!(code, 0, "{v:#}");
-    let errors: Vec<&Value> = v["diagnostics"].as_array().unwrap().iter().filter(|d| d["severity"] == "error").collect();
+    let errors: Vec<&Value> =
+        v["diagnostics"].as_array().unwrap().iter().filter(|d| d["severity"] == "error").collect();
     assert!(errors.is_empty(), "{errors:?}");
     // Each invented name is sized once, as an info note at its first place.
-    let infos: Vec<&str> = with_code(&v, "declared-dim-resolved").iter().map(|d| d["message"].as_str().unwrap()).collect();
+    let infos: Vec<&str> =
+        with_code(&v, "declared-dim-resolved").iter().map(|d| d["message"].as_str().unwrap()).collect();
     assert_eq!(
         infos,
         [

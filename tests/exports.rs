@@ -61,7 +61,11 @@ fn without_value_info(model: &Model) -> Model {
 /// Names of the main graph's node outputs.
 fn node_outputs(model: &Model) -> Vec<String> {
     let g = model.main_graph().unwrap();
-    g.nodes.iter().flat_map(|(_, n)| n.outputs.iter().map(|&v| g.value_name(v).to_string())).filter(|n| !n.is_empty()).collect()
+    g.nodes
+        .iter()
+        .flat_map(|(_, n)| n.outputs.iter().map(|&v| g.value_name(v).to_string()))
+        .filter(|n| !n.is_empty())
+        .collect()
 }
 
 #[test]
@@ -139,7 +143,8 @@ fn declared_at(model: &Model, bindings: &HashMap<String, i64>) -> HashMap<String
 #[test]
 fn converted_exports_declare_the_shapes_the_values_have() {
     let dir = tempfile::tempdir().unwrap();
-    let out = diamond(&["convert", exports_dir().to_str().unwrap(), "-o", dir.path().to_str().unwrap(), "--output-dims"]);
+    let out =
+        diamond(&["convert", exports_dir().to_str().unwrap(), "-o", dir.path().to_str().unwrap(), "--output-dims"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let mut compared = 0;
     for (stem, _) in exports() {
@@ -182,10 +187,7 @@ fn tract_difference(stem: &str, path: &Path) -> Result<f32, String> {
     for (i, x) in inputs.iter().enumerate() {
         tm = tm.with_input_fact(i, InferenceFact::dt_shape(x.datum_type(), x.shape())).map_err(|e| e.to_string())?;
     }
-    let plan = tm
-        .into_optimized()
-        .and_then(|m| m.into_runnable())
-        .map_err(|e| format!("load: {e}"))?;
+    let plan = tm.into_optimized().and_then(|m| m.into_runnable()).map_err(|e| format!("load: {e}"))?;
     let got = plan.run(inputs.into_iter().map(|t| t.into_tvalue()).collect()).map_err(|e| format!("run: {e}"))?;
     if got.len() != wants.len() {
         return Err(format!("{} outputs, torch has {}", got.len(), wants.len()));
@@ -210,7 +212,8 @@ fn concretize(model: &Model, bindings: &HashMap<String, i64>) -> Model {
     let mut m = model.clone();
     for g in m.graphs.values_mut() {
         for vi in g.inputs.iter_mut().chain(g.outputs.iter_mut()).chain(g.value_info.iter_mut()) {
-            let Some(TypeValue::Tensor { shape: Some(shape), .. }) = vi.ty.as_mut().and_then(|t| t.value.as_mut()) else {
+            let Some(TypeValue::Tensor { shape: Some(shape), .. }) = vi.ty.as_mut().and_then(|t| t.value.as_mut())
+            else {
                 continue;
             };
             for d in &mut shape.dims {
@@ -242,7 +245,8 @@ fn tract_runs_converted_exports_to_torch_outputs() {
         let converted = diamond_infer::graph::annotate_with(&model, &report.inferred, options);
         let out_path = dir.path().join(format!("{stem}.onnx"));
         std::fs::write(&out_path, diamond_exporters::onnx::encode_model(&converted).unwrap()).unwrap();
-        let original = tract_difference(&stem, &path).and_then(|d| if d <= 1e-4 { Ok(d) } else { Err(format!("differs by {d}")) });
+        let original =
+            tract_difference(&stem, &path).and_then(|d| if d <= 1e-4 { Ok(d) } else { Err(format!("differs by {d}")) });
         if let Err(why) = &original {
             eprintln!("{stem}: tract fails on the exported file: {why}");
             tract_fails.push(stem.clone());
@@ -274,7 +278,9 @@ fn optimized_exports_shrink_and_compute_torch_outputs() {
             g.inputs.iter().map(|vi| format!("{}: {:?}", g.value_name(vi.value.unwrap()), vi.ty)).collect()
         };
         assert_eq!(interface(g0), interface(g1), "{stem}");
-        let outputs = |g: &diamond_ir::Graph| -> Vec<String> { g.outputs.iter().map(|vi| g.value_name(vi.value.unwrap()).to_string()).collect() };
+        let outputs = |g: &diamond_ir::Graph| -> Vec<String> {
+            g.outputs.iter().map(|vi| g.value_name(vi.value.unwrap()).to_string()).collect()
+        };
         assert_eq!(outputs(g0), outputs(g1), "{stem}");
         let report = check_model(&outcome.model, &Default::default());
         assert_eq!(report.errors(), 0, "{stem}: {:?}", report.diagnostics);

@@ -86,16 +86,25 @@ fn same_outputs_within(a: &diamond_ir::Model, b: &diamond_ir::Model, shapes: &[&
 
 #[test]
 fn dead_code_drops_what_no_output_needs() {
-    pass_on("dead_code.onnx", "dead-code", &[&[3, 3]], expect![[r#"
+    pass_on(
+        "dead_code.onnx",
+        "dead-code",
+        &[&[3, 3]],
+        expect![[r#"
         input x: float [batch, 3]
         Relu(x) -> y
         output y
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn noop_removes_nodes_that_pass_their_input_through() {
-    pass_on("noop.onnx", "noop", &[&[3, 5, 8]], expect![[r#"
+    pass_on(
+        "noop.onnx",
+        "noop",
+        &[&[3, 5, 8]],
+        expect![[r#"
         input x: float [batch, seq, 8]
         init same_shape: int64 [3]
         init one: float []
@@ -108,12 +117,17 @@ fn noop_removes_nodes_that_pass_their_input_through() {
         Mul(x, ones_wide) -> wide
         output y
         output wide
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn cse_merges_identical_nodes_and_initializers() {
-    pass_on("cse.onnx", "cse", &[&[3, 4]], expect![[r#"
+    pass_on(
+        "cse.onnx",
+        "cse",
+        &[&[3, 4]],
+        expect![[r#"
         input x: float [batch, 4]
         init b1: float [4]
         init b2: float [4]
@@ -121,12 +135,17 @@ fn cse_merges_identical_nodes_and_initializers() {
         Add(r1, b1) -> s1
         Mul(s1, s1) -> y
         output y
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn fold_shapes_turns_known_shape_arithmetic_into_constants() {
-    pass_on("fold_shapes.onnx", "fold-shapes", &[&[2, 3, 4]], expect![[r#"
+    pass_on(
+        "fold_shapes.onnx",
+        "fold-shapes",
+        &[&[2, 3, 4]],
+        expect![[r#"
         input x: float [2, 3, 4]
         init one: int64 [1]
         init three: int64 [1]
@@ -134,13 +153,19 @@ fn fold_shapes_turns_known_shape_arithmetic_into_constants() {
         init target: int64 [3]
         Reshape(x, target) -> y
         output y
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn fuse_conv_bn_folds_the_normalization_into_the_weights() {
     let model = load(&fixture("conv_bn.onnx"));
-    let options = Options { passes: vec!["fuse-conv-bn".into(), "dead-code".into()], max_rounds: 4, verify: true, ..Default::default() };
+    let options = Options {
+        passes: vec!["fuse-conv-bn".into(), "dead-code".into()],
+        max_rounds: 4,
+        verify: true,
+        ..Default::default()
+    };
     let outcome = optimize(&model, &options).unwrap();
     expect![[r#"
         input x: float [batch, 3, 8, 8]
@@ -148,14 +173,19 @@ fn fuse_conv_bn_folds_the_normalization_into_the_weights() {
         init y_fused_bias: float [4]
         Conv(x, y_fused_weight, y_fused_bias) {pads=[1, 1, 1, 1]} -> y
         output y
-    "#]].assert_eq(&graph_text(&outcome.model));
+    "#]]
+    .assert_eq(&graph_text(&outcome.model));
     // The folded weights are rounded to f32 once: the outputs agree to float precision.
     same_outputs_within(&model, &outcome.model, &[&[2, 3, 8, 8]], 1e-5);
 }
 
 #[test]
 fn constants_become_initializers() {
-    pass_on("constants.onnx", "constants", &[&[3, 4]], expect![[r#"
+    pass_on(
+        "constants.onnx",
+        "constants",
+        &[&[3, 4]],
+        expect![[r#"
         input x: float [batch, 4]
         init c_tensor: float [4]
         init c_float: float []
@@ -164,13 +194,19 @@ fn constants_become_initializers() {
         Mul(a, c_float) -> m
         Reshape(m, c_ints) -> y
         output y
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn merge_reshapes_collapses_layout_chains() {
     let model = load(&fixture("merge_reshapes.onnx"));
-    let options = Options { passes: vec!["merge-reshapes".into(), "dead-code".into()], max_rounds: 4, verify: true, ..Default::default() };
+    let options = Options {
+        passes: vec!["merge-reshapes".into(), "dead-code".into()],
+        max_rounds: 4,
+        verify: true,
+        ..Default::default()
+    };
     let outcome = optimize(&model, &options).unwrap();
     expect![[r#"
         input x: float [batch]
@@ -181,7 +217,8 @@ fn merge_reshapes_collapses_layout_chains() {
         Reshape(z, target) -> w
         output y
         output w
-    "#]].assert_eq(&graph_text(&outcome.model));
+    "#]]
+    .assert_eq(&graph_text(&outcome.model));
     same_outputs(&model, &outcome.model, &[&[3], &[3, 2, 3]]);
 }
 
@@ -223,17 +260,30 @@ fn bad_inputs_exit_with_their_code_and_write_nothing() {
 /// before, and the original's outputs under tract at each set of shapes.
 fn inline_ones(name: &str, shape_sets: &[&[&[usize]]], expected: Expect) {
     let model = load(&fixture(name));
-    let options = Options { passes: vec!["inline-ones".into(), "dead-code".into()], max_rounds: 4, verify: true, ..Default::default() };
+    let options = Options {
+        passes: vec!["inline-ones".into(), "dead-code".into()],
+        max_rounds: 4,
+        verify: true,
+        ..Default::default()
+    };
     let outcome = optimize(&model, &options).unwrap();
     expected.assert_eq(&graph_text(&outcome.model));
     assert!(matches!(outcome.verdict, Some(Verdict::Agrees(_))), "{name}: {:?}", outcome.verdict);
     let g = outcome.model.main_graph().unwrap();
     assert!(g.nodes.len() <= model.main_graph().unwrap().nodes.len(), "{name}: the node count grew");
     let a = diamond_optimize::Analysis::new(&outcome.model).unwrap();
-    for (_, v) in g.values.iter().enumerate().map(|(i, _)| ((), <diamond_ir::ValueId as diamond_ir::entity::EntityId>::new(i))) {
-        let many = a.shape(&outcome.model, v).is_some_and(|s| s.iter().any(|d| *d != diamond_infer::graph::DimReport::Known(1)));
+    for (_, v) in
+        g.values.iter().enumerate().map(|(i, _)| ((), <diamond_ir::ValueId as diamond_ir::entity::EntityId>::new(i)))
+    {
+        let many = a
+            .shape(&outcome.model, v)
+            .is_some_and(|s| s.iter().any(|d| *d != diamond_infer::graph::DimReport::Known(1)));
         if many && !a.inputs.contains(&v) {
-            assert!(diamond_optimize::uniform::uniform(&outcome.model, &a, v).is_none(), "{name}: {} is still uniform", g.value_name(v));
+            assert!(
+                diamond_optimize::uniform::uniform(&outcome.model, &a, v).is_none(),
+                "{name}: {} is still uniform",
+                g.value_name(v)
+            );
         }
     }
     for shapes in shape_sets {
@@ -243,98 +293,134 @@ fn inline_ones(name: &str, shape_sets: &[&[&[usize]]], expected: Expect) {
 
 #[test]
 fn inline_ones_turns_a_matmul_by_ones_into_a_row_sum() {
-    inline_ones("ones_matmul.onnx", &[&[&[1, 1, 8]], &[&[3, 7, 8]]], expect![[r#"
+    inline_ones(
+        "ones_matmul.onnx",
+        &[&[&[1, 1, 8]], &[&[3, 7, 8]]],
+        expect![[r#"
         input x: float [batch, seq, 8]
         init rowsum_axes: int64 [1]
         ReduceSum(x, rowsum_axes) {keepdims=1} -> y
         output y
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn inline_ones_scales_a_uniform_vector() {
-    inline_ones("ones_matmul_scaled.onnx", &[&[&[1, 8]], &[&[5, 8]]], expect![[r#"
+    inline_ones(
+        "ones_matmul_scaled.onnx",
+        &[&[&[1, 8]], &[&[5, 8]]],
+        expect![[r#"
         input x: float [batch, 8]
         init halfsum_axes: int64 [1]
         init halfsum_scale: float []
         ReduceSum(x, halfsum_axes) {keepdims=0} -> halfsum_sum
         Mul(halfsum_sum, halfsum_scale) -> y
         output y
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn inline_ones_turns_ones_over_n_into_a_mean() {
-    inline_ones("ones_matmul_mean.onnx", &[&[&[1, 8]], &[&[5, 8]]], expect![[r#"
+    inline_ones(
+        "ones_matmul_mean.onnx",
+        &[&[&[1, 8]], &[&[5, 8]]],
+        expect![[r#"
         input x: float [batch, 8]
         init rowmean_axes: int64 [1]
         ReduceMean(x, rowmean_axes) {keepdims=1} -> y
         output y
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn inline_ones_repeats_the_sum_when_the_ones_have_columns() {
-    inline_ones("ones_matmul_wide.onnx", &[&[&[1, 1]], &[&[3, 7]]], expect![[r#"
+    inline_ones(
+        "ones_matmul_wide.onnx",
+        &[&[&[1, 1]], &[&[3, 7]]],
+        expect![[r#"
         input x: float [batch, seq]
         init rowsum_axes: int64 [1]
         init rowsum_repeat: int64 [1]
         ReduceSum(x, rowsum_axes) {keepdims=1} -> rowsum_sum
         Expand(rowsum_sum, rowsum_repeat) -> y
         output y
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn inline_ones_sums_columns_for_ones_on_the_left() {
-    inline_ones("ones_matmul_left.onnx", &[&[&[1, 6, 5]], &[&[3, 6, 5]]], expect![[r#"
+    inline_ones(
+        "ones_matmul_left.onnx",
+        &[&[&[1, 6, 5]], &[&[3, 6, 5]]],
+        expect![[r#"
         input x: float [batch, 6, 5]
         init colsum_axes: int64 [1]
         ReduceSum(x, colsum_axes) {keepdims=1} -> y
         output y
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn inline_ones_sees_ones_sized_by_a_symbolic_axis() {
-    inline_ones("ones_symbolic.onnx", &[&[&[1, 1]], &[&[3, 7]], &[&[2, 33]]], expect![[r#"
+    inline_ones(
+        "ones_symbolic.onnx",
+        &[&[&[1, 1]], &[&[3, 7]], &[&[2, 33]]],
+        expect![[r#"
         input x: float [batch, seq]
         init rowsum_axes: int64 [1]
         ReduceSum(x, rowsum_axes) {keepdims=1} -> y
         output y
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn inline_ones_multiplies_by_a_scalar_instead_of_a_uniform_tensor() {
-    inline_ones("ones_mul.onnx", &[&[&[1, 8]], &[&[4, 8]]], expect![[r#"
+    inline_ones(
+        "ones_mul.onnx",
+        &[&[&[1, 8]], &[&[4, 8]]],
+        expect![[r#"
         input x: float [batch, 8]
         init twos_scalar: float []
         Mul(x, twos_scalar) -> y
         output y
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn inline_ones_turns_an_einsum_with_ones_into_a_sum() {
-    inline_ones("ones_einsum.onnx", &[&[&[1, 4, 6]], &[&[3, 4, 6]]], expect![[r#"
+    inline_ones(
+        "ones_einsum.onnx",
+        &[&[&[1, 4, 6]], &[&[3, 4, 6]]],
+        expect![[r#"
         input x: float [batch, 4, 6]
         init einsum_axes: int64 [1]
         ReduceSum(x, einsum_axes) {keepdims=0} -> y
         output y
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn inline_ones_turns_a_gemm_with_a_uniform_weight_into_a_scaled_sum() {
-    inline_ones("ones_gemm.onnx", &[&[&[1, 6]], &[&[4, 6]]], expect![[r#"
+    inline_ones(
+        "ones_gemm.onnx",
+        &[&[&[1, 6]], &[&[4, 6]]],
+        expect![[r#"
         input x: float [batch, 6]
         init gemm_axes: int64 [1]
         init gemm_scale: float []
         ReduceSum(x, gemm_axes) {keepdims=1} -> gemm_sum
         Mul(gemm_sum, gemm_scale) -> y
         output y
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
@@ -342,14 +428,20 @@ fn inline_ones_works_on_integers() {
     // tract cannot run an int64 MatMul: the rewritten model is checked against row sums computed here.
     use tract_onnx::prelude::*;
     let model = load(&fixture("ones_matmul_int64.onnx"));
-    let options = Options { passes: vec!["inline-ones".into(), "dead-code".into()], max_rounds: 4, verify: true, ..Default::default() };
+    let options = Options {
+        passes: vec!["inline-ones".into(), "dead-code".into()],
+        max_rounds: 4,
+        verify: true,
+        ..Default::default()
+    };
     let outcome = optimize(&model, &options).unwrap();
     expect![[r#"
         input x: int64 [batch, 5]
         init rowsum_axes: int64 [1]
         ReduceSum(x, rowsum_axes) {keepdims=1} -> y
         output y
-    "#]].assert_eq(&graph_text(&outcome.model));
+    "#]]
+    .assert_eq(&graph_text(&outcome.model));
     let x: Vec<i64> = (0..15).map(|i| i * 7 - 40).collect();
     let bytes = diamond_exporters::onnx::encode_model(&outcome.model).unwrap();
     let plan = tract_onnx::onnx()
@@ -396,7 +488,12 @@ fn check_notes_each_ones_vector_at_its_consumer() {
 #[test]
 fn merge_transposes_composes_permutations() {
     let model = load(&fixture("merge_transposes.onnx"));
-    let options = Options { passes: vec!["merge-transposes".into(), "noop".into(), "dead-code".into()], max_rounds: 4, verify: true, ..Default::default() };
+    let options = Options {
+        passes: vec!["merge-transposes".into(), "noop".into(), "dead-code".into()],
+        max_rounds: 4,
+        verify: true,
+        ..Default::default()
+    };
     let outcome = optimize(&model, &options).unwrap();
     expect![[r#"
         input x: float [batch, 2, 3, 4]
@@ -404,7 +501,8 @@ fn merge_transposes_composes_permutations() {
         Relu(x) -> z
         output y
         output z
-    "#]].assert_eq(&graph_text(&outcome.model));
+    "#]]
+    .assert_eq(&graph_text(&outcome.model));
     same_outputs(&model, &outcome.model, &[&[2, 2, 3, 4]]);
 }
 
@@ -427,7 +525,10 @@ fn convert_optimize_writes_optimized_models_in_batch() {
         std::fs::read_to_string(&report).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines.len(), 32);
     let (before, after): (u64, u64) = lines.iter().fold((0, 0), |(b, a), l| {
-        (b + l["nodes"].as_u64().unwrap(), a + l["nodes_written"].as_u64().unwrap_or_else(|| l["nodes"].as_u64().unwrap()))
+        (
+            b + l["nodes"].as_u64().unwrap(),
+            a + l["nodes_written"].as_u64().unwrap_or_else(|| l["nodes"].as_u64().unwrap()),
+        )
     });
     assert!(after * 10 < before * 6, "{before} -> {after}");
     // What was written is the optimized model, with its inferred value_info.
@@ -459,12 +560,17 @@ fn verification_catches_a_model_that_computes_something_else() {
 
 #[test]
 fn fold_constants_computes_float_arithmetic_on_stored_tensors_once() {
-    pass_on("fold_constants.onnx", "fold-constants", &[&[3, 4]], expect![[r#"
+    pass_on(
+        "fold_constants.onnx",
+        "fold-constants",
+        &[&[3, 4]],
+        expect![[r#"
         input x: float [batch, 4]
         init w: float [4]
         init one_f: float []
         init scale: float [4]
         Mul(x, scale) -> y
         output y
-    "#]]);
+    "#]],
+    );
 }

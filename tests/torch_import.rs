@@ -206,9 +206,11 @@ fn converted_archives_compute_what_torch_computed_on_the_executor() {
         let graph = model.main_graph().unwrap();
         let x = diamond_importers::npy::read_npy(&torch(&format!("{name}.input.npy"))).unwrap();
         let first = graph.value_name(graph.inputs[0].value.unwrap()).to_string();
-        let result = run_model(&model, vec![(first, Value::Tensor(Tensor::from_ir(&x).unwrap()))], &RunOptions::default())
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        let want = Tensor::from_ir(&diamond_importers::npy::read_npy(&torch(&format!("{name}.output.npy"))).unwrap()).unwrap();
+        let result =
+            run_model(&model, vec![(first, Value::Tensor(Tensor::from_ir(&x).unwrap()))], &RunOptions::default())
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let want =
+            Tensor::from_ir(&diamond_importers::npy::read_npy(&torch(&format!("{name}.output.npy"))).unwrap()).unwrap();
         let Value::Tensor(got) = &result.outputs[0].1 else { panic!("{name}: not a tensor") };
         assert_eq!(got.shape, want.shape, "{name}");
         let (g, w) = (got.data.to_f64s().unwrap(), want.data.to_f64s().unwrap());

@@ -1,8 +1,8 @@
 //! What the passes read about the current model: the check report and the
 //! main graph's def-use tables.
 
-use diamond_infer::graph::{CheckReport, ConstValue, DimReport};
 use diamond_infer::check_model;
+use diamond_infer::graph::{CheckReport, ConstValue, DimReport};
 use diamond_ir::{ElemType, Graph, GraphId, Model, NodeId, ValueId};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -135,7 +135,8 @@ impl Analysis {
 /// does not define itself.
 fn collect_refs(model: &Model, g: GraphId, out: &mut HashSet<String>) {
     let graph = &model.graphs[g];
-    let mut defined: HashSet<&str> = graph.inputs.iter().filter_map(|vi| vi.value).map(|v| graph.value_name(v)).collect();
+    let mut defined: HashSet<&str> =
+        graph.inputs.iter().filter_map(|vi| vi.value).map(|v| graph.value_name(v)).collect();
     defined.extend(graph.initializers.iter().filter_map(|t| t.name.as_deref()));
     for (_, node) in graph.nodes.iter() {
         defined.extend(node.outputs.iter().map(|&v| graph.value_name(v)));

@@ -40,7 +40,12 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Options {
-        Options { passes: PASS_NAMES.iter().map(|s| s.to_string()).collect(), max_rounds: 8, verify: false, bisect: false }
+        Options {
+            passes: PASS_NAMES.iter().map(|s| s.to_string()).collect(),
+            max_rounds: 8,
+            verify: false,
+            bisect: false,
+        }
     }
 }
 
@@ -99,8 +104,11 @@ pub fn op_counts(model: &Model) -> BTreeMap<String, usize> {
     let mut counts = BTreeMap::new();
     if let Some(g) = model.main_graph() {
         for (_, n) in g.nodes.iter() {
-            let key =
-                if n.domain().is_empty() { n.op_type().to_string() } else { format!("{}::{}", n.domain(), n.op_type()) };
+            let key = if n.domain().is_empty() {
+                n.op_type().to_string()
+            } else {
+                format!("{}::{}", n.domain(), n.op_type())
+            };
             *counts.entry(key).or_insert(0) += 1;
         }
     }
@@ -109,8 +117,11 @@ pub fn op_counts(model: &Model) -> BTreeMap<String, usize> {
 
 /// Runs the passes of `options` over `model` until a round changes nothing.
 pub fn optimize(model: &Model, options: &Options) -> Result<Outcome, OptimizeError> {
-    let passes: Vec<&'static dyn Pass> =
-        options.passes.iter().map(|n| pass_named(n).ok_or_else(|| OptimizeError::UnknownPass(n.clone()))).collect::<Result<_, _>>()?;
+    let passes: Vec<&'static dyn Pass> = options
+        .passes
+        .iter()
+        .map(|n| pass_named(n).ok_or_else(|| OptimizeError::UnknownPass(n.clone())))
+        .collect::<Result<_, _>>()?;
     let mut model = model.clone();
     let first = Analysis::new(&model).ok_or(OptimizeError::NoGraph)?;
     if first.report.errors() > 0 {
@@ -151,7 +162,11 @@ pub fn optimize(model: &Model, options: &Options) -> Result<Outcome, OptimizeErr
 
 /// Verifies `result` against `original`; on a difference, names the first
 /// snapshot (pass run) that differs when snapshots were kept.
-fn check_numerics(original: &Model, result: &Model, snapshots: &[(&'static str, Model)]) -> Result<verify::Verdict, OptimizeError> {
+fn check_numerics(
+    original: &Model,
+    result: &Model,
+    snapshots: &[(&'static str, Model)],
+) -> Result<verify::Verdict, OptimizeError> {
     const SEED: u64 = 0x5eed_d1a0;
     match verify::verify(original, result, SEED) {
         verify::Verdict::Differs(why) => {

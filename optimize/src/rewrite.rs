@@ -125,7 +125,13 @@ pub fn splice_nodes(graph: &mut Graph, at: NodeId, replacement: Vec<diamond_ir::
 }
 
 /// A default-domain node.
-pub fn node(op: &str, name: &str, inputs: Vec<ValueId>, outputs: Vec<ValueId>, attributes: Vec<diamond_ir::Attribute>) -> diamond_ir::Node {
+pub fn node(
+    op: &str,
+    name: &str,
+    inputs: Vec<ValueId>,
+    outputs: Vec<ValueId>,
+    attributes: Vec<diamond_ir::Attribute>,
+) -> diamond_ir::Node {
     diamond_ir::Node {
         name: Some(name.to_string()),
         op_type: Some(op.to_string()),
@@ -162,7 +168,10 @@ pub fn int64_vector(name: &str, values: &[i64]) -> Tensor {
         name: Some(name.to_string()),
         dims: vec![values.len() as i64],
         data_type: Some(ElemType::Int64),
-        data: TensorData { raw: Some(Bytes::from(values.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>())), ..TensorData::default() },
+        data: TensorData {
+            raw: Some(Bytes::from(values.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>())),
+            ..TensorData::default()
+        },
         ..Tensor::default()
     }
 }

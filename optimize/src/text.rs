@@ -24,11 +24,17 @@ pub fn graph_text(model: &Model) -> String {
     }
     for t in &graph.initializers {
         let dims: Vec<String> = t.dims.iter().map(|d| d.to_string()).collect();
-        let _ = writeln!(out, "init {}: {} [{}]", t.name.as_deref().unwrap_or(""), t.elem_type().name(), dims.join(", "));
+        let _ =
+            writeln!(out, "init {}: {} [{}]", t.name.as_deref().unwrap_or(""), t.elem_type().name(), dims.join(", "));
     }
     for (_, node) in graph.nodes.iter() {
-        let names = |ids: &[diamond_ir::ValueId]| ids.iter().map(|&v| graph.value_name(v)).collect::<Vec<_>>().join(", ");
-        let op = if node.domain().is_empty() { node.op_type().to_string() } else { format!("{}::{}", node.domain(), node.op_type()) };
+        let names =
+            |ids: &[diamond_ir::ValueId]| ids.iter().map(|&v| graph.value_name(v)).collect::<Vec<_>>().join(", ");
+        let op = if node.domain().is_empty() {
+            node.op_type().to_string()
+        } else {
+            format!("{}::{}", node.domain(), node.op_type())
+        };
         let attrs: Vec<String> = node.attributes.iter().map(attribute_text).collect();
         let attrs = if attrs.is_empty() { String::new() } else { format!(" {{{}}}", attrs.join(", ")) };
         let _ = writeln!(out, "{op}({}){attrs} -> {}", names(&node.inputs), names(&node.outputs));

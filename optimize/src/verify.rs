@@ -90,7 +90,8 @@ fn symbols_in_order(model: &Model) -> Vec<String> {
 
 /// A random value for each graph input that no initializer gives (xorshift, reproducible).
 fn random_inputs(graph: &diamond_ir::Graph, sizes: &HashMap<String, usize>, seed: u64) -> Option<Vec<(String, Value)>> {
-    let initialized: std::collections::HashSet<&str> = graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
+    let initialized: std::collections::HashSet<&str> =
+        graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
     let mut state = seed | 1;
     let mut next = move || {
         state ^= state << 13;
@@ -104,7 +105,9 @@ fn random_inputs(graph: &diamond_ir::Graph, sizes: &HashMap<String, usize>, seed
         if initialized.contains(name) {
             continue;
         }
-        let Some(TypeValue::Tensor { elem: Some(elem), shape: Some(shape) }) = vi.ty.as_ref().and_then(|t| t.value.as_ref()) else {
+        let Some(TypeValue::Tensor { elem: Some(elem), shape: Some(shape) }) =
+            vi.ty.as_ref().and_then(|t| t.value.as_ref())
+        else {
             return None;
         };
         let dims: Vec<usize> = shape

@@ -25,16 +25,27 @@ fn light(c: &mut Criterion) {
         let graph = model.main_graph().unwrap();
         let initialized: Vec<&str> = graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
         let input = graph.inputs.iter().find(|vi| !initialized.contains(&graph.value_name(vi.value.unwrap()))).unwrap();
-        let Some(TypeValue::Tensor { shape: Some(shape), .. }) = input.ty.as_ref().and_then(|t| t.value.as_ref()) else {
+        let Some(TypeValue::Tensor { shape: Some(shape), .. }) = input.ty.as_ref().and_then(|t| t.value.as_ref())
+        else {
             continue;
         };
-        let dims: Vec<usize> = shape.dims.iter().map(|d| match d.value { Some(DimValue::Known(n)) => n as usize, _ => 1 }).collect();
+        let dims: Vec<usize> = shape
+            .dims
+            .iter()
+            .map(|d| match d.value {
+                Some(DimValue::Known(n)) => n as usize,
+                _ => 1,
+            })
+            .collect();
         let n: usize = dims.iter().product();
         let values: Vec<f32> = (0..n).map(|i| ((i * 7919) % 2000) as f32 / 1000.0 - 1.0).collect();
         let input_name = graph.value_name(input.value.unwrap()).to_string();
         let ours = Tensor::new(dims.clone(), Data::F32(values.clone())).unwrap();
         group.bench_function(format!("{name}/diamond"), |b| {
-            b.iter(|| run_model(&model, vec![(input_name.clone(), Value::Tensor(ours.clone()))], &RunOptions::default()).unwrap())
+            b.iter(|| {
+                run_model(&model, vec![(input_name.clone(), Value::Tensor(ours.clone()))], &RunOptions::default())
+                    .unwrap()
+            })
         });
         let theirs = tract_ndarray::ArrayD::from_shape_vec(dims.clone(), values).unwrap().into_tensor();
         let plan = tract_onnx::onnx()
@@ -43,7 +54,9 @@ fn light(c: &mut Criterion) {
             .and_then(|m| m.into_optimized())
             .and_then(|m| m.into_runnable())
             .unwrap();
-        group.bench_function(format!("{name}/tract"), |b| b.iter(|| plan.run(tvec![theirs.clone().into_tvalue()]).unwrap()));
+        group.bench_function(format!("{name}/tract"), |b| {
+            b.iter(|| plan.run(tvec![theirs.clone().into_tvalue()]).unwrap())
+        });
     }
     group.finish();
 }

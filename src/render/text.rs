@@ -83,7 +83,8 @@ fn resolved_dims(report: &CheckReport, painter: Painter, limit: usize) -> String
     }
     let mut out = format!("\n{}\n", painter.paint(Style::Bold, "notes (nothing to fix):"));
     for d in all.iter().take(limit) {
-        let _ = writeln!(out, "  {}: {}", painter.paint(Style::Gutter, &format!("info[{}]", d.code.as_str())), d.message);
+        let _ =
+            writeln!(out, "  {}: {}", painter.paint(Style::Gutter, &format!("info[{}]", d.code.as_str())), d.message);
     }
     if all.len() > limit {
         let _ = writeln!(out, "  ... and {} more", all.len() - limit);

@@ -8,11 +8,11 @@
 //! size: an unknown, the same size wherever the same name appears, that
 //! inference fills in.
 
+use super::report::{at_producer, DimReport, ValueReport};
+use crate::diagnostic::{Code, Diagnostic, Severity};
 use diamond_ir::term::{size_text_symbols, SizeExpr};
 use diamond_ir::types::{DimValue, TypeValue};
 use diamond_ir::Graph;
-use super::report::{at_producer, DimReport, ValueReport};
-use crate::diagnostic::{Code, Diagnostic, Severity};
 use std::collections::{HashMap, HashSet};
 
 /// One declared dim, read.
@@ -105,7 +105,8 @@ fn one_sided(plain: &SizeExpr, extremum: &SizeExpr) -> Option<String> {
         _ => return None,
     };
     let at = operands.iter().position(|o| o == plain)?;
-    let others: Vec<String> = operands.iter().enumerate().filter(|(i, _)| *i != at).map(|(_, o)| o.to_string()).collect();
+    let others: Vec<String> =
+        operands.iter().enumerate().filter(|(i, _)| *i != at).map(|(_, o)| o.to_string()).collect();
     Some(format!("{plain} {relation} {}", others.join(", ")))
 }
 
@@ -177,12 +178,18 @@ pub(crate) fn check_declarations(
                             diagnostics.push(d);
                         }
                         None => {
-                            error.get_or_insert((axis, format!("axis {axis} is stated as {e} but the graph implies {t}")));
+                            error.get_or_insert((
+                                axis,
+                                format!("axis {axis} is stated as {e} but the graph implies {t}"),
+                            ));
                         }
                     }
                 }
                 (d, s) => {
-                    error.get_or_insert((axis, format!("axis {axis} is stated as {} but the graph implies {s}", show_one(d))));
+                    error.get_or_insert((
+                        axis,
+                        format!("axis {axis} is stated as {} but the graph implies {s}", show_one(d)),
+                    ));
                 }
             }
         }
@@ -233,7 +240,8 @@ fn resolve_unknowns(
                     1 => " (and at 1 other place)".to_string(),
                     n => format!(" (and at {n} other places)"),
                 };
-                let message = format!("'{}' axis {} ({name}) is {size}{elsewhere}", values[first.value].name, first.axis);
+                let message =
+                    format!("'{}' axis {} ({name}) is {size}{elsewhere}", values[first.value].name, first.axis);
                 let id = graph.value_named(&values[first.value].name);
                 diagnostics.push(info(graph, id, message, first.axis));
                 for p in &places {
@@ -252,7 +260,8 @@ fn resolve_unknowns(
                 );
                 let help = format!("'{name}' is a name the exporter gave an axis it could not size; give the two axes different names or none");
                 if let Some(id) = graph.value_named(&values[pb.value].name) {
-                    let mut d = at_producer(graph, id, Code::DeclaredShapeMismatch, message, Some(pb.axis), help, Vec::new());
+                    let mut d =
+                        at_producer(graph, id, Code::DeclaredShapeMismatch, message, Some(pb.axis), help, Vec::new());
                     d.severity = Severity::Warning;
                     diagnostics.push(d);
                 }

@@ -4,10 +4,10 @@
 
 use super::claims::{classify, DeclaredDim};
 use super::facts::{Facts, ValueKind};
-use std::collections::HashSet;
 use crate::solver::Solver;
 use diamond_ir::term::{Basis, Dim, DimTerm, RowTerm, Size, SizeExpr};
 use diamond_ir::types::{DimValue, TensorShape, TypeInfo, TypeValue};
+use std::collections::HashSet;
 
 /// The dimension for a known ONNX size: `1` is the claim-free unit unless
 /// `strict_units`, every other size `n_default`.
@@ -50,7 +50,9 @@ pub fn shape_row(solver: &mut Solver, shape: &TensorShape, strict_units: bool, f
             let dim = match &d.value {
                 Some(DimValue::Known(n)) if *n >= 0 => size_dim(*n as u64, strict_units),
                 Some(DimValue::Param(p)) if !p.is_empty() => match from {
-                    Declared::Input => Dim { size: Size::Symbolic(Box::new(SizeExpr::symbol(p))), basis: Basis::Default },
+                    Declared::Input => {
+                        Dim { size: Size::Symbolic(Box::new(SizeExpr::symbol(p))), basis: Basis::Default }
+                    }
                     Declared::Claim(symbols) => match classify(p, symbols) {
                         DeclaredDim::Size(n) => size_dim(n, strict_units),
                         DeclaredDim::Expr(e) => match expr_dim(e) {

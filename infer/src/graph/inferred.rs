@@ -200,7 +200,11 @@ pub fn annotate_with(model: &Model, inferred: &InferredTypes, options: AnnotateO
             let Some(v) = vi.value else { continue };
             interface.insert(v);
             if let Some(ty) = inferred.get(gid, v) {
-                let fill = if options.output_dims { Fill { replace: &invented, resolved } } else { Fill { replace: &keep_names, resolved } };
+                let fill = if options.output_dims {
+                    Fill { replace: &invented, resolved }
+                } else {
+                    Fill { replace: &keep_names, resolved }
+                };
                 vi.ty = Some(fill.open(vi.ty.take(), ty));
             }
         }
@@ -264,9 +268,11 @@ impl Fill<'_> {
                     .map(|(sd, id)| {
                         let value = match sd.value {
                             Some(DimValue::Param(p)) if p.trim().is_empty() => id.value.clone(),
-                            Some(DimValue::Param(p)) if (self.replace)(&p) => {
-                                id.value.clone().or_else(|| self.resolved.get(p.trim()).cloned()).or(Some(DimValue::Param(p)))
-                            }
+                            Some(DimValue::Param(p)) if (self.replace)(&p) => id
+                                .value
+                                .clone()
+                                .or_else(|| self.resolved.get(p.trim()).cloned())
+                                .or(Some(DimValue::Param(p))),
                             None => id.value.clone(),
                             stated => stated,
                         };

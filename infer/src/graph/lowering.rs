@@ -468,7 +468,12 @@ impl<'m> Lowering<'m> {
             Some(ty) => {
                 let prefix = &self.instances[inst as usize].prefix;
                 self.from_declaration.push(format!("{prefix}{}", graph.value_name(out)));
-                facts_from_type(&mut self.solver, Some(ty), self.options.strict_units, Declared::Claim(&self.input_symbols))
+                facts_from_type(
+                    &mut self.solver,
+                    Some(ty),
+                    self.options.strict_units,
+                    Declared::Claim(&self.input_symbols),
+                )
             }
             None => self.unknown_facts(),
         };

@@ -207,7 +207,10 @@ impl<'a> Parser<'_, 'a> {
         if self.eat("**") || self.eat("^") {
             let exponent = self.unary()?;
             let exponent = self.size(exponent)?;
-            let n = exponent.as_constant().filter(|n| (0..=16).contains(n)).ok_or_else(|| self.error("a power that is not a small constant"))?;
+            let n = exponent
+                .as_constant()
+                .filter(|n| (0..=16).contains(n))
+                .ok_or_else(|| self.error("a power that is not a small constant"))?;
             let base = self.size(base)?;
             let mut product = SizeExpr::constant(1);
             for _ in 0..n {

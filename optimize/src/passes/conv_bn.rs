@@ -58,8 +58,12 @@ impl Pass for ConvBn {
             };
             let Some((w, w_shape)) = conv.inputs.get(1).and_then(|&v| floats(v)) else { continue };
             let Some(&out_channels) = w_shape.first() else { continue };
-            let per_channel = |i: usize| floats(bn.inputs[i]).filter(|(v, s)| v.len() == out_channels && s.len() == 1).map(|(v, _)| v);
-            let (Some(scale), Some(bias), Some(mean), Some(var)) = (per_channel(1), per_channel(2), per_channel(3), per_channel(4)) else {
+            let per_channel = |i: usize| {
+                floats(bn.inputs[i]).filter(|(v, s)| v.len() == out_channels && s.len() == 1).map(|(v, _)| v)
+            };
+            let (Some(scale), Some(bias), Some(mean), Some(var)) =
+                (per_channel(1), per_channel(2), per_channel(3), per_channel(4))
+            else {
                 continue;
             };
             let conv_bias = match conv.inputs.get(2).filter(|&&v| !graph.value_name(v).is_empty()) {
@@ -76,14 +80,20 @@ impl Pass for ConvBn {
             let out_name = graph.value_name(bn.outputs[0]);
             let w_name = unique(graph, &format!("{out_name}_fused_weight"));
             let b_name = unique(graph, &format!("{out_name}_fused_bias"));
-            fused.push((conv_id, bn_id, float_tensor(&w_name, &w_shape, &new_w), float_tensor(&b_name, &[out_channels], &new_b)));
+            fused.push((
+                conv_id,
+                bn_id,
+                float_tensor(&w_name, &w_shape, &new_w),
+                float_tensor(&b_name, &[out_channels], &new_b),
+            ));
         }
         let count = fused.len();
         let mut dead = HashSet::new();
         for (conv_id, bn_id, w, b) in fused {
             let graph = &mut model.graphs[a.main];
             let out = graph.nodes[bn_id].outputs[0];
-            let (w_id, b_id) = (graph.intern(w.name.as_deref().unwrap_or("")), graph.intern(b.name.as_deref().unwrap_or("")));
+            let (w_id, b_id) =
+                (graph.intern(w.name.as_deref().unwrap_or("")), graph.intern(b.name.as_deref().unwrap_or("")));
             let conv = &mut graph.nodes[conv_id];
             conv.inputs.truncate(2);
             conv.inputs[1] = w_id;

@@ -82,9 +82,9 @@ fn unused_functions(model: &mut Model) -> usize {
         .flat_map(|g| g.nodes.values().map(|n| (n.domain().to_string(), n.op_type().to_string())))
         .collect();
     let before = model.functions.len();
-    model.functions.retain(|f| {
-        called.contains(&(f.domain.clone().unwrap_or_default(), f.name.clone().unwrap_or_default()))
-    });
+    model
+        .functions
+        .retain(|f| called.contains(&(f.domain.clone().unwrap_or_default(), f.name.clone().unwrap_or_default())));
     before - model.functions.len()
 }
 

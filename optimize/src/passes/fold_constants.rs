@@ -48,7 +48,8 @@ impl Pass for FoldConstants {
             {
                 continue;
             }
-            let named_inputs: Vec<&str> = n.inputs.iter().map(|&v| graph.value_name(v)).filter(|s| !s.is_empty()).collect();
+            let named_inputs: Vec<&str> =
+                n.inputs.iter().map(|&v| graph.value_name(v)).filter(|s| !s.is_empty()).collect();
             if named_inputs.is_empty() || named_inputs.iter().any(|s| !constants.contains_key(*s)) {
                 continue;
             }
@@ -56,7 +57,8 @@ impl Pass for FoldConstants {
             if outputs.iter().any(|o| o.is_empty()) || n.outputs.iter().any(|&v| !a.is_internal(model, v)) {
                 continue;
             }
-            let input_elements: u64 = named_inputs.iter().map(|s| constants[*s].element_count().unwrap_or(u64::MAX)).sum();
+            let input_elements: u64 =
+                named_inputs.iter().map(|s| constants[*s].element_count().unwrap_or(u64::MAX)).sum();
             let Some(results) = evaluate(model, n, &named_inputs, &constants) else { continue };
             let budget = input_elements.max(SMALL_RESULT);
             if results.iter().any(|t| t.element_count().is_none_or(|c| c > budget)) {
@@ -92,7 +94,12 @@ impl Pass for FoldConstants {
 }
 
 /// Runs node `n` alone on the executor, its inputs given; its outputs as stored tensors.
-fn evaluate(model: &Model, n: &diamond_ir::Node, inputs: &[&str], constants: &HashMap<String, Tensor>) -> Option<Vec<Tensor>> {
+fn evaluate(
+    model: &Model,
+    n: &diamond_ir::Node,
+    inputs: &[&str],
+    constants: &HashMap<String, Tensor>,
+) -> Option<Vec<Tensor>> {
     let source = model.main_graph()?;
     let mut g = Graph::new(GraphOwner::Main);
     let mut node = n.clone();
@@ -101,7 +108,11 @@ fn evaluate(model: &Model, n: &diamond_ir::Node, inputs: &[&str], constants: &Ha
     g.initializers = inputs.iter().map(|s| constants[*s].clone()).collect();
     g.outputs = node.outputs.iter().map(|&v| ValueInfo { value: Some(v), ..ValueInfo::default() }).collect();
     g.nodes.push(node);
-    let mut mini = Model { ir_version: model.ir_version.max(Some(4)), opset_imports: model.opset_imports.clone(), ..Model::default() };
+    let mut mini = Model {
+        ir_version: model.ir_version.max(Some(4)),
+        opset_imports: model.opset_imports.clone(),
+        ..Model::default()
+    };
     let id = mini.graphs.push(g);
     mini.graph = Some(id);
     let result = run_model(&mini, Vec::new(), &RunOptions::default()).ok()?;

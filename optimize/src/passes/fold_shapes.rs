@@ -30,7 +30,8 @@ impl Pass for FoldShapes {
             if n.op_type() == "Constant" && n.domain().is_empty() {
                 continue;
             }
-            if NONDETERMINISTIC.contains(&n.op_type()) || n.attributes.iter().any(|at| at.subgraphs().next().is_some()) {
+            if NONDETERMINISTIC.contains(&n.op_type()) || n.attributes.iter().any(|at| at.subgraphs().next().is_some())
+            {
                 continue;
             }
             let named: Vec<ValueId> = n.outputs.iter().copied().filter(|&v| !graph.value_name(v).is_empty()).collect();

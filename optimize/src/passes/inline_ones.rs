@@ -15,11 +15,14 @@
 //!   is not made.
 //! - `Mul(x, U)` where `U` holds more than one element and `x` has the
 //!   output's shape becomes `Mul(x, c)` with a scalar `c`.
+//!
 //! The uniform tensor and what computed it are left for `dead-code`.
 
 use super::Pass;
 use crate::analysis::Analysis;
-use crate::rewrite::{add_initializer, int64_vector, int_attr, ints_attr, node, scalar_tensor, splice_nodes, unique_name};
+use crate::rewrite::{
+    add_initializer, int64_vector, int_attr, ints_attr, node, scalar_tensor, splice_nodes, unique_name,
+};
 use crate::uniform::uniform;
 use diamond_infer::graph::DimReport;
 use diamond_ir::{Attribute, Graph, Model, Node, NodeId, Tensor, ValueId};
@@ -122,6 +125,84 @@ impl Names<'_> {
     }
 }
 
+/// The chain that replaces a node: ReduceSum/ReduceMean, then a Mul by the
+/// uniform value when it is not 1, then an Expand when the output repeats
+/// the sum; the last node writes the replaced node's output.
+struct Chain<'g> {
+    names: Names<'g>,
+    base: String,
+    planned: Vec<Planned>,
+    tensors: Vec<Tensor>,
+}
+
+impl<'g> Chain<'g> {
+    fn new(graph: &'g Graph, base: String) -> Chain<'g> {
+        Chain {
+            names: Names { graph, base: base.clone(), taken: Vec::new() },
+            base,
+            planned: Vec::new(),
+            tensors: Vec::new(),
+        }
+    }
+
+    fn last(&self) -> Ref {
+        self.planned.last().map(|p| p.output.clone()).expect("a chain starts with its reduction")
+    }
+
+    fn push(&mut self, op: &'static str, step: &str, inputs: Vec<Ref>, attributes: Vec<Attribute>) {
+        let output = Ref::New(self.names.fresh(step));
+        self.planned.push(Planned { op, name: format!("{}/{step}", self.base), inputs, output, attributes });
+    }
+
+    /// The reduction of `x` over `axes` (an input from opset 13, an attribute before).
+    fn reduce(&mut self, op: &'static str, x: ValueId, axes: &[i64], keepdims: bool, opset: i64) {
+        let mut attributes = vec![int_attr("keepdims", keepdims as i64)];
+        let mut inputs = vec![Ref::Old(x)];
+        if opset >= 13 {
+            let name = self.names.fresh("axes");
+            self.tensors.push(int64_vector(&name, axes));
+            inputs.push(Ref::New(name));
+        } else {
+            attributes.push(ints_attr("axes", axes));
+        }
+        self.push(op, "sum", inputs, attributes);
+    }
+
+    /// Times `c` (nothing for 1); `None` when `c` cannot be stored as `dtype`.
+    fn scale(&mut self, dtype: diamond_ir::ElemType, c: f64) -> Option<()> {
+        if c == 1.0 {
+            return Some(());
+        }
+        let t = scalar_tensor(&self.names.fresh("scale"), dtype, c)?;
+        let factor = Ref::New(t.name.clone().unwrap_or_default());
+        self.tensors.push(t);
+        let previous = self.last();
+        self.push("Mul", "scaled", vec![previous, factor], Vec::new());
+        Some(())
+    }
+
+    /// Broadcast to `shape` (nothing when it holds one element).
+    fn expand(&mut self, shape: &[i64]) {
+        if shape.iter().product::<i64>() == 1 {
+            return;
+        }
+        let name = self.names.fresh("repeat");
+        self.tensors.push(int64_vector(&name, shape));
+        let previous = self.last();
+        self.push("Expand", "repeated", vec![previous, Ref::New(name)], Vec::new());
+    }
+
+    /// The plan writing `out`, unless it has more nodes than the replaced
+    /// node and the `removable` nodes that only fed it: the count never grows.
+    fn finish(mut self, out: ValueId, removable: usize) -> Option<(Vec<Planned>, Vec<Tensor>)> {
+        if self.planned.len() > 1 + removable {
+            return None;
+        }
+        self.planned.last_mut()?.output = Ref::Old(out);
+        Some((self.planned, self.tensors))
+    }
+}
+
 /// A MatMul that multiplies by a uniform operand only to sum an axis of the other.
 pub(crate) struct Site {
     /// The operand whose axis is summed.
@@ -192,52 +273,17 @@ fn matmul(model: &Model, a: &Analysis, nid: NodeId, opset: i64) -> Option<(Vec<P
     }
     let out = n.outputs[0];
     let dtype = a.dtype(model, out)?;
-    let Site { summed: x, uniform: u_operand, value, axis_from_end: summed, repeat, becomes, .. } = site(model, a, nid)?;
-    let u = crate::uniform::Uniform { value };
+    let Site { summed: x, uniform: u_operand, value, axis_from_end: summed, repeat, becomes, .. } =
+        site(model, a, nid)?;
     let base = if n.name().is_empty() { graph.value_name(out).to_string() } else { n.name().to_string() };
-    let mut names = Names { graph, base: base.clone(), taken: Vec::new() };
-    let mut tensors = Vec::new();
-    let keepdims = repeat.is_some();
-    let expand = repeat.filter(|r| r.iter().product::<i64>() != 1);
+    let mut chain = Chain::new(graph, base);
     // `c = 1/K` over the K summed elements is a mean: one ReduceMean, no scale.
-    let mean = becomes == "ReduceMean";
-    let scale = match u.value {
-        _ if mean => None,
-        1.0 => None,
-        c => Some(scalar_tensor(&names.fresh("scale"), dtype, c)?),
-    };
-    // The chain ReduceSum [→ Mul] [→ Expand]; its last node writes the MatMul's output.
-    let mut planned = Vec::new();
-    let mut attributes = vec![int_attr("keepdims", keepdims as i64)];
-    let mut inputs = vec![Ref::Old(x)];
-    if opset >= 13 {
-        let axes = names.fresh("axes");
-        tensors.push(int64_vector(&axes, &[summed]));
-        inputs.push(Ref::New(axes));
-    } else {
-        attributes.push(ints_attr("axes", &[summed]));
+    chain.reduce(becomes, x, &[summed], repeat.is_some(), opset);
+    chain.scale(dtype, if becomes == "ReduceMean" { 1.0 } else { value })?;
+    if let Some(shape) = &repeat {
+        chain.expand(shape);
     }
-    let op = if mean { "ReduceMean" } else { "ReduceSum" };
-    planned.push(Planned { op, name: format!("{base}/sum"), inputs, output: Ref::New(names.fresh("sum")), attributes });
-    if let Some(t) = scale {
-        let previous = planned.last().map(|p: &Planned| p.output.clone())?;
-        let scale = Ref::New(t.name.clone().unwrap_or_default());
-        tensors.push(t);
-        planned.push(Planned { op: "Mul", name: format!("{base}/scale"), inputs: vec![previous, scale], output: Ref::New(names.fresh("scaled")), attributes: Vec::new() });
-    }
-    if let Some(shape) = expand {
-        let previous = planned.last().map(|p: &Planned| p.output.clone())?;
-        let shape_name = names.fresh("repeat");
-        tensors.push(int64_vector(&shape_name, &shape));
-        planned.push(Planned { op: "Expand", name: format!("{base}/repeat"), inputs: vec![previous, Ref::New(shape_name)], output: Ref::New(names.fresh("repeated")), attributes: Vec::new() });
-    }
-    planned.last_mut()?.output = Ref::Old(out);
-    // The node count must not grow: the MatMul and the nodes that only
-    // computed the uniform operand go; the chain comes.
-    if planned.len() > 1 + exclusive_producers(model, a, u_operand) {
-        return None;
-    }
-    Some((planned, tensors))
+    chain.finish(out, exclusive_producers(model, a, u_operand))
 }
 
 /// How many nodes exist only to compute `v` for its one reader: its
@@ -249,9 +295,8 @@ fn exclusive_producers(model: &Model, a: &Analysis, v: ValueId) -> usize {
     while let Some(v) = stack.pop() {
         let Some(&p) = a.producer.get(&v) else { continue };
         let node = &graph.nodes[p];
-        let sole = node.outputs.iter().all(|&o| {
-            a.is_internal(model, o) && a.consumers.get(&o).map_or(0, Vec::len) <= 1
-        });
+        let sole =
+            node.outputs.iter().all(|&o| a.is_internal(model, o) && a.consumers.get(&o).map_or(0, Vec::len) <= 1);
         if sole && seen.insert(p) {
             stack.extend(node.inputs.iter().copied());
         }
@@ -277,7 +322,10 @@ fn einsum(model: &Model, a: &Analysis, nid: NodeId, opset: i64) -> Option<(Vec<P
     if equation.contains('.') {
         return None;
     }
-    let distinct = |l: &str| l.chars().all(|c| c.is_ascii_alphabetic()) && l.chars().collect::<std::collections::HashSet<_>>().len() == l.len();
+    let distinct = |l: &str| {
+        l.chars().all(|c| c.is_ascii_alphabetic())
+            && l.chars().collect::<std::collections::HashSet<_>>().len() == l.len()
+    };
     if !distinct(first) || !distinct(second) || !distinct(output) {
         return None;
     }
@@ -295,34 +343,15 @@ fn einsum(model: &Model, a: &Analysis, nid: NodeId, opset: i64) -> Option<(Vec<P
     if kept != output || kept.len() == x_labels.len() {
         return None;
     }
-    let summed: Vec<i64> = x_labels.chars().enumerate().filter(|(_, c)| !output.contains(*c)).map(|(i, _)| i as i64).collect();
+    let summed: Vec<i64> =
+        x_labels.chars().enumerate().filter(|(_, c)| !output.contains(*c)).map(|(i, _)| i as i64).collect();
     let out = n.outputs[0];
     let dtype = a.dtype(model, out)?;
     let base = if n.name().is_empty() { graph.value_name(out).to_string() } else { n.name().to_string() };
-    let mut names = Names { graph, base: base.clone(), taken: Vec::new() };
-    let mut tensors = Vec::new();
-    let mut attributes = vec![int_attr("keepdims", 0)];
-    let mut inputs = vec![Ref::Old(x)];
-    if opset >= 13 {
-        let axes = names.fresh("axes");
-        tensors.push(int64_vector(&axes, &summed));
-        inputs.push(Ref::New(axes));
-    } else {
-        attributes.push(ints_attr("axes", &summed));
-    }
-    let mut planned = vec![Planned { op: "ReduceSum", name: format!("{base}/sum"), inputs, output: Ref::New(names.fresh("sum")), attributes }];
-    if u.value != 1.0 {
-        let t = scalar_tensor(&names.fresh("scale"), dtype, u.value)?;
-        let scale = Ref::New(t.name.clone().unwrap_or_default());
-        tensors.push(t);
-        let previous = planned[0].output.clone();
-        planned.push(Planned { op: "Mul", name: format!("{base}/scale"), inputs: vec![previous, scale], output: Ref::New(names.fresh("scaled")), attributes: Vec::new() });
-    }
-    planned.last_mut()?.output = Ref::Old(out);
-    if planned.len() > 1 + exclusive_producers(model, a, u_id) {
-        return None;
-    }
-    Some((planned, tensors))
+    let mut chain = Chain::new(graph, base);
+    chain.reduce("ReduceSum", x, &summed, false, opset);
+    chain.scale(dtype, u.value)?;
+    chain.finish(out, exclusive_producers(model, a, u_id))
 }
 
 /// `Gemm(A, U)` with `transA = 0` and a uniform `B` (`[K, N]` or `[N, K]`
@@ -348,37 +377,11 @@ fn gemm(model: &Model, a: &Analysis, nid: NodeId, opset: i64) -> Option<(Vec<Pla
     let columns = known_dim(model, a, u_id, if int("transB", 0) != 0 { 0 } else { 1 })? as i64;
     let dtype = a.dtype(model, out)?;
     let base = if n.name().is_empty() { graph.value_name(out).to_string() } else { n.name().to_string() };
-    let mut names = Names { graph, base: base.clone(), taken: Vec::new() };
-    let mut tensors = Vec::new();
-    let mut attributes = vec![int_attr("keepdims", 1)];
-    let mut inputs = vec![Ref::Old(x)];
-    if opset >= 13 {
-        let axes = names.fresh("axes");
-        tensors.push(int64_vector(&axes, &[1]));
-        inputs.push(Ref::New(axes));
-    } else {
-        attributes.push(ints_attr("axes", &[1]));
-    }
-    let mut planned = vec![Planned { op: "ReduceSum", name: format!("{base}/sum"), inputs, output: Ref::New(names.fresh("sum")), attributes }];
-    let factor = alpha * u.value;
-    if factor != 1.0 {
-        let t = scalar_tensor(&names.fresh("scale"), dtype, factor)?;
-        let scale = Ref::New(t.name.clone().unwrap_or_default());
-        tensors.push(t);
-        let previous = planned.last()?.output.clone();
-        planned.push(Planned { op: "Mul", name: format!("{base}/scale"), inputs: vec![previous, scale], output: Ref::New(names.fresh("scaled")), attributes: Vec::new() });
-    }
-    if columns != 1 {
-        let shape = names.fresh("repeat");
-        tensors.push(int64_vector(&shape, &[columns]));
-        let previous = planned.last()?.output.clone();
-        planned.push(Planned { op: "Expand", name: format!("{base}/repeat"), inputs: vec![previous, Ref::New(shape)], output: Ref::New(names.fresh("repeated")), attributes: Vec::new() });
-    }
-    planned.last_mut()?.output = Ref::Old(out);
-    if planned.len() > 1 + exclusive_producers(model, a, u_id) {
-        return None;
-    }
-    Some((planned, tensors))
+    let mut chain = Chain::new(graph, base);
+    chain.reduce("ReduceSum", x, &[1], true, opset);
+    chain.scale(dtype, alpha * u.value)?;
+    chain.expand(&[columns]);
+    chain.finish(out, exclusive_producers(model, a, u_id))
 }
 
 /// Rewrites `Mul(x, U)` with a many-element uniform `U` that broadcasts nothing onto `x`.
@@ -402,7 +405,10 @@ fn mul(model: &Model, a: &Analysis, nid: NodeId) -> Option<(Vec<Planned>, Vec<Te
         let mut inputs = vec![Ref::Old(x), Ref::Old(x)];
         inputs[ui] = Ref::New(name);
         let name = if n.name().is_empty() { format!("{}/scaled", graph.value_name(out)) } else { n.name().to_string() };
-        return Some((vec![Planned { op: "Mul", name, inputs, output: Ref::Old(out), attributes: Vec::new() }], vec![t]));
+        return Some((
+            vec![Planned { op: "Mul", name, inputs, output: Ref::Old(out), attributes: Vec::new() }],
+            vec![t],
+        ));
     }
     None
 }

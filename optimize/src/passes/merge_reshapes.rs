@@ -5,6 +5,7 @@
 //! - an Unsqueeze (axes as an input, opset ≥ 13) of an Unsqueeze feeding
 //!   only it becomes one Unsqueeze inserting both sets of axes, computed on
 //!   the final rank.
+//!
 //! The bypassed node is left for `dead-code`.
 
 use super::Pass;

@@ -34,7 +34,11 @@ impl Pass for MergeTransposes {
             if p.len() != q.len() {
                 continue;
             }
-            let Some(r) = q.iter().map(|&i| usize::try_from(i).ok().and_then(|i| p.get(i).copied())).collect::<Option<Vec<i64>>>() else {
+            let Some(r) = q
+                .iter()
+                .map(|&i| usize::try_from(i).ok().and_then(|i| p.get(i).copied()))
+                .collect::<Option<Vec<i64>>>()
+            else {
                 continue;
             };
             merges.push((nid, inner.inputs[0], r));

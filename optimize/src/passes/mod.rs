@@ -27,7 +27,18 @@ pub trait Pass: Sync {
 }
 
 /// The passes in their default order.
-pub const PASS_NAMES: &[&str] = &["constants", "fold-shapes", "noop", "inline-ones", "fold-constants", "cse", "merge-reshapes", "merge-transposes", "fuse-conv-bn", "dead-code"];
+pub const PASS_NAMES: &[&str] = &[
+    "constants",
+    "fold-shapes",
+    "noop",
+    "inline-ones",
+    "fold-constants",
+    "cse",
+    "merge-reshapes",
+    "merge-transposes",
+    "fuse-conv-bn",
+    "dead-code",
+];
 
 /// The pass called `name`.
 pub fn pass_named(name: &str) -> Option<&'static dyn Pass> {

@@ -64,14 +64,20 @@ fn passthrough(model: &Model, a: &Analysis, nid: NodeId) -> Option<(ValueId, Val
         "Dropout" => pass(x).filter(|_| input(2).is_none() || constant_is(2, 0.0)),
         "Transpose" => pass(x).filter(|_| identity_perm(n)),
         "Slice" => pass(x).filter(|_| {
-            input(4).is_none() || input(4).and_then(|v| a.constant(model, v)).and_then(|k| k.as_i64s()).is_some_and(|s| s.iter().all(|&d| d > 0))
+            input(4).is_none()
+                || input(4)
+                    .and_then(|v| a.constant(model, v))
+                    .and_then(|k| k.as_i64s())
+                    .is_some_and(|s| s.iter().all(|&d| d > 0))
         }),
         "Pad" => pass(x).filter(|_| match input(1) {
             Some(p) => a.constant(model, p).and_then(|k| k.as_i64s()).is_some_and(|p| p.iter().all(|&d| d == 0)),
-            None => n.attribute("pads").and_then(|at| match at.value() {
-                Some(AttrValue::Ints(p)) => Some(p.iter().all(|&d| d == 0)),
-                _ => None,
-            }) == Some(true),
+            None => {
+                n.attribute("pads").and_then(|at| match at.value() {
+                    Some(AttrValue::Ints(p)) => Some(p.iter().all(|&d| d == 0)),
+                    _ => None,
+                }) == Some(true)
+            }
         }),
         "Concat" | "Sum" | "Max" | "Min" | "Mean" if n.inputs.len() == 1 => pass(x),
         "Split" if n.outputs.len() == 1 => pass(x),

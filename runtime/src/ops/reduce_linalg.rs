@@ -104,7 +104,8 @@ fn reduce(ctx: &NodeCtx<'_>, red: Red, axes_input_from: i64) -> Result<Outs> {
                     (if red == Red::Mean { s / run as f64 } else { s }) as f32
                 })
                 .collect();
-            let shape = if keep { kept } else { x.shape.iter().zip(&reduced).filter(|(_, &r)| !r).map(|(&d, _)| d).collect() };
+            let shape =
+                if keep { kept } else { x.shape.iter().zip(&reduced).filter(|(_, &r)| !r).map(|(&d, _)| d).collect() };
             return one(Tensor::new(shape, crate::tensor::Data::F32(sums)).ok_or_else(|| ctx.unsupported("shape"))?);
         }
     }
