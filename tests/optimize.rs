@@ -19,12 +19,22 @@ fn load(path: &Path) -> diamond_ir::Model {
     diamond_importers::onnx::load_model(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// Runs `passes` in order (up to 4 rounds) with verification on.
+fn run_passes(model: &diamond_ir::Model, passes: &[&str]) -> diamond_optimize::Outcome {
+    let options = Options {
+        passes: passes.iter().map(|p| p.to_string()).collect(),
+        max_rounds: 4,
+        verify: true,
+        ..Default::default()
+    };
+    optimize(model, &options).unwrap()
+}
+
 /// Runs one pass on a fixture: the rewritten graph, and a check that tract
 /// computes the same outputs from both models at the given input shapes.
 fn pass_on(name: &str, pass: &str, shapes: &[&[usize]], expected: Expect) {
     let model = load(&fixture(name));
-    let options = Options { passes: vec![pass.to_string()], max_rounds: 4, verify: true, ..Default::default() };
-    let outcome = optimize(&model, &options).unwrap();
+    let outcome = run_passes(&model, &[pass]);
     expected.assert_eq(&graph_text(&outcome.model));
     assert!(matches!(outcome.verdict, Some(Verdict::Agrees(_))), "{:?}", outcome.verdict);
     same_outputs(&model, &outcome.model, shapes);
@@ -160,13 +170,7 @@ fn fold_shapes_turns_known_shape_arithmetic_into_constants() {
 #[test]
 fn fuse_conv_bn_folds_the_normalization_into_the_weights() {
     let model = load(&fixture("conv_bn.onnx"));
-    let options = Options {
-        passes: vec!["fuse-conv-bn".into(), "dead-code".into()],
-        max_rounds: 4,
-        verify: true,
-        ..Default::default()
-    };
-    let outcome = optimize(&model, &options).unwrap();
+    let outcome = run_passes(&model, &["fuse-conv-bn", "dead-code"]);
     expect![[r#"
         input x: float [batch, 3, 8, 8]
         init y_fused_weight: float [4, 3, 3, 3]
@@ -201,13 +205,7 @@ fn constants_become_initializers() {
 #[test]
 fn merge_reshapes_collapses_layout_chains() {
     let model = load(&fixture("merge_reshapes.onnx"));
-    let options = Options {
-        passes: vec!["merge-reshapes".into(), "dead-code".into()],
-        max_rounds: 4,
-        verify: true,
-        ..Default::default()
-    };
-    let outcome = optimize(&model, &options).unwrap();
+    let outcome = run_passes(&model, &["merge-reshapes", "dead-code"]);
     expect![[r#"
         input x: float [batch]
         input z: float [batch, 2, 3]
@@ -260,13 +258,7 @@ fn bad_inputs_exit_with_their_code_and_write_nothing() {
 /// before, and the original's outputs under tract at each set of shapes.
 fn inline_ones(name: &str, shape_sets: &[&[&[usize]]], expected: Expect) {
     let model = load(&fixture(name));
-    let options = Options {
-        passes: vec!["inline-ones".into(), "dead-code".into()],
-        max_rounds: 4,
-        verify: true,
-        ..Default::default()
-    };
-    let outcome = optimize(&model, &options).unwrap();
+    let outcome = run_passes(&model, &["inline-ones", "dead-code"]);
     expected.assert_eq(&graph_text(&outcome.model));
     assert!(matches!(outcome.verdict, Some(Verdict::Agrees(_))), "{name}: {:?}", outcome.verdict);
     let g = outcome.model.main_graph().unwrap();
@@ -428,13 +420,7 @@ fn inline_ones_works_on_integers() {
     // tract cannot run an int64 MatMul: the rewritten model is checked against row sums computed here.
     use tract_onnx::prelude::*;
     let model = load(&fixture("ones_matmul_int64.onnx"));
-    let options = Options {
-        passes: vec!["inline-ones".into(), "dead-code".into()],
-        max_rounds: 4,
-        verify: true,
-        ..Default::default()
-    };
-    let outcome = optimize(&model, &options).unwrap();
+    let outcome = run_passes(&model, &["inline-ones", "dead-code"]);
     expect![[r#"
         input x: int64 [batch, 5]
         init rowsum_axes: int64 [1]
@@ -488,13 +474,7 @@ fn check_notes_each_ones_vector_at_its_consumer() {
 #[test]
 fn merge_transposes_composes_permutations() {
     let model = load(&fixture("merge_transposes.onnx"));
-    let options = Options {
-        passes: vec!["merge-transposes".into(), "noop".into(), "dead-code".into()],
-        max_rounds: 4,
-        verify: true,
-        ..Default::default()
-    };
-    let outcome = optimize(&model, &options).unwrap();
+    let outcome = run_passes(&model, &["merge-transposes", "noop", "dead-code"]);
     expect![[r#"
         input x: float [batch, 2, 3, 4]
         Transpose(x) {perm=[0, 2, 3, 1]} -> y

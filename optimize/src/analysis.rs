@@ -4,13 +4,14 @@
 use diamond_infer::check_model;
 use diamond_infer::graph::{CheckReport, ConstValue, DimReport};
 use diamond_ir::{ElemType, Graph, GraphId, Model, NodeId, ValueId};
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// The facts about a model that the passes decide on.
-pub struct Analysis {
-    /// The check of the model as it is now.
-    pub report: CheckReport,
+pub struct Analysis<'r> {
+    /// The check of the model as it is now (borrowed when the caller already has it).
+    pub report: Cow<'r, CheckReport>,
     /// The main graph.
     pub main: GraphId,
     /// Per value of the main graph, the nodes reading it (a node once per operand).
@@ -31,14 +32,18 @@ pub struct Analysis {
     index: HashMap<String, usize>,
 }
 
-impl Analysis {
+impl<'r> Analysis<'r> {
     /// Checks `model` and indexes its main graph; `None` without a main graph.
-    pub fn new(model: &Model) -> Option<Analysis> {
-        Analysis::with_report(model, check_model(model, &Default::default()))
+    pub fn new(model: &Model) -> Option<Analysis<'static>> {
+        Analysis::index(model, Cow::Owned(check_model(model, &Default::default())))
     }
 
     /// Indexes `model` around a check report already made of it.
-    pub fn with_report(model: &Model, report: CheckReport) -> Option<Analysis> {
+    pub fn with_report(model: &Model, report: &'r CheckReport) -> Option<Analysis<'r>> {
+        Analysis::index(model, Cow::Borrowed(report))
+    }
+
+    fn index(model: &Model, report: Cow<'r, CheckReport>) -> Option<Analysis<'r>> {
         let main = model.graph?;
         let graph = &model.graphs[main];
         let mut consumers: HashMap<ValueId, Vec<NodeId>> = HashMap::new();

@@ -10,7 +10,7 @@ use diamond_ir::Model;
 
 /// The `ones-vector` notes for `model`, given its check report.
 pub fn ones_vectors(model: &Model, report: &CheckReport) -> Vec<Diagnostic> {
-    let Some(a) = Analysis::with_report(model, report.clone()) else { return Vec::new() };
+    let Some(a) = Analysis::with_report(model, report) else { return Vec::new() };
     let graph = a.graph(model);
     let mut notes = Vec::new();
     for (nid, n) in graph.nodes.iter() {

@@ -268,10 +268,8 @@ pub(crate) fn site(model: &Model, a: &Analysis, nid: NodeId) -> Option<Site> {
 fn matmul(model: &Model, a: &Analysis, nid: NodeId, opset: i64) -> Option<(Vec<Planned>, Vec<Tensor>)> {
     let graph = a.graph(model);
     let n = &graph.nodes[nid];
-    if !n.domain().is_empty() || n.inputs.len() != 2 {
-        return None;
-    }
-    let out = n.outputs[0];
+    // `site` checks the operator and its operands.
+    let out = *n.outputs.first()?;
     let dtype = a.dtype(model, out)?;
     let Site { summed: x, uniform: u_operand, value, axis_from_end: summed, repeat, becomes, .. } =
         site(model, a, nid)?;
