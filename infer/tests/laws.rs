@@ -23,6 +23,17 @@ fn ground_row() -> impl Strategy<Value = RowTerm> {
     })
 }
 
+/// A ground row in NumPy's form: every axis in the trailing flank, the
+/// marker (the broadcast point) at the front. The ONNX lowering states every
+/// closed row this way.
+fn numpy_row() -> impl Strategy<Value = RowTerm> {
+    prop::collection::vec(ground_dim(), 0..4).prop_map(|r| RowTerm {
+        leading: Vec::new(),
+        var: None,
+        trailing: r.into_iter().map(DimTerm::Dim).collect(),
+    })
+}
+
 fn le(a: &RowTerm, b: &RowTerm) -> bool {
     a.broadcasts_to(b).expect("ground rows")
 }
@@ -47,7 +58,7 @@ fn system() -> impl Strategy<Value = System> {
             (
                 prop::collection::vec(tensor.clone(), n),
                 prop::collection::vec((any::<bool>(), 0..n, 0..n), 0..8),
-                prop::collection::vec((0..n, ground_row()), 0..3),
+                prop::collection::vec((0..n, numpy_row()), 0..3),
             )
         })
         .prop_map(|(tensors, constraints, pins)| System { tensors, constraints, pins })
@@ -104,7 +115,9 @@ fn identity(n: usize) -> Vec<usize> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(400))]
+    // Most random systems are inconsistent; the laws about closed solutions
+    // skip those, so the reject budget is many times the case count.
+    #![proptest_config(ProptestConfig { max_global_rejects: 100_000, ..ProptestConfig::with_cases(400) })]
 
     #[test]
     fn the_order_is_reflexive(r in ground_row()) {
@@ -199,8 +212,13 @@ proptest! {
         }
         let (second, _) = build(&system, &order);
         let (a, b) = (first.finish(), second.finish());
-        prop_assume!(errors(&a.diagnostics) == 0 && errors(&b.diagnostics) == 0);
-        let closed = |s: &diamond_infer::Solution| s.tensors.iter().map(|t| t.closed.clone()).collect::<Vec<_>>();
-        prop_assert_eq!(closed(&a), closed(&b));
+        // The verdict does not depend on the order either: a system that is
+        // inconsistent in one order is inconsistent in every order.
+        let (bad_a, bad_b) = (errors(&a.diagnostics) > 0, errors(&b.diagnostics) > 0);
+        prop_assert_eq!(bad_a, bad_b, "order {:?}: {:?} against {:?}", order, a.diagnostics, b.diagnostics);
+        if !bad_a {
+            let closed = |s: &diamond_infer::Solution| s.tensors.iter().map(|t| t.closed.clone()).collect::<Vec<_>>();
+            prop_assert_eq!(closed(&a), closed(&b));
+        }
     }
 }
