@@ -43,9 +43,13 @@ enum Command {
         /// Where to write the optimized ONNX model.
         #[arg(short, long)]
         output: PathBuf,
-        /// The passes to run, comma-separated, in order (default: fold-shapes,noop,cse,dead-code).
+        /// The passes to run, comma-separated, in order (default: every pass; `--stats` lists them).
         #[arg(long, value_name = "LIST")]
         passes: Option<String>,
+        /// Fold a constant only when its result holds at most this many bytes or no more than its inputs
+        /// (e.g. 1MiB, 64KiB, 2GB, 0, or `none` for no limit). Default: 1MiB.
+        #[arg(long = "fold-limit", value_name = "SIZE", value_parser = optimize_cmd::parse_size)]
+        fold_limit: Option<u64>,
         /// Print node counts per operator before and after, and each pass's rewrites.
         #[arg(long)]
         stats: bool,
@@ -234,11 +238,12 @@ fn main() -> ExitCode {
             convert::run(&inputs, &output, &options)
         }
         Command::Solve { file, json } => commands::solve(&file, json),
-        Command::Optimize { model, output, passes, stats, json, no_verify, bisect, input_shape } => {
+        Command::Optimize { model, output, passes, fold_limit, stats, json, no_verify, bisect, input_shape } => {
             optimize_cmd::run(&optimize_cmd::Request {
                 input: &model,
                 output: &output,
                 passes: passes.as_deref(),
+                fold_limit,
                 stats,
                 json,
                 shapes: &input_shape,

@@ -14,6 +14,8 @@ pub struct Request<'a> {
     pub input: &'a Path,
     pub output: &'a Path,
     pub passes: Option<&'a str>,
+    /// `--fold-limit` in bytes (the optimizer's default when absent).
+    pub fold_limit: Option<u64>,
     pub stats: bool,
     pub json: bool,
     pub shapes: &'a [InputShape],
@@ -28,6 +30,9 @@ pub fn run(r: &Request<'_>) -> Result<(), Failure> {
     let unreadable = |m: String| Failure { code: 2, message: m };
     let model = load_any(r.input, r.shapes).map_err(|e| unreadable(e.to_string()))?;
     let mut options = Options { verify: r.verify, bisect: r.bisect, ..Options::default() };
+    if let Some(limit) = r.fold_limit {
+        options.fold_limit = limit;
+    }
     if let Some(list) = r.passes {
         options.passes = list.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
     }
@@ -96,5 +101,46 @@ fn verdict_text(v: Option<&diamond_optimize::verify::Verdict>) -> String {
         Some(Verdict::Agrees(n)) => format!("verified: same outputs at {n} symbol setting(s)"),
         Some(Verdict::Skipped(why)) => format!("not verified: {why}"),
         Some(Verdict::Differs(why)) => format!("differs: {why}"),
+    }
+}
+
+/// A byte size as `--fold-limit` takes it: a number with an optional unit
+/// (`B`, `KB`/`MB`/`GB` in powers of 1000, `KiB`/`MiB`/`GiB` in powers of
+/// 1024, case-insensitive), or `none` for no limit.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim().to_ascii_lowercase();
+    if t == "none" || t == "unlimited" {
+        return Ok(u64::MAX);
+    }
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let number: u64 = digits.parse().map_err(|_| format!("'{text}' is not a size (e.g. 1MiB, 64KiB, 2GB, none)"))?;
+    let scale: u64 = match unit.trim() {
+        "" | "b" => 1,
+        "kb" | "k" => 1_000,
+        "mb" | "m" => 1_000_000,
+        "gb" | "g" => 1_000_000_000,
+        "kib" => 1 << 10,
+        "mib" => 1 << 20,
+        "gib" => 1 << 30,
+        other => return Err(format!("'{other}' is not a size unit (B, KB, MB, GB, KiB, MiB, GiB)")),
+    };
+    number.checked_mul(scale).ok_or_else(|| format!("'{text}' is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes_read_with_their_units() {
+        assert_eq!(parse_size("0"), Ok(0));
+        assert_eq!(parse_size("1MiB"), Ok(1 << 20));
+        assert_eq!(parse_size("64kib"), Ok(64 << 10));
+        assert_eq!(parse_size("2GB"), Ok(2_000_000_000));
+        assert_eq!(parse_size("none"), Ok(u64::MAX));
+        assert!(parse_size("12 parsecs").is_err());
+        assert!(parse_size("MiB").is_err());
+        assert!(parse_size("99999999999999GiB").is_err());
     }
 }

@@ -28,9 +28,15 @@ pub struct Analysis<'r> {
     pub initializers: HashMap<ValueId, usize>,
     /// Before IR 4 every initializer is also a graph input, and a constant.
     pub initializers_are_constants: bool,
+    /// The most bytes a folded constant may hold beyond its inputs' bytes
+    /// (`--fold-limit`; [`DEFAULT_FOLD_LIMIT`] unless the driver says otherwise).
+    pub fold_limit: u64,
     /// Values by name in the report.
     index: HashMap<String, usize>,
 }
+
+/// Folded constants up to 1 MiB are kept whatever their inputs' size.
+pub const DEFAULT_FOLD_LIMIT: u64 = 1 << 20;
 
 impl<'r> Analysis<'r> {
     /// Checks `model` and indexes its main graph; `None` without a main graph.
@@ -80,6 +86,7 @@ impl<'r> Analysis<'r> {
             inputs,
             initializers,
             initializers_are_constants,
+            fold_limit: DEFAULT_FOLD_LIMIT,
             index,
         })
     }
@@ -108,6 +115,19 @@ impl<'r> Analysis<'r> {
         self.report.values.get(*self.index.get(name)?)?.dtype
     }
 
+    /// The bytes a value of the main graph occupies when its shape is known
+    /// integers and its element type has a fixed width.
+    pub fn known_bytes(&self, model: &Model, v: ValueId) -> Option<u64> {
+        let mut count = 1u64;
+        for d in self.shape(model, v)? {
+            match d {
+                DimReport::Known(n) => count = count.checked_mul(*n)?,
+                _ => return None,
+            }
+        }
+        self.dtype(model, v)?.raw_size(count)
+    }
+
     /// The elements of a value when they are known: an initializer's, a
     /// `Constant` node's, or what value propagation computed.
     pub fn constant(&self, model: &Model, v: ValueId) -> Option<Arc<ConstValue>> {
@@ -128,6 +148,17 @@ impl<'r> Analysis<'r> {
         !self.outputs.contains(&v)
             && !self.inputs.contains(&v)
             && !self.outer_refs.contains(self.graph(model).value_name(v))
+    }
+
+    /// Whether the readers of a value may be pointed elsewhere: it is
+    /// internal, or (before IR 4) an initializer listed as a graph input,
+    /// which is a constant there, not the caller's to feed.
+    pub fn may_rewire(&self, model: &Model, v: ValueId) -> bool {
+        self.is_internal(model, v)
+            || (self.initializers_are_constants
+                && self.initializers.contains_key(&v)
+                && !self.outputs.contains(&v)
+                && !self.outer_refs.contains(self.graph(model).value_name(v)))
     }
 
     /// Whether nothing reads a value (no node, no subgraph, not an output).

@@ -36,6 +36,9 @@ pub struct Options {
     pub verify: bool,
     /// On a difference, verify the model after each pass run to name the first that broke it.
     pub bisect: bool,
+    /// `fold-constants` keeps a result of at most this many bytes, or of no
+    /// more bytes than the node's inputs (`--fold-limit`).
+    pub fold_limit: u64,
 }
 
 impl Default for Options {
@@ -45,6 +48,7 @@ impl Default for Options {
             max_rounds: 8,
             verify: false,
             bisect: false,
+            fold_limit: analysis::DEFAULT_FOLD_LIMIT,
         }
     }
 }
@@ -123,7 +127,13 @@ pub fn optimize(model: &Model, options: &Options) -> Result<Outcome, OptimizeErr
         .map(|n| pass_named(n).ok_or_else(|| OptimizeError::UnknownPass(n.clone())))
         .collect::<Result<_, _>>()?;
     let mut model = model.clone();
-    let first = Analysis::new(&model).ok_or(OptimizeError::NoGraph)?;
+    let analyse = |model: &Model| {
+        Analysis::new(model).map(|mut a| {
+            a.fold_limit = options.fold_limit;
+            a
+        })
+    };
+    let first = analyse(&model).ok_or(OptimizeError::NoGraph)?;
     if first.report.errors() > 0 {
         return Err(OptimizeError::ModelErrors(first.report.errors()));
     }
@@ -137,7 +147,7 @@ pub fn optimize(model: &Model, options: &Options) -> Result<Outcome, OptimizeErr
         for pass in &passes {
             let current = match analysis.take() {
                 Some(a) => a,
-                None => Analysis::new(&model).ok_or(OptimizeError::NoGraph)?,
+                None => analyse(&model).ok_or(OptimizeError::NoGraph)?,
             };
             let rewrites = pass.run(&mut model, &current);
             if rewrites == 0 {

@@ -7,13 +7,11 @@
 use super::{Pass, NONDETERMINISTIC};
 use crate::rewrite::{remove_nodes, replace_uses};
 use crate::Analysis;
-use diamond_ir::{Model, NodeId, ValueId};
+use diamond_ir::{Model, NodeId, Tensor, ValueId};
 use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 
 pub(crate) struct Cse;
-
-/// Initializers up to this many bytes are compared for merging.
-const MAX_MERGED_INITIALIZER_BYTES: u64 = 1 << 16;
 
 impl Pass for Cse {
     fn name(&self) -> &'static str {
@@ -72,32 +70,46 @@ fn merge_nodes(model: &mut Model, a: &Analysis) -> usize {
 /// duplicate is left for `dead-code`).
 fn merge_initializers(model: &mut Model, a: &Analysis) -> usize {
     let graph = a.graph(model);
-    let mut seen: HashMap<String, ValueId> = HashMap::new();
+    // Per content hash, the initializers kept so far (compared whole on a hit).
+    let mut seen: HashMap<u64, Vec<(ValueId, Tensor)>> = HashMap::new();
     let mut merges = Vec::new();
     for t in &graph.initializers {
         let Some(v) = t.name.as_deref().and_then(|n| graph.value_named(n)) else { continue };
-        if !a.is_internal(model, v) || t.is_external() || t.data_bytes() > MAX_MERGED_INITIALIZER_BYTES {
-            continue;
-        }
-        if a.consumers.get(&v).is_none_or(|c| c.is_empty()) {
+        if !a.may_rewire(model, v) || t.is_external() || a.consumers.get(&v).is_none_or(|c| c.is_empty()) {
             continue;
         }
         let mut unnamed = t.clone();
         unnamed.name = None;
         unnamed.doc_string = None;
         unnamed.metadata_props.clear();
-        let key = format!("{unnamed:?}");
-        match seen.get(&key) {
-            None => {
-                seen.insert(key, v);
-            }
-            Some(&keep) => merges.push((v, keep)),
+        let kept = seen.entry(content_hash(&unnamed)).or_default();
+        match kept.iter().find(|(_, other)| *other == unnamed) {
+            Some(&(keep, _)) => merges.push((v, keep)),
+            None => kept.push((v, unnamed)),
         }
     }
     for &(dup, keep) in &merges {
         replace_uses(&mut model.graphs[a.main], dup, keep);
     }
     merges.len()
+}
+
+/// A hash of everything that makes two unnamed tensors equal, floats by
+/// their bits (so `0.0` and `-0.0` never merge).
+fn content_hash(t: &Tensor) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    t.data_type.map(|d| d.code()).hash(&mut h);
+    t.dims.hash(&mut h);
+    t.segment.map(|s| (s.begin, s.end)).hash(&mut h);
+    let d = &t.data;
+    d.raw.hash(&mut h);
+    d.floats.iter().for_each(|f| f.to_bits().hash(&mut h));
+    d.int32s.hash(&mut h);
+    d.strings.hash(&mut h);
+    d.int64s.hash(&mut h);
+    d.doubles.iter().for_each(|f| f.to_bits().hash(&mut h));
+    d.uint64s.hash(&mut h);
+    h.finish()
 }
 
 /// The main graph's nodes in an order where producers come first; `None` on a cycle.

@@ -2,9 +2,10 @@
 //! tensor, or a value this pass already folded) is run once on the
 //! reference executor and replaced by the initializers it computes — float
 //! arithmetic included, computed exactly as the runtime would. A result is
-//! kept only under the size budget: no more elements than the node's inputs
-//! hold together, or at most 256 Ki elements (1 MiB of f32), so that folding
-//! never inflates a model (`ConstantOfShape` of a large shape stays). Random
+//! kept only under the size budget: no more bytes than the node's inputs
+//! hold together, or at most the fold limit (1 MiB unless `--fold-limit`
+//! says otherwise), so that folding never inflates a model
+//! (`ConstantOfShape` of a large shape stays). Random
 //! operators, nodes with subgraphs and other domains are never folded.
 
 use super::{Pass, NONDETERMINISTIC};
@@ -15,9 +16,6 @@ use diamond_runtime::{run_model, RunOptions, Value};
 use std::collections::{HashMap, HashSet};
 
 pub(crate) struct FoldConstants;
-
-/// Results up to this many elements fold whatever their inputs' size.
-const SMALL_RESULT: u64 = 1 << 18;
 
 impl Pass for FoldConstants {
     fn name(&self) -> &'static str {
@@ -57,11 +55,15 @@ impl Pass for FoldConstants {
             if outputs.iter().any(|o| o.is_empty()) || n.outputs.iter().any(|&v| !a.is_internal(model, v)) {
                 continue;
             }
-            let input_elements: u64 =
-                named_inputs.iter().map(|s| constants[*s].element_count().unwrap_or(u64::MAX)).sum();
+            let input_bytes: u64 = named_inputs.iter().map(|s| constants[*s].data_bytes()).sum();
+            let budget = input_bytes.max(a.fold_limit);
+            // Never compute what the budget would throw away.
+            let predicted: Option<u64> = n.outputs.iter().map(|&v| a.known_bytes(model, v)).sum();
+            if predicted.is_some_and(|b| b > budget) {
+                continue;
+            }
             let Some(results) = evaluate(model, n, &named_inputs, &constants) else { continue };
-            let budget = input_elements.max(SMALL_RESULT);
-            if results.iter().any(|t| t.element_count().is_none_or(|c| c > budget)) {
+            if results.iter().map(Tensor::data_bytes).sum::<u64>() > budget {
                 continue;
             }
             for (name, mut t) in outputs.iter().zip(results) {

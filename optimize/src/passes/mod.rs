@@ -1,18 +1,21 @@
 //! The passes, one file each, and the table that names them.
 
 mod constants;
+mod conv_affine;
 mod conv_bn;
 mod cse;
 mod dead_code;
 mod fold_constants;
 mod fold_shapes;
 mod inline_ones;
+mod matmul_add;
 
 pub(crate) use cse::topological;
 pub(crate) use inline_ones::site as inline_ones_site;
 mod merge_reshapes;
 mod merge_transposes;
 mod noop;
+mod reshape_targets;
 
 use crate::Analysis;
 use diamond_ir::Model;
@@ -30,13 +33,16 @@ pub trait Pass: Sync {
 pub const PASS_NAMES: &[&str] = &[
     "constants",
     "fold-shapes",
+    "reshape-targets",
     "noop",
     "inline-ones",
     "fold-constants",
+    "fuse-conv-bn",
+    "fuse-conv-affine",
+    "fuse-gemm",
     "cse",
     "merge-reshapes",
     "merge-transposes",
-    "fuse-conv-bn",
     "dead-code",
 ];
 
@@ -45,6 +51,7 @@ pub fn pass_named(name: &str) -> Option<&'static dyn Pass> {
     Some(match name {
         "constants" => &constants::Constants,
         "fold-shapes" => &fold_shapes::FoldShapes,
+        "reshape-targets" => &reshape_targets::ReshapeTargets,
         "noop" => &noop::Noop,
         "inline-ones" => &inline_ones::InlineOnes,
         "fold-constants" => &fold_constants::FoldConstants,
@@ -52,6 +59,8 @@ pub fn pass_named(name: &str) -> Option<&'static dyn Pass> {
         "merge-reshapes" => &merge_reshapes::MergeReshapes,
         "merge-transposes" => &merge_transposes::MergeTransposes,
         "fuse-conv-bn" => &conv_bn::ConvBn,
+        "fuse-conv-affine" => &conv_affine::ConvAffine,
+        "fuse-gemm" => &matmul_add::MatMulAdd,
         "dead-code" => &dead_code::DeadCode,
         _ => return None,
     })
