@@ -80,7 +80,7 @@ fn same_outputs_within(a: &diamond_ir::Model, b: &diamond_ir::Model, shapes: &[&
         for (i, x) in inputs.iter().enumerate() {
             tm = tm.with_input_fact(i, InferenceFact::dt_shape(x.datum_type(), x.shape())).unwrap();
         }
-        let plan = tm.into_optimized().unwrap().into_runnable().unwrap();
+        let plan = tm.into_optimized().map_err(|e| format!("{e:?}")).unwrap().into_runnable().unwrap();
         plan.run(inputs.iter().cloned().map(|t| t.into_tvalue()).collect()).unwrap()
     };
     let (x, y) = (run(a), run(b));
@@ -553,4 +553,71 @@ fn fold_constants_computes_float_arithmetic_on_stored_tensors_once() {
         output y
     "#]],
     );
+}
+
+#[test]
+fn fuse_conv_affine_folds_per_channel_scale_and_shift_into_the_conv() {
+    let model = load(&fixture("conv_affine.onnx"));
+    let outcome = run_passes(&model, &["fuse-conv-affine", "dead-code"]);
+    expect![[r#"
+        input x: float [batch, 3, 8, 8]
+        init w2: float [4, 3, 1, 1]
+        init pixels: float [8, 8]
+        init y_fused_bias: float [4]
+        init y_fused_weight: float [4, 3, 3, 3]
+        Conv(x, y_fused_weight, y_fused_bias) {pads=[1, 1, 1, 1]} -> y
+        Conv(x, w2) -> c2
+        Sub(c2, pixels) -> z
+        output y
+        output z
+    "#]]
+    .assert_eq(&graph_text(&outcome.model));
+    same_outputs_within(&model, &outcome.model, &[&[2, 3, 8, 8]], 1e-5);
+}
+
+#[test]
+fn fuse_gemm_turns_a_matrix_product_plus_bias_into_gemm() {
+    let model = load(&fixture("matmul_add.onnx"));
+    let outcome = run_passes(&model, &["fuse-gemm", "dead-code"]);
+    expect![[r#"
+        input x: float [n, 8]
+        input t: float [batch, seq, 8]
+        init w: float [8, 5]
+        init bias: float [5]
+        Gemm(x, w, bias) -> y
+        MatMul(t, w) -> q
+        Add(q, bias) -> z
+        output y
+        output z
+    "#]]
+    .assert_eq(&graph_text(&outcome.model));
+    same_outputs_within(&model, &outcome.model, &[&[3, 8], &[2, 4, 8]], 1e-5);
+}
+
+#[test]
+fn reshape_targets_store_symbolic_targets_as_copies() {
+    let model = load(&fixture("reshape_targets.onnx"));
+    let outcome = run_passes(&model, &["reshape-targets", "dead-code"]);
+    expect![[r#"
+        input x: float [batch, seq, 8]
+        init h_target: int64 [4]
+        init y_target: int64 [3]
+        Reshape(x, h_target) -> h
+        Relu(h) -> r
+        Reshape(r, y_target) -> y
+        output y
+    "#]]
+    .assert_eq(&graph_text(&outcome.model));
+    let stored = |name: &str| {
+        let g = outcome.model.main_graph().unwrap();
+        let t = g.initializers.iter().find(|t| t.name.as_deref() == Some(name)).unwrap();
+        t.data.raw.as_ref().unwrap().chunks(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect::<Vec<_>>()
+    };
+    // batch and seq are copied from the data (0); with allowzero dropped, 0 means copy.
+    assert_eq!(stored("h_target"), [0, 0, 2, 4]);
+    assert_eq!(stored("y_target"), [0, 0, 8]);
+    let split = outcome.model.main_graph().unwrap().nodes.iter().find(|(_, n)| n.op_type() == "Reshape").unwrap().1;
+    assert!(split.attribute("allowzero").is_none());
+    same_outputs(&model, &outcome.model, &[&[2, 5, 8]]);
+    same_outputs(&model, &outcome.model, &[&[3, 1, 8]]);
 }
