@@ -1,7 +1,11 @@
 //! `merge-reshapes`: chains of layout-only operators become one.
-//! - a Reshape with a constant target free of `0` (which would copy a dim of
-//!   its own input) reads through a Reshape, Flatten, Squeeze or Unsqueeze
-//!   feeding only it: the data and the target are all that matter;
+//! - a Reshape with a constant target reads through a Reshape, Flatten,
+//!   Squeeze or Unsqueeze feeding only it: the data and the target are all
+//!   that matter. A `0` in the target copies a dim of the Reshape's own
+//!   input, so it is allowed only where the bypassed node's input has the
+//!   same size on that axis (proven by the shapes). A Transpose that keeps
+//!   the memory order — it moves only axes of size 1, the others keep their
+//!   relative order — is bypassed the same way;
 //! - an Unsqueeze (axes as an input, opset ≥ 13) of an Unsqueeze feeding
 //!   only it becomes one Unsqueeze inserting both sets of axes, computed on
 //!   the final rank.
@@ -11,7 +15,8 @@
 use super::Pass;
 use crate::rewrite::{add_initializer, int64_vector, unique_name as unique};
 use crate::Analysis;
-use diamond_ir::{Model, NodeId, Tensor, ValueId};
+use diamond_infer::graph::DimReport;
+use diamond_ir::{AttrValue, Model, NodeId, Tensor, ValueId};
 
 pub(crate) struct MergeReshapes;
 
@@ -43,9 +48,22 @@ impl Pass for MergeReshapes {
             }
             let Some(source) = inner.inputs.first().copied() else { continue };
             match n.op_type() {
-                "Reshape" if LAYOUT_ONLY.contains(&inner.op_type()) => {
+                "Reshape" if LAYOUT_ONLY.contains(&inner.op_type()) || keeps_memory_order(model, a, inner) => {
                     let Some(target) = a.constant(model, n.inputs[1]).and_then(|k| k.as_i64s()) else { continue };
-                    if target.contains(&0) {
+                    let copies_agree = || {
+                        let (Some(before), Some(after)) = (a.shape(model, source), a.shape(model, x)) else {
+                            return false;
+                        };
+                        target
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, &t)| t == 0)
+                            .all(|(i, _)| before.get(i).is_some_and(|d| after.get(i) == Some(d)))
+                    };
+                    let allowzero =
+                        matches!(n.attribute("allowzero").and_then(|z| z.value()), Some(AttrValue::Int(z)) if z != 0);
+                    // With allowzero a 0 is a size of its own, not a copy.
+                    if target.contains(&0) && !allowzero && !copies_agree() {
                         continue;
                     }
                     rewires.push((nid, source, None));
@@ -80,6 +98,28 @@ impl Pass for MergeReshapes {
         }
         count
     }
+}
+
+/// Whether `node` is a Transpose that leaves the elements in memory order:
+/// every axis it moves out of order has size 1 (proven by the shapes).
+fn keeps_memory_order(model: &Model, a: &Analysis, node: &diamond_ir::Node) -> bool {
+    if node.op_type() != "Transpose" || node.inputs.len() != 1 {
+        return false;
+    }
+    let Some(shape) = node.inputs.first().and_then(|&x| a.shape(model, x)) else { return false };
+    let perm: Vec<usize> = match node.attribute("perm").and_then(|p| p.value()) {
+        Some(AttrValue::Ints(p)) => match p.iter().map(|&i| usize::try_from(i).ok()).collect::<Option<Vec<_>>>() {
+            Some(p) => p,
+            None => return false,
+        },
+        None => (0..shape.len()).rev().collect(),
+        _ => return false,
+    };
+    if perm.len() != shape.len() {
+        return false;
+    }
+    let non_unit: Vec<usize> = perm.iter().copied().filter(|&i| shape.get(i) != Some(&DimReport::Known(1))).collect();
+    non_unit.windows(2).all(|w| w[0] < w[1])
 }
 
 /// The axes of one Unsqueeze doing what `inner` then `outer` do to a rank-`rank` input.

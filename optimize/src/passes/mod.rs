@@ -13,6 +13,7 @@ mod matmul_add;
 pub(crate) use cse::topological;
 pub(crate) use inline_ones::site as inline_ones_site;
 mod merge_reshapes;
+mod merge_slices;
 mod merge_transposes;
 mod noop;
 mod reshape_targets;
@@ -42,6 +43,7 @@ pub const PASS_NAMES: &[&str] = &[
     "fuse-gemm",
     "cse",
     "merge-reshapes",
+    "merge-slices",
     "merge-transposes",
     "dead-code",
 ];
@@ -57,6 +59,7 @@ pub fn pass_named(name: &str) -> Option<&'static dyn Pass> {
         "fold-constants" => &fold_constants::FoldConstants,
         "cse" => &cse::Cse,
         "merge-reshapes" => &merge_reshapes::MergeReshapes,
+        "merge-slices" => &merge_slices::MergeSlices,
         "merge-transposes" => &merge_transposes::MergeTransposes,
         "fuse-conv-bn" => &conv_bn::ConvBn,
         "fuse-conv-affine" => &conv_affine::ConvAffine,
