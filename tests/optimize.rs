@@ -621,3 +621,56 @@ fn reshape_targets_store_symbolic_targets_as_copies() {
     same_outputs(&model, &outcome.model, &[&[2, 5, 8]]);
     same_outputs(&model, &outcome.model, &[&[3, 1, 8]]);
 }
+
+#[test]
+fn merge_slices_joins_slices_over_different_axes() {
+    let model = load(&fixture("merge_slices.onnx"));
+    let outcome = run_passes(&model, &["merge-slices", "dead-code"]);
+    expect![[r#"
+        input x: float [batch, 4, 6, 3]
+        init one_: int64 [1]
+        init big: int64 [1]
+        init one: int64 [1]
+        init a_starts: int64 [2]
+        init a_ends: int64 [2]
+        init a_axes: int64 [2]
+        init a_steps: int64 [2]
+        init b_starts: int64 [2]
+        init b_ends: int64 [2]
+        init b_axes: int64 [2]
+        init b_steps: int64 [2]
+        init c_starts: int64 [2]
+        init c_ends: int64 [2]
+        init c_axes: int64 [2]
+        init c_steps: int64 [2]
+        init d_starts: int64 [2]
+        init d_ends: int64 [2]
+        init d_axes: int64 [2]
+        init d_steps: int64 [2]
+        Slice(x, a_starts, a_ends, a_axes, a_steps) -> a
+        Slice(x, b_starts, b_ends, b_axes, b_steps) -> b
+        Slice(x, c_starts, c_ends, c_axes, c_steps) -> c
+        Slice(x, d_starts, d_ends, d_axes, d_steps) -> d
+        Concat(a, b, c, d) {axis=-1} -> y
+        Slice(x, one_, big, one) -> s1
+        Slice(s1, one_, big, one) -> z
+        output y
+        output z
+    "#]]
+    .assert_eq(&graph_text(&outcome.model));
+    same_outputs(&model, &outcome.model, &[&[2, 4, 6, 3]]);
+}
+
+#[test]
+fn merge_reshapes_reads_through_a_transpose_of_unit_axes() {
+    let model = load(&fixture("reshape_through_transpose.onnx"));
+    let outcome = run_passes(&model, &["merge-reshapes", "dead-code"]);
+    expect![[r#"
+        input x: float [batch, 4, 4, 8]
+        init tokens: int64 [3]
+        Reshape(x, tokens) -> y
+        output y
+    "#]]
+    .assert_eq(&graph_text(&outcome.model));
+    same_outputs(&model, &outcome.model, &[&[3, 4, 4, 8]]);
+}
