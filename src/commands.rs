@@ -15,13 +15,41 @@ pub fn inspect(path: &Path, json: bool) -> Result<(), Failure> {
     let model = load_any(path, &[]).map_err(unreadable)?;
     let file_bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let report = InspectReport::new(&model, &path.display().to_string(), file_bytes);
+    let gain = optimize_gain(&model);
     if json {
-        let text = serde_json::to_string_pretty(&report).map_err(unreadable)?;
+        let mut value = serde_json::to_value(&report).map_err(unreadable)?;
+        if let Some(map) = value.as_object_mut() {
+            let optimize = match &gain {
+                Ok((before, after)) => serde_json::json!({ "nodes_before": before, "nodes_after": after }),
+                Err(why) => serde_json::json!({ "not_possible": why }),
+            };
+            map.insert("optimize".into(), optimize);
+        }
+        let text = serde_json::to_string_pretty(&value).map_err(unreadable)?;
         crate::emit(&format!("{text}\n"));
     } else {
-        crate::emit(&report.render_text());
+        let mut text = report.render_text();
+        match &gain {
+            Ok((before, after)) => {
+                text += &format!(
+                "optimize: would remove {} of {before} main-graph nodes ({after} left; `diamond optimize` verifies)\n",
+                before - after
+            )
+            }
+            Err(why) => text += &format!("optimize: not possible: {why}\n"),
+        }
+        crate::emit(&text);
     }
     Ok(())
+}
+
+/// Main-graph nodes before and after `diamond optimize`'s passes (run
+/// without verification: this is the audit's estimate, not a result).
+fn optimize_gain(model: &diamond_ir::Model) -> Result<(usize, usize), String> {
+    let options = diamond_optimize::Options { verify: false, ..diamond_optimize::Options::default() };
+    let outcome = diamond_optimize::optimize(model, &options).map_err(|e| e.to_string())?;
+    let nodes = |counts: &std::collections::BTreeMap<String, usize>| counts.values().sum::<usize>();
+    Ok((nodes(&outcome.before), nodes(&outcome.after)))
 }
 
 /// `diamond solve FILE [--json]`.

@@ -674,3 +674,24 @@ fn merge_reshapes_reads_through_a_transpose_of_unit_axes() {
     .assert_eq(&graph_text(&outcome.model));
     same_outputs(&model, &outcome.model, &[&[3, 4, 4, 8]]);
 }
+
+#[test]
+fn inspect_says_what_optimize_would_remove() {
+    let path = common::root().join("fixtures/exports/bert.legacy.onnx");
+    let o = diamond(&["inspect", "--json", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let (before, after) =
+        (report["optimize"]["nodes_before"].as_u64().unwrap(), report["optimize"]["nodes_after"].as_u64().unwrap());
+    assert_eq!(before, report["main_graph_nodes"].as_u64().unwrap());
+    // The estimate is what `optimize` then writes.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bert.onnx");
+    let o = diamond(&["optimize", path.to_str().unwrap(), "-o", out.to_str().unwrap(), "--json", "--no-verify"]);
+    let written: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(written["nodes_after"].as_u64().unwrap(), after);
+    assert!(after * 2 < before, "{before} -> {after}");
+    let text = diamond(&["inspect", path.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains(&format!("optimize: would remove {} of {before}", before - after)), "{text}");
+}
