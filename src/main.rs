@@ -50,6 +50,10 @@ enum Command {
         /// (e.g. 1MiB, 64KiB, 2GB, 0, or `none` for no limit). Default: 1MiB.
         #[arg(long = "fold-limit", value_name = "SIZE", value_parser = optimize_cmd::parse_size)]
         fold_limit: Option<u64>,
+        /// Upgrade the model to this default-domain opset first (13 and later, up to 23; exact upgrades only),
+        /// so that fusions into newer operators (Gelu, RMSNormalization) apply.
+        #[arg(long = "target-opset", value_name = "N")]
+        target_opset: Option<i64>,
         /// Print node counts per operator before and after, and each pass's rewrites.
         #[arg(long)]
         stats: bool,
@@ -238,19 +242,29 @@ fn main() -> ExitCode {
             convert::run(&inputs, &output, &options)
         }
         Command::Solve { file, json } => commands::solve(&file, json),
-        Command::Optimize { model, output, passes, fold_limit, stats, json, no_verify, bisect, input_shape } => {
-            optimize_cmd::run(&optimize_cmd::Request {
-                input: &model,
-                output: &output,
-                passes: passes.as_deref(),
-                fold_limit,
-                stats,
-                json,
-                shapes: &input_shape,
-                verify: !no_verify,
-                bisect,
-            })
-        }
+        Command::Optimize {
+            model,
+            output,
+            passes,
+            fold_limit,
+            target_opset,
+            stats,
+            json,
+            no_verify,
+            bisect,
+            input_shape,
+        } => optimize_cmd::run(&optimize_cmd::Request {
+            input: &model,
+            output: &output,
+            passes: passes.as_deref(),
+            fold_limit,
+            target_opset,
+            stats,
+            json,
+            shapes: &input_shape,
+            verify: !no_verify,
+            bisect,
+        }),
         Command::Run { model, inputs, output, json, compare, seed, random, input_shape, dump, dump_all } => {
             run::run(&run::Args {
                 model,

@@ -16,6 +16,8 @@ pub struct Request<'a> {
     pub passes: Option<&'a str>,
     /// `--fold-limit` in bytes (the optimizer's default when absent).
     pub fold_limit: Option<u64>,
+    /// `--target-opset`.
+    pub target_opset: Option<i64>,
     pub stats: bool,
     pub json: bool,
     pub shapes: &'a [InputShape],
@@ -30,6 +32,7 @@ pub fn run(r: &Request<'_>) -> Result<(), Failure> {
     let unreadable = |m: String| Failure { code: 2, message: m };
     let model = load_any(r.input, r.shapes).map_err(|e| unreadable(e.to_string()))?;
     let mut options = Options { verify: r.verify, bisect: r.bisect, ..Options::default() };
+    options.target_opset = r.target_opset;
     if let Some(limit) = r.fold_limit {
         options.fold_limit = limit;
     }
@@ -46,7 +49,7 @@ pub fn run(r: &Request<'_>) -> Result<(), Failure> {
         OptimizeError::Verification { .. } => {
             Failure { code: 1, message: format!("{}: {e}; not written", r.input.display()) }
         }
-        OptimizeError::UnknownPass(_) => unreadable(e.to_string()),
+        OptimizeError::UnknownPass(_) | OptimizeError::Upgrade(_) => unreadable(format!("{}: {e}", r.input.display())),
         OptimizeError::NoGraph => unreadable(format!("{}: {e}", r.input.display())),
     })?;
     if let Some(dir) = r.output.parent().filter(|d| !d.as_os_str().is_empty()) {

@@ -169,7 +169,7 @@ impl<'r> Analysis<'r> {
 
 /// Every name the nodes of `graph` (and their subgraphs) read that `graph`
 /// does not define itself.
-fn collect_refs(model: &Model, g: GraphId, out: &mut HashSet<String>) {
+pub(crate) fn collect_refs(model: &Model, g: GraphId, out: &mut HashSet<String>) {
     let graph = &model.graphs[g];
     let mut defined: HashSet<&str> =
         graph.inputs.iter().filter_map(|vi| vi.value).map(|v| graph.value_name(v)).collect();

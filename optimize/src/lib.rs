@@ -12,6 +12,7 @@
 
 pub mod analysis;
 pub mod audit;
+pub mod opset;
 pub mod passes;
 pub mod rewrite;
 pub mod text;
@@ -39,6 +40,8 @@ pub struct Options {
     /// `fold-constants` keeps a result of at most this many bytes, or of no
     /// more bytes than the node's inputs (`--fold-limit`).
     pub fold_limit: u64,
+    /// Upgrade the model to this default-domain opset first (exact upgrades only).
+    pub target_opset: Option<i64>,
 }
 
 impl Default for Options {
@@ -49,6 +52,7 @@ impl Default for Options {
             verify: false,
             bisect: false,
             fold_limit: analysis::DEFAULT_FOLD_LIMIT,
+            target_opset: None,
         }
     }
 }
@@ -93,6 +97,9 @@ pub enum OptimizeError {
     /// Checking found errors: its shapes are inconsistent, so no rewrite decided by them is safe.
     #[error("the model has {0} error(s); `diamond check` lists them")]
     ModelErrors(usize),
+    /// `--target-opset` asked for an upgrade that is not exact or not possible.
+    #[error("{0}")]
+    Upgrade(String),
     /// The optimized model computes something else than the original.
     #[error("verification failed{}: {why}", pass.as_ref().map(|p| format!(" after pass '{p}'")).unwrap_or_default())]
     Verification {
@@ -126,7 +133,11 @@ pub fn optimize(model: &Model, options: &Options) -> Result<Outcome, OptimizeErr
         .iter()
         .map(|n| pass_named(n).ok_or_else(|| OptimizeError::UnknownPass(n.clone())))
         .collect::<Result<_, _>>()?;
-    let mut model = model.clone();
+    let original = model.clone();
+    let mut model = match options.target_opset {
+        Some(target) => opset::upgrade(model, target).map_err(OptimizeError::Upgrade)?,
+        None => model.clone(),
+    };
     let analyse = |model: &Model| {
         Analysis::new(model).map(|mut a| {
             a.fold_limit = options.fold_limit;
@@ -137,8 +148,7 @@ pub fn optimize(model: &Model, options: &Options) -> Result<Outcome, OptimizeErr
     if first.report.errors() > 0 {
         return Err(OptimizeError::ModelErrors(first.report.errors()));
     }
-    let before = op_counts(&model);
-    let original = model.clone();
+    let before = op_counts(&original);
     let mut snapshots: Vec<(&'static str, Model)> = Vec::new();
     let mut runs = Vec::new();
     let mut analysis = Some(first);
@@ -165,6 +175,8 @@ pub fn optimize(model: &Model, options: &Options) -> Result<Outcome, OptimizeErr
             break;
         }
     }
+    // Rewiring can leave a reader before its producer in the node list; ONNX requires the order.
+    rewrite::sort_topologically(&mut model);
     let after = op_counts(&model);
     let verdict = if options.verify { Some(check_numerics(&original, &model, &snapshots)?) } else { None };
     Ok(Outcome { model, before, after, runs, verdict })

@@ -201,3 +201,64 @@ pub fn unique_name(graph: &Graph, base: &str) -> String {
     }
     (2..).map(|i| format!("{base}_{i}")).find(|n| graph.value_named(n).is_none()).expect("a free name")
 }
+
+/// Puts the main graph's nodes in an order where every producer comes
+/// before its readers (names that a node's subgraphs read from the main
+/// graph included), keeping the current order wherever it already is one.
+/// Passes rewire readers freely (a merged duplicate may sit after some of
+/// the readers it inherits); this restores the order ONNX requires. On a
+/// cycle the graph is left as it is and `false` returned.
+pub fn sort_topologically(model: &mut diamond_ir::Model) -> bool {
+    use std::cmp::Reverse;
+    use std::collections::{BinaryHeap, HashMap};
+    let Some(main) = model.graph else { return true };
+    let graph = &model.graphs[main];
+    let ids: Vec<NodeId> = graph.nodes.iter().map(|(id, _)| id).collect();
+    let mut producer: HashMap<&str, usize> = HashMap::new();
+    for (i, &id) in ids.iter().enumerate() {
+        for &v in &graph.nodes[id].outputs {
+            let name = graph.value_name(v);
+            if !name.is_empty() {
+                producer.insert(name, i);
+            }
+        }
+    }
+    let mut readers: Vec<Vec<usize>> = vec![Vec::new(); ids.len()];
+    let mut waiting: Vec<usize> = vec![0; ids.len()];
+    for (i, &id) in ids.iter().enumerate() {
+        let node = &graph.nodes[id];
+        let mut names: HashSet<String> = node.inputs.iter().map(|&v| graph.value_name(v).to_string()).collect();
+        for sub in node.subgraphs() {
+            crate::analysis::collect_refs(model, sub, &mut names);
+        }
+        let deps: HashSet<usize> = names.iter().filter_map(|n| producer.get(n.as_str()).copied()).collect();
+        for d in deps.into_iter().filter(|&d| d != i) {
+            readers[d].push(i);
+            waiting[i] += 1;
+        }
+    }
+    let mut ready: BinaryHeap<Reverse<usize>> = (0..ids.len()).filter(|&i| waiting[i] == 0).map(Reverse).collect();
+    let mut order = Vec::with_capacity(ids.len());
+    while let Some(Reverse(i)) = ready.pop() {
+        order.push(i);
+        for &r in &readers[i] {
+            waiting[r] -= 1;
+            if waiting[r] == 0 {
+                ready.push(Reverse(r));
+            }
+        }
+    }
+    if order.len() != ids.len() {
+        return false;
+    }
+    if order.iter().enumerate().all(|(k, &i)| k == i) {
+        return true;
+    }
+    let old = std::mem::take(&mut model.graphs[main].nodes);
+    let mut nodes = Arena::new();
+    for i in order {
+        nodes.push(old[ids[i]].clone());
+    }
+    model.graphs[main].nodes = nodes;
+    true
+}

@@ -7,6 +7,8 @@ mod cse;
 mod dead_code;
 mod fold_constants;
 mod fold_shapes;
+mod fuse_gelu;
+mod fuse_rms_norm;
 mod inline_ones;
 mod matmul_add;
 
@@ -16,6 +18,7 @@ mod merge_reshapes;
 mod merge_slices;
 mod merge_transposes;
 mod noop;
+mod pattern;
 mod reshape_targets;
 
 use crate::Analysis;
@@ -41,6 +44,8 @@ pub const PASS_NAMES: &[&str] = &[
     "fuse-conv-bn",
     "fuse-conv-affine",
     "fuse-gemm",
+    "fuse-gelu",
+    "fuse-rms-norm",
     "cse",
     "merge-reshapes",
     "merge-slices",
@@ -64,6 +69,8 @@ pub fn pass_named(name: &str) -> Option<&'static dyn Pass> {
         "fuse-conv-bn" => &conv_bn::ConvBn,
         "fuse-conv-affine" => &conv_affine::ConvAffine,
         "fuse-gemm" => &matmul_add::MatMulAdd,
+        "fuse-gelu" => &fuse_gelu::FuseGelu,
+        "fuse-rms-norm" => &fuse_rms_norm::FuseRmsNorm,
         "dead-code" => &dead_code::DeadCode,
         _ => return None,
     })
