@@ -695,3 +695,85 @@ fn inspect_says_what_optimize_would_remove() {
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains(&format!("optimize: would remove {} of {before}", before - after)), "{text}");
 }
+
+#[test]
+fn fuse_gelu_finds_the_exact_and_tanh_forms() {
+    let model = load(&fixture("gelu.onnx"));
+    // Verified on the reference executor at several batch sizes (tract has no opset-20 Gelu).
+    let outcome = run_passes(&model, &["fuse-gelu", "dead-code"]);
+    expect![[r#"
+        input x: float [batch, 16]
+        init sqrt2: float []
+        init one: float []
+        init not_half: float []
+        Gelu(x) -> y
+        Gelu(x) {approximate="tanh"} -> z
+        Div(x, sqrt2) -> c0
+        Erf(c0) -> c1
+        Add(c1, one) -> c2
+        Mul(x, c2) -> c3
+        Mul(c3, not_half) -> w
+        output y
+        output z
+        output w
+    "#]]
+    .assert_eq(&graph_text(&outcome.model));
+    assert!(matches!(outcome.verdict, Some(Verdict::Agrees(_))), "{:?}", outcome.verdict);
+}
+
+#[test]
+fn fuse_rms_norm_finds_llama_and_t5_spellings() {
+    let model = load(&fixture("rms_norm.onnx"));
+    let outcome = run_passes(&model, &["fuse-rms-norm", "dead-code"]);
+    expect![[r#"
+        input x: float [batch, seq, 8]
+        init weight: float [8]
+        init z_scale: float [8]
+        RMSNormalization(x, weight) {axis=-1, epsilon=0.000001} -> y
+        RMSNormalization(x, z_scale) {axis=-1, epsilon=0.000001} -> z
+        output y
+        output z
+    "#]]
+    .assert_eq(&graph_text(&outcome.model));
+    assert!(matches!(outcome.verdict, Some(Verdict::Agrees(_))), "{:?}", outcome.verdict);
+}
+
+#[test]
+fn target_opset_moves_reduce_axes_to_inputs_and_gives_split_its_count() {
+    let model = load(&fixture("upgrade.onnx"));
+    let options =
+        Options { passes: vec!["dead-code".into()], verify: true, target_opset: Some(23), ..Default::default() };
+    let outcome = optimize(&model, &options).unwrap();
+    assert_eq!(outcome.model.opset_version(""), Some(23));
+    assert!(outcome.model.ir_version >= Some(11));
+    expect![[r#"
+        input x: float [batch, 4]
+        init m_axes: int64 [1]
+        ReduceMean(x, m_axes) {keepdims=1} -> m
+        Sub(x, m) -> d
+        Split(d) {axis=1, num_outputs=2} -> y, z
+        output y
+        output z
+    "#]]
+    .assert_eq(&graph_text(&outcome.model));
+    assert!(matches!(outcome.verdict, Some(Verdict::Agrees(_))), "{:?}", outcome.verdict);
+}
+
+#[test]
+fn target_opset_refuses_an_upgrade_that_changes_meaning() {
+    let model = load(&fixture("group_norm_18.onnx"));
+    let options = Options { target_opset: Some(21), ..Default::default() };
+    let err = optimize(&model, &options).err().expect("refused");
+    assert!(err.to_string().contains("GroupNormalization 'gn'"), "{err}");
+    // Up to 20 nothing changes meaning; below the model's opset is a downgrade.
+    assert!(optimize(&model, &Options { target_opset: Some(20), ..Default::default() }).is_ok());
+    let err = optimize(&model, &Options { target_opset: Some(17), ..Default::default() }).err().unwrap();
+    assert!(err.to_string().contains("downgrade"), "{err}");
+    // The CLI says so with exit 2 and writes nothing.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o.onnx");
+    let path = fixture("group_norm_18.onnx");
+    let o = diamond(&["optimize", path.to_str().unwrap(), "-o", out.to_str().unwrap(), "--target-opset", "21"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!out.exists());
+}
