@@ -284,6 +284,7 @@ fn optimized_exports_shrink_and_compute_torch_outputs() {
         assert_eq!(outputs(g0), outputs(g1), "{stem}");
         let report = check_model(&outcome.model, &Default::default());
         assert_eq!(report.errors(), 0, "{stem}: {:?}", report.diagnostics);
+        assert_topologically_sorted(&stem, g1);
         if TRACT_FAILS_ON_ORIGINAL.contains(&stem.as_str()) {
             continue;
         }
@@ -294,6 +295,21 @@ fn optimized_exports_shrink_and_compute_torch_outputs() {
     }
     // 7,496 nodes as exported; 4,013 after `diamond optimize` when this test was written.
     assert!(after * 10 < before * 6, "{before} -> {after}");
+}
+
+/// ONNX requires every node's operands to be defined before it: by a graph
+/// input, an initializer or an earlier node.
+fn assert_topologically_sorted(stem: &str, g: &diamond_ir::Graph) {
+    let mut defined: HashSet<&str> = g.inputs.iter().filter_map(|vi| vi.value).map(|v| g.value_name(v)).collect();
+    defined.extend(g.initializers.iter().filter_map(|t| t.name.as_deref()));
+    defined.insert("");
+    for (_, n) in g.nodes.iter() {
+        for &v in &n.inputs {
+            let name = g.value_name(v);
+            assert!(defined.contains(name), "{stem}: node {:?} reads '{name}' before it is defined", n.name);
+        }
+        defined.extend(n.outputs.iter().map(|&v| g.value_name(v)));
+    }
 }
 
 /// Runs `model` with diamond's reference executor on the corpus inputs of
