@@ -777,3 +777,33 @@ fn target_opset_refuses_an_upgrade_that_changes_meaning() {
     assert_eq!(o.status.code(), Some(2));
     assert!(!out.exists());
 }
+
+#[test]
+fn contiguous_gather_becomes_a_reshape() {
+    let model = load(&fixture("contiguous_gather.onnx"));
+    let outcome = run_passes(&model, &["contiguous-gather", "dead-code"]);
+    expect![[r#"
+        input x: float [batch, 4]
+        init flat_shape: int64 [1]
+        init zero_s: int64 []
+        init one_s: int64 []
+        init four: int64 []
+        init axis1: int64 [1]
+        init not_offsets: int64 [1, 4]
+        init y_shape: int64 [2]
+        Reshape(x, flat_shape) -> flat
+        Shape(x) {end=1, start=0} -> n1
+        Squeeze(n1) -> n
+        Range(zero_s, n, one_s) -> r
+        Mul(r, four) -> r4
+        Unsqueeze(r4, axis1) -> r4u
+        Reshape(flat, y_shape) -> y
+        Add(r4u, not_offsets) -> idx2
+        Gather(flat, idx2) {axis=0} -> z
+        output y
+        output z
+    "#]]
+    .assert_eq(&graph_text(&outcome.model));
+    assert!(matches!(outcome.verdict, Some(Verdict::Agrees(_))), "{:?}", outcome.verdict);
+    same_outputs(&model, &outcome.model, &[&[3, 4]]);
+}

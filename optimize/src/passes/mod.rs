@@ -1,6 +1,7 @@
 //! The passes, one file each, and the table that names them.
 
 mod constants;
+mod contiguous_gather;
 mod conv_affine;
 mod conv_bn;
 mod cse;
@@ -38,6 +39,7 @@ pub const PASS_NAMES: &[&str] = &[
     "constants",
     "fold-shapes",
     "reshape-targets",
+    "contiguous-gather",
     "noop",
     "inline-ones",
     "fold-constants",
@@ -59,6 +61,7 @@ pub fn pass_named(name: &str) -> Option<&'static dyn Pass> {
         "constants" => &constants::Constants,
         "fold-shapes" => &fold_shapes::FoldShapes,
         "reshape-targets" => &reshape_targets::ReshapeTargets,
+        "contiguous-gather" => &contiguous_gather::ContiguousGather,
         "noop" => &noop::Noop,
         "inline-ones" => &inline_ones::InlineOnes,
         "fold-constants" => &fold_constants::FoldConstants,
