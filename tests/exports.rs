@@ -297,6 +297,37 @@ fn optimized_exports_shrink_and_compute_torch_outputs() {
     assert!(after * 10 < before * 6, "{before} -> {after}");
 }
 
+/// The export families that are CNNs (the rest are transformers).
+const CNNS: &[&str] = &["convnext_tiny", "efficientnet_b0", "mobilenet_v3_small", "regnet", "resnet18", "unet"];
+
+#[test]
+fn optimized_exports_have_fewer_nodes_than_onnxslim_leaves() {
+    // OnnxSlim's node counts, recorded by fixtures/optimize/measure_peers.py (OnnxSlim 0.1.98).
+    let peers: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(exports_dir().join("../optimize/peers.json")).unwrap()).unwrap();
+    let slim: HashMap<String, u64> = peers["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["model"].as_str().unwrap().to_string(), r["onnxslim"]["nodes"].as_u64().unwrap()))
+        .collect();
+    let (mut ours, mut theirs) = (0, 0);
+    for (stem, path) in exports() {
+        let model = load(&path);
+        let outcome = diamond_optimize::optimize(&model, &Default::default()).unwrap();
+        let a = outcome.model.main_graph().unwrap().nodes.len() as u64;
+        let s = slim[&stem];
+        (ours, theirs) = (ours + a, theirs + s);
+        let family = stem.split('.').next().unwrap();
+        if CNNS.contains(&family) {
+            assert!(a <= s, "{stem}: {a} nodes, OnnxSlim leaves {s}");
+        } else {
+            assert!(a < s, "{stem}: a transformer, {a} nodes, OnnxSlim leaves {s}");
+        }
+    }
+    assert!(ours < theirs, "{ours} nodes in all, OnnxSlim {theirs}");
+}
+
 /// ONNX requires every node's operands to be defined before it: by a graph
 /// input, an initializer or an earlier node.
 fn assert_topologically_sorted(stem: &str, g: &diamond_ir::Graph) {
