@@ -807,3 +807,29 @@ fn contiguous_gather_becomes_a_reshape() {
     assert!(matches!(outcome.verdict, Some(Verdict::Agrees(_))), "{:?}", outcome.verdict);
     same_outputs(&model, &outcome.model, &[&[3, 4]]);
 }
+
+#[test]
+fn fuse_pad_moves_zero_spatial_padding_into_conv_and_pool() {
+    let model = load(&fixture("pad_conv.onnx"));
+    let outcome = run_passes(&model, &["fuse-pad", "dead-code"]);
+    expect![[r#"
+        input x: float [batch, 3, 6, 6]
+        init w: float [4, 3, 3, 3]
+        init w5: float [4, 5, 3, 3]
+        init spatial: int64 [8]
+        init channels: int64 [8]
+        Conv(x, w) {pads=[2, 3, 2, 3]} -> y
+        AveragePool(x) {count_include_pad=1, kernel_shape=[2, 2], pads=[1, 2, 1, 2]} -> z
+        Pad(x, spatial) {mode="reflect"} -> r
+        Conv(r, w) -> u
+        Pad(x, channels) -> c
+        Conv(c, w5) -> v
+        output y
+        output z
+        output u
+        output v
+    "#]]
+    .assert_eq(&graph_text(&outcome.model));
+    assert!(matches!(outcome.verdict, Some(Verdict::Agrees(_))), "{:?}", outcome.verdict);
+    same_outputs_within(&model, &outcome.model, &[&[2, 3, 6, 6]], 1e-5);
+}

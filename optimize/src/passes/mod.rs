@@ -19,6 +19,7 @@ mod merge_reshapes;
 mod merge_slices;
 mod merge_transposes;
 mod noop;
+mod pad_conv;
 mod pattern;
 mod reshape_targets;
 
@@ -46,6 +47,7 @@ pub const PASS_NAMES: &[&str] = &[
     "fuse-conv-bn",
     "fuse-conv-affine",
     "fuse-gemm",
+    "fuse-pad",
     "fuse-gelu",
     "fuse-rms-norm",
     "cse",
@@ -72,6 +74,7 @@ pub fn pass_named(name: &str) -> Option<&'static dyn Pass> {
         "fuse-conv-bn" => &conv_bn::ConvBn,
         "fuse-conv-affine" => &conv_affine::ConvAffine,
         "fuse-gemm" => &matmul_add::MatMulAdd,
+        "fuse-pad" => &pad_conv::PadIntoConv,
         "fuse-gelu" => &fuse_gelu::FuseGelu,
         "fuse-rms-norm" => &fuse_rms_norm::FuseRmsNorm,
         "dead-code" => &dead_code::DeadCode,
