@@ -833,3 +833,32 @@ fn fuse_pad_moves_zero_spatial_padding_into_conv_and_pool() {
     assert!(matches!(outcome.verdict, Some(Verdict::Agrees(_))), "{:?}", outcome.verdict);
     same_outputs_within(&model, &outcome.model, &[&[2, 3, 6, 6]], 1e-5);
 }
+
+#[test]
+fn fuse_layer_norm_finds_the_decomposed_forms() {
+    let model = load(&fixture("layer_norm.onnx"));
+    let outcome = run_passes(&model, &["fuse-layer-norm", "dead-code"]);
+    expect![[r#"
+        input x: float [batch, seq, 8]
+        init two: float []
+        init eps: float []
+        init weight: float [8]
+        init bias: float [8]
+        init z_scale: float [8]
+        LayerNormalization(x, weight, bias) {axis=-1, epsilon=0.00001} -> y
+        LayerNormalization(x, z_scale, bias) {axis=-1, epsilon=0.00001} -> z
+        ReduceMean(x) {axes=[0]} -> c_mean
+        Sub(x, c_mean) -> c_d
+        Pow(c_d, two) -> c_sq
+        ReduceMean(c_sq) {axes=[0]} -> c_var
+        Add(c_var, eps) -> c_ve
+        Sqrt(c_ve) -> c_sd
+        Div(c_d, c_sd) -> w_out
+        output y
+        output z
+        output w_out
+    "#]]
+    .assert_eq(&graph_text(&outcome.model));
+    assert!(matches!(outcome.verdict, Some(Verdict::Agrees(_))), "{:?}", outcome.verdict);
+    same_outputs_within(&model, &outcome.model, &[&[2, 5, 8]], 1e-5);
+}

@@ -9,6 +9,7 @@ mod dead_code;
 mod fold_constants;
 mod fold_shapes;
 mod fuse_gelu;
+mod fuse_layer_norm;
 mod fuse_rms_norm;
 mod inline_ones;
 mod matmul_add;
@@ -49,6 +50,7 @@ pub const PASS_NAMES: &[&str] = &[
     "fuse-gemm",
     "fuse-pad",
     "fuse-gelu",
+    "fuse-layer-norm",
     "fuse-rms-norm",
     "cse",
     "merge-reshapes",
@@ -76,6 +78,7 @@ pub fn pass_named(name: &str) -> Option<&'static dyn Pass> {
         "fuse-gemm" => &matmul_add::MatMulAdd,
         "fuse-pad" => &pad_conv::PadIntoConv,
         "fuse-gelu" => &fuse_gelu::FuseGelu,
+        "fuse-layer-norm" => &fuse_layer_norm::FuseLayerNorm,
         "fuse-rms-norm" => &fuse_rms_norm::FuseRmsNorm,
         "dead-code" => &dead_code::DeadCode,
         _ => return None,
