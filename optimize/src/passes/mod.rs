@@ -9,7 +9,7 @@ mod fold_shapes;
 mod inline_ones;
 
 pub(crate) use cse::topological;
-pub(crate) use inline_ones::site as inline_ones_site;
+pub(crate) use inline_ones::plan as inline_ones_plan;
 mod merge_reshapes;
 mod merge_transposes;
 mod noop;
