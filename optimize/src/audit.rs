@@ -59,3 +59,16 @@ fn listed(ops: &[&str]) -> String {
         Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn operators_read_as_a_phrase() {
+        assert_eq!(super::listed(&["ReduceSum"]), "a ReduceSum");
+        assert_eq!(super::listed(&["AveragePool", "Mul"]), "an AveragePool and a Mul");
+        assert_eq!(
+            super::listed(&["ReduceSum", "AveragePool", "Mul", "Add"]),
+            "a ReduceSum, an AveragePool, a Mul and an Add"
+        );
+    }
+}

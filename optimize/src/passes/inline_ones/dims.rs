@@ -95,3 +95,48 @@ pub(super) fn expand_target(from: &[DimReport], to: &[DimReport]) -> Option<Opti
 pub(super) fn text(d: &DimReport) -> String {
     d.to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dims(text: &[&str]) -> Vec<DimReport> {
+        text.iter()
+            .map(|t| match t.parse::<u64>() {
+                Ok(n) => DimReport::Known(n),
+                Err(_) => DimReport::Symbolic(t.to_string()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn symbolic_sizes_compare_as_polynomials() {
+        assert!(same(&DimReport::Symbolic("seq*batch".into()), &DimReport::Symbolic("batch*seq".into())));
+        assert!(!same(&DimReport::Symbolic("batch".into()), &DimReport::Symbolic("seq".into())));
+        let product = product(&[&DimReport::Symbolic("seq".into()), &DimReport::Known(8)]).unwrap();
+        assert_eq!(product, SizeExpr::parse("8*seq").unwrap());
+        assert_eq!(known_product(&[&DimReport::Known(3), &DimReport::Known(4)]), Some(12));
+        assert_eq!(known_product(&[&DimReport::Known(3), &DimReport::Symbolic("b".into())]), None);
+    }
+
+    #[test]
+    fn broadcasting_needs_ones_or_equal_sizes() {
+        assert_eq!(broadcast(&dims(&["b", "1"]), &dims(&["4"])), Some(dims(&["b", "4"])));
+        assert_eq!(broadcast(&dims(&["1", "8"]), &dims(&["b", "1", "1"])), Some(dims(&["b", "1", "8"])));
+        // Which of two symbols wins depends on their values: no answer.
+        assert_eq!(broadcast(&dims(&["b"]), &dims(&["s"])), None);
+    }
+
+    #[test]
+    fn expand_targets_hold_ones_where_the_sizes_agree() {
+        assert_eq!(expand_target(&dims(&["b", "1"]), &dims(&["b", "6"])), Some(Some(vec![1, 6])));
+        assert_eq!(expand_target(&dims(&["b"]), &dims(&["3", "b"])), Some(Some(vec![3, 1])));
+        // Adding a leading axis of 1 still takes an Expand.
+        assert_eq!(expand_target(&dims(&["b"]), &dims(&["1", "b"])), Some(Some(vec![1, 1])));
+        assert_eq!(expand_target(&dims(&["b", "4"]), &dims(&["b", "4"])), Some(None));
+        // A symbolic size to widen to, or a size that is not 1, cannot be reached.
+        assert_eq!(expand_target(&dims(&["1"]), &dims(&["s"])), None);
+        assert_eq!(expand_target(&dims(&["2"]), &dims(&["4"])), None);
+        assert_eq!(expand_target(&dims(&["b", "4"]), &dims(&["4"])), None);
+    }
+}
