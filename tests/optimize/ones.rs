@@ -377,6 +377,19 @@ fn inline_ones_works_on_a_float16_depthwise_conv() {
 }
 
 #[test]
+fn inline_ones_passes_a_convs_dilations_to_the_average_pool_from_opset_19() {
+    inline_ones(
+        "ones_conv_dilated.onnx",
+        &[&[&[1, 2, 7, 7]], &[&[2, 2, 7, 7]]],
+        expect![[r#"
+        input x: float [batch, 2, 7, 7]
+        AveragePool(x) {kernel_shape=[3, 3], strides=[1, 1], pads=[2, 2, 2, 2], count_include_pad=1, dilations=[2, 2]} -> y
+        output y
+    "#]],
+    );
+}
+
+#[test]
 fn inline_ones_leaves_convs_it_cannot_repeat_exactly() {
     left_alone("ones_conv_controls.onnx");
 }
@@ -420,6 +433,20 @@ fn inline_ones_counts_the_copies_a_uniform_factor_makes_along_a_summed_axis() {
         &[&[&[1, 1, 8]], &[&[3, 1, 8]]],
         expect![[r#"
         input x: float [batch, 1, 8]
+        init sum_scale: float []
+        Mul(x, sum_scale) -> y
+        output y
+    "#]],
+    );
+}
+
+#[test]
+fn inline_ones_counts_the_copies_along_an_axis_the_uniform_factor_adds() {
+    inline_ones(
+        "ones_reduce_sum_added_axis.onnx",
+        &[&[&[1, 8]], &[&[4, 8]]],
+        expect![[r#"
+        input x: float [batch, 8]
         init sum_scale: float []
         Mul(x, sum_scale) -> y
         output y

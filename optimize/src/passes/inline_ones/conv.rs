@@ -61,7 +61,9 @@ pub(super) fn plan(model: &Model, a: &Analysis, nid: NodeId, opset: i64) -> Opti
         return None;
     }
     let window = Window::of(n, kernel, opset)?;
-    let scale = u.value * window.size() as f64;
+    // `c = 1/K` (to the type's precision) over a window of K is its mean: AveragePool alone.
+    let size = window.size() as f64;
+    let scale = if is_reciprocal(u.value, size, dtype) { 1.0 } else { u.value * size };
     let mut chain = Chain::new(graph, nid, x, opset);
     let mut factor = scale;
     // What the chain has computed so far: the output's positions, one channel (group 1) or all.
