@@ -83,7 +83,7 @@ pub(super) fn plan(model: &Model, a: &Analysis, nid: NodeId, opset: i64) -> Opti
     }
     chain.scale(dtype, factor)?;
     if let Some(b) = bias {
-        let shape: Vec<usize> = std::iter::once(m as usize).chain(std::iter::repeat(1).take(rank - 2)).collect();
+        let shape: Vec<usize> = std::iter::once(m as usize).chain(std::iter::repeat_n(1, rank - 2)).collect();
         let (term, scalar) = addend(model, a, &mut chain, b, 1.0, Some(shape))?;
         chain.step("Add", "biased", 0, vec![term], Vec::new());
         if !scalar {
