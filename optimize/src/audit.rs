@@ -4,7 +4,7 @@
 //! naming what the uniform tensor does and what the node becomes
 //! (`ones-vector: Conv 'c' multiplies by ones ('w') only to sum a 3x3
 //! window over 4 channels of 'x'; ...`). A note is given exactly when the
-//! pass makes the rewrite.
+//! pass would make the rewrite in the model as it is (its plan is the note's source).
 
 use crate::passes::inline_ones_plan;
 use crate::Analysis;

@@ -17,7 +17,7 @@ use std::collections::{HashMap, HashSet};
 pub(crate) struct FoldConstants;
 
 /// Results up to this many elements fold whatever their inputs' size.
-const SMALL_RESULT: u64 = 1 << 18;
+pub(super) const SMALL_RESULT: u64 = 1 << 18;
 
 impl Pass for FoldConstants {
     fn name(&self) -> &'static str {

@@ -26,16 +26,13 @@ pub trait Pass: Sync {
     fn run(&self, model: &mut Model, analysis: &Analysis) -> usize;
 }
 
-/// The passes in their default order. `fold-constants` goes before
-/// `inline-ones`: a uniform tensor computed from constants alone becomes a
-/// stored one first, so the nodes that computed it do not pay for a
-/// longer replacement that would leave more nodes than folding did.
+/// The passes in their default order.
 pub const PASS_NAMES: &[&str] = &[
     "constants",
     "fold-shapes",
     "noop",
-    "fold-constants",
     "inline-ones",
+    "fold-constants",
     "cse",
     "merge-reshapes",
     "merge-transposes",

@@ -4,6 +4,12 @@
 //! Add, an Expand, ...), each reading the previous step's result; the last
 //! step writes the replaced node's output. New values and initializers get
 //! fresh names derived from the replaced node's name.
+//!
+//! Each step but an exact one rounds its result to the element type, where
+//! the replaced node rounded once. A sum over rounded values (a ReduceSum,
+//! AveragePool or Add after a rounding step) can cancel down to its rounding
+//! error: in float16 and bfloat16 that error exceeds what the replaced node
+//! is allowed to differ by, so such a chain is not made in those types.
 
 use super::Rewrite;
 use crate::rewrite::{int64_vector, int_attr, ints_attr, node, scalar_tensor, unique_name};
@@ -58,6 +64,9 @@ pub(crate) struct Chain<'g> {
     base: String,
     taken: Vec<String>,
     current: Ref,
+    /// Whether a step has rounded, and whether a sum has followed a rounding.
+    rounded: bool,
+    cancels: bool,
     planned: Vec<Planned>,
     tensors: Vec<Tensor>,
     opset: i64,
@@ -77,6 +86,8 @@ impl<'g> Chain<'g> {
             base,
             taken: Vec::new(),
             current: Ref::Old(input),
+            rounded: false,
+            cancels: false,
             planned: Vec::new(),
             tensors: Vec::new(),
             opset,
@@ -131,6 +142,9 @@ impl<'g> Chain<'g> {
         let name = format!("{}/{suffix}", self.base);
         self.planned.push(Planned { op, name, inputs, output: output.clone(), attributes });
         self.current = output;
+        let sums = matches!(op, "ReduceSum" | "ReduceMean" | "AveragePool" | "Add" | "Sub");
+        self.cancels |= sums && self.rounded;
+        self.rounded |= sums || matches!(op, "Mul" | "Div");
     }
 
     /// A reduction of the current value over `axes` (an input from the
@@ -155,7 +169,12 @@ impl<'g> Chain<'g> {
             return Some(());
         }
         let factor = self.constant("scale", scalar_tensor("", dtype, c)?);
+        let rounded = self.rounded;
         self.step("Mul", "scaled", 0, vec![factor], Vec::new());
+        // A power of two scales exactly.
+        if c.abs().log2().fract() == 0.0 {
+            self.rounded = rounded;
+        }
         Some(())
     }
 
@@ -167,8 +186,8 @@ impl<'g> Chain<'g> {
     }
 
     /// The plan writing `out` in place of node `replaced`, unless it has
-    /// more nodes than the replaced node and the nodes that computed only
-    /// its inputs (`super::exclusive_producers`): the count never grows.
+    /// more nodes than the replaced node and the nodes it frees that would
+    /// otherwise stay (`budget`): the count never grows.
     pub(crate) fn finish(
         mut self,
         model: &diamond_ir::Model,
@@ -176,6 +195,10 @@ impl<'g> Chain<'g> {
         replaced: NodeId,
         out: ValueId,
     ) -> Option<Rewrite> {
+        let coarse = matches!(a.dtype(model, out), Some(ElemType::Float16 | ElemType::Bfloat16));
+        if self.cancels && coarse {
+            return None;
+        }
         if self.planned.is_empty() {
             // The replaced node passes its input through: keep the output's name with an Identity.
             self.step("Identity", "same", 0, Vec::new(), Vec::new());
@@ -190,11 +213,21 @@ impl<'g> Chain<'g> {
             })
             .collect();
         let inputs = self.graph.nodes[replaced].inputs.clone();
-        let freed = super::exclusive_producers(model, a, &inputs, &reads);
-        if self.planned.len() > 1 + freed.len() {
+        let freed = super::budget::exclusive_producers(model, a, &inputs, &reads);
+        let paid = super::budget::paying(model, a, &freed);
+        if self.planned.len() > 1 + paid {
             return None;
         }
         self.planned.last_mut()?.output = Ref::Old(out);
-        Some(Rewrite { replaced, nodes: self.planned, tensors: self.tensors, freed, reads, alias: None, note: None })
+        Some(Rewrite {
+            replaced,
+            nodes: self.planned,
+            tensors: self.tensors,
+            freed,
+            paid,
+            reads,
+            alias: None,
+            note: None,
+        })
     }
 }

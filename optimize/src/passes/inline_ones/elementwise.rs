@@ -7,9 +7,10 @@
 //! `x and true`, `x or false`, `x xor false`) the operator goes: readers of
 //! its output read `x` (or its Expand; an Identity keeps an output's name).
 
+use super::budget::{exclusive_producers, paying};
 use super::chain::{Chain, Ref};
 use super::dims::{expand_target, same, shape_of};
-use super::{exclusive_producers, Rewrite};
+use super::Rewrite;
 use crate::rewrite::scalar_tensor;
 use crate::uniform::uniform;
 use crate::Analysis;
@@ -68,6 +69,7 @@ pub(super) fn plan(model: &Model, a: &Analysis, nid: NodeId, opset: i64) -> Opti
                 replaced: nid,
                 nodes: Vec::new(),
                 tensors: Vec::new(),
+                paid: paying(model, a, &freed),
                 freed,
                 reads,
                 alias: Some((out, x)),

@@ -15,15 +15,16 @@
 //!   the operator goes when the value is its identity (`x + 0`, `x · 1`).
 //!
 //! A rewrite never leaves more nodes than the node it replaces and the nodes
-//! that computed only that node's inputs (`exclusive_producers`): a case
-//! that would grow the node count is left as it is. (The default pass order
-//! runs `fold-constants` first, so a uniform tensor computed from constants
-//! alone is stored before its producers could pay for a longer
-//! replacement.) The rewrites that save the most nodes are made first; one
-//! whose region touches another's (a node one frees, a value one reads)
-//! waits for the next round. What is no longer read is left for `dead-code`.
+//! that computed only that node's inputs and would not be folded into a
+//! stored tensor anyway (`budget`): a case that would grow the node count
+//! of the optimized model is left as it is, and so is one that would sum
+//! values it rounded itself in float16/bfloat16 (`chain`). The rewrites
+//! that save the most nodes are made first; one whose region touches
+//! another's (a node one frees, a value one reads) waits for the next
+//! round. What is no longer read is left for `dead-code`.
 
 mod addend;
+mod budget;
 mod chain;
 mod conv;
 mod dims;
@@ -93,6 +94,8 @@ pub(crate) struct Rewrite {
     tensors: Vec<Tensor>,
     /// Nodes that computed only the replaced node's inputs, freed by it.
     freed: HashSet<NodeId>,
+    /// How many of them would stay nodes without it (`budget::paying`).
+    paid: usize,
     /// The graph's values the new nodes read.
     reads: Vec<ValueId>,
     /// Instead of nodes: readers of the output (`.0`) read `.1` instead.
@@ -110,7 +113,7 @@ impl Rewrite {
     /// How many nodes fewer the graph has after it (the replaced node and
     /// the freed ones out, the new ones in).
     fn saving(&self) -> i64 {
-        1 + self.freed.len() as i64 - self.nodes.len() as i64
+        1 + self.paid as i64 - self.nodes.len() as i64
     }
 
     /// Whether this rewrite and `other` touch: one frees a node the other
@@ -176,29 +179,6 @@ fn opset(model: &Model) -> i64 {
         .find(|o| matches!(o.domain.as_deref(), None | Some("") | Some("ai.onnx")))
         .and_then(|o| o.version)
         .unwrap_or(1)
-}
-
-/// The nodes that exist only to compute `inputs` for the replaced node:
-/// each producer whose every output is internal and read once (by the
-/// replaced node or by a node already found), transitively. Values in
-/// `kept` (what the rewrite still reads) and their producers stay.
-fn exclusive_producers(model: &Model, a: &Analysis, inputs: &[ValueId], kept: &[ValueId]) -> HashSet<NodeId> {
-    let graph = a.graph(model);
-    let mut stack: Vec<ValueId> = inputs.to_vec();
-    let mut freed = HashSet::new();
-    while let Some(v) = stack.pop() {
-        if kept.contains(&v) {
-            continue;
-        }
-        let Some(&p) = a.producer.get(&v) else { continue };
-        let node = &graph.nodes[p];
-        let sole =
-            node.outputs.iter().all(|&o| a.is_internal(model, o) && a.consumers.get(&o).map_or(0, Vec::len) <= 1);
-        if sole && freed.insert(p) {
-            stack.extend(node.inputs.iter().copied());
-        }
-    }
-    freed
 }
 
 /// An integer attribute of `n`, or `default`.
