@@ -1,6 +1,7 @@
 //! `diamond optimize MODEL -o OUT [--passes LIST] [--stats] [--json]`: runs
 //! the optimizer's passes, writes the result atomically, and reports node
-//! counts per operator before and after and what each pass did.
+//! counts per operator before and after, what each pass did, and how many
+//! ones-vectors `inline-ones` folded away.
 
 use crate::Failure;
 use diamond_importers::torch::load::load_any;
@@ -59,6 +60,8 @@ pub fn run(r: &Request<'_>) -> Result<(), Failure> {
         .map_err(|e| unreadable(format!("cannot write {}: {e}", r.output.display())))?;
     let nodes = |counts: &std::collections::BTreeMap<String, usize>| counts.values().sum::<usize>();
     let (before, after) = (nodes(&outcome.before), nodes(&outcome.after));
+    // Every inline-ones rewrite folds one uniform tensor (or a sum's count) into what reads it.
+    let ones_inlined: usize = outcome.runs.iter().filter(|run| run.pass == "inline-ones").map(|run| run.rewrites).sum();
     if r.json {
         let report = serde_json::json!({
             "input": r.input.display().to_string(),
@@ -68,6 +71,7 @@ pub fn run(r: &Request<'_>) -> Result<(), Failure> {
             "ops_before": outcome.before,
             "ops_after": outcome.after,
             "passes": outcome.runs,
+            "ones_inlined": ones_inlined,
             "verification": verdict_text(outcome.verdict.as_ref()),
         });
         crate::emit(&format!("{}\n", serde_json::to_string_pretty(&report).unwrap_or_default()));
@@ -84,6 +88,7 @@ pub fn run(r: &Request<'_>) -> Result<(), Failure> {
         for run in &outcome.runs {
             let _ = writeln!(text, "  {:>2}  {:<12} {:>6}  {:>6}", run.round, run.pass, run.rewrites, run.nodes_after);
         }
+        let _ = writeln!(text, "\nones-vectors inlined (inline-ones rewrites): {ones_inlined}");
         text += "\noperators (before -> after):\n";
         let ops: std::collections::BTreeSet<&String> = outcome.before.keys().chain(outcome.after.keys()).collect();
         for op in ops {

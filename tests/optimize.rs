@@ -5,6 +5,8 @@
 //! shrinks every transformer and keeps torch's outputs.
 
 mod common;
+#[path = "optimize/ones.rs"]
+mod ones;
 
 use diamond_optimize::verify::{verify, Verdict};
 use diamond_optimize::{optimize, text::graph_text, Options};
@@ -61,16 +63,19 @@ fn same_outputs_within(a: &diamond_ir::Model, b: &diamond_ir::Model, shapes: &[&
                 seed ^= seed << 17;
                 seed % 2000
             };
-            let int = matches!(
-                graph.inputs[i].ty.as_ref().and_then(|t| t.value.as_ref()),
-                Some(diamond_ir::TypeValue::Tensor { elem: Some(diamond_ir::ElemType::Int64), .. })
-            );
-            if int {
-                let v: Vec<i64> = (0..n).map(|_| next() as i64 - 1000).collect();
-                tract_ndarray::ArrayD::from_shape_vec(s.to_vec(), v).unwrap().into_tensor()
-            } else {
-                let v: Vec<f32> = (0..n).map(|_| next() as f32 / 1000.0 - 1.0).collect();
-                tract_ndarray::ArrayD::from_shape_vec(s.to_vec(), v).unwrap().into_tensor()
+            let elem = match graph.inputs[i].ty.as_ref().and_then(|t| t.value.as_ref()) {
+                Some(diamond_ir::TypeValue::Tensor { elem: Some(e), .. }) => *e,
+                _ => diamond_ir::ElemType::Float,
+            };
+            let ints: Vec<i64> = (0..n).map(|_| next() as i64 - 1000).collect();
+            let ints = tract_ndarray::ArrayD::from_shape_vec(s.to_vec(), ints).unwrap().into_tensor();
+            let floats: Vec<f32> = (0..n).map(|_| next() as f32 / 1000.0 - 1.0).collect();
+            let floats = tract_ndarray::ArrayD::from_shape_vec(s.to_vec(), floats).unwrap().into_tensor();
+            match elem {
+                diamond_ir::ElemType::Int64 => ints,
+                diamond_ir::ElemType::Int32 => ints.cast_to::<i32>().unwrap().into_owned(),
+                diamond_ir::ElemType::Float16 => floats.cast_to::<f16>().unwrap().into_owned(),
+                _ => floats,
             }
         })
         .collect();
@@ -251,224 +256,6 @@ fn bad_inputs_exit_with_their_code_and_write_nothing() {
     assert_eq!(v["nodes_before"], 10);
     assert_eq!(v["nodes_after"], 2);
     assert!(out.exists());
-}
-
-/// `inline-ones` (then `dead-code`) on a ones fixture: the rewritten graph,
-/// no uniform tensor of more than one element left, no more nodes than
-/// before, and the original's outputs under tract at each set of shapes.
-fn inline_ones(name: &str, shape_sets: &[&[&[usize]]], expected: Expect) {
-    let model = load(&fixture(name));
-    let outcome = run_passes(&model, &["inline-ones", "dead-code"]);
-    expected.assert_eq(&graph_text(&outcome.model));
-    assert!(matches!(outcome.verdict, Some(Verdict::Agrees(_))), "{name}: {:?}", outcome.verdict);
-    let g = outcome.model.main_graph().unwrap();
-    assert!(g.nodes.len() <= model.main_graph().unwrap().nodes.len(), "{name}: the node count grew");
-    let a = diamond_optimize::Analysis::new(&outcome.model).unwrap();
-    for (_, v) in
-        g.values.iter().enumerate().map(|(i, _)| ((), <diamond_ir::ValueId as diamond_ir::entity::EntityId>::new(i)))
-    {
-        let many = a
-            .shape(&outcome.model, v)
-            .is_some_and(|s| s.iter().any(|d| *d != diamond_infer::graph::DimReport::Known(1)));
-        if many && !a.inputs.contains(&v) {
-            assert!(
-                diamond_optimize::uniform::uniform(&outcome.model, &a, v).is_none(),
-                "{name}: {} is still uniform",
-                g.value_name(v)
-            );
-        }
-    }
-    for shapes in shape_sets {
-        same_outputs_within(&model, &outcome.model, shapes, 1e-4);
-    }
-}
-
-#[test]
-fn inline_ones_turns_a_matmul_by_ones_into_a_row_sum() {
-    inline_ones(
-        "ones_matmul.onnx",
-        &[&[&[1, 1, 8]], &[&[3, 7, 8]]],
-        expect![[r#"
-        input x: float [batch, seq, 8]
-        init rowsum_axes: int64 [1]
-        ReduceSum(x, rowsum_axes) {keepdims=1} -> y
-        output y
-    "#]],
-    );
-}
-
-#[test]
-fn inline_ones_scales_a_uniform_vector() {
-    inline_ones(
-        "ones_matmul_scaled.onnx",
-        &[&[&[1, 8]], &[&[5, 8]]],
-        expect![[r#"
-        input x: float [batch, 8]
-        init halfsum_axes: int64 [1]
-        init halfsum_scale: float []
-        ReduceSum(x, halfsum_axes) {keepdims=0} -> halfsum_sum
-        Mul(halfsum_sum, halfsum_scale) -> y
-        output y
-    "#]],
-    );
-}
-
-#[test]
-fn inline_ones_turns_ones_over_n_into_a_mean() {
-    inline_ones(
-        "ones_matmul_mean.onnx",
-        &[&[&[1, 8]], &[&[5, 8]]],
-        expect![[r#"
-        input x: float [batch, 8]
-        init rowmean_axes: int64 [1]
-        ReduceMean(x, rowmean_axes) {keepdims=1} -> y
-        output y
-    "#]],
-    );
-}
-
-#[test]
-fn inline_ones_repeats_the_sum_when_the_ones_have_columns() {
-    inline_ones(
-        "ones_matmul_wide.onnx",
-        &[&[&[1, 1]], &[&[3, 7]]],
-        expect![[r#"
-        input x: float [batch, seq]
-        init rowsum_axes: int64 [1]
-        init rowsum_repeat: int64 [1]
-        ReduceSum(x, rowsum_axes) {keepdims=1} -> rowsum_sum
-        Expand(rowsum_sum, rowsum_repeat) -> y
-        output y
-    "#]],
-    );
-}
-
-#[test]
-fn inline_ones_sums_columns_for_ones_on_the_left() {
-    inline_ones(
-        "ones_matmul_left.onnx",
-        &[&[&[1, 6, 5]], &[&[3, 6, 5]]],
-        expect![[r#"
-        input x: float [batch, 6, 5]
-        init colsum_axes: int64 [1]
-        ReduceSum(x, colsum_axes) {keepdims=1} -> y
-        output y
-    "#]],
-    );
-}
-
-#[test]
-fn inline_ones_sees_ones_sized_by_a_symbolic_axis() {
-    inline_ones(
-        "ones_symbolic.onnx",
-        &[&[&[1, 1]], &[&[3, 7]], &[&[2, 33]]],
-        expect![[r#"
-        input x: float [batch, seq]
-        init rowsum_axes: int64 [1]
-        ReduceSum(x, rowsum_axes) {keepdims=1} -> y
-        output y
-    "#]],
-    );
-}
-
-#[test]
-fn inline_ones_multiplies_by_a_scalar_instead_of_a_uniform_tensor() {
-    inline_ones(
-        "ones_mul.onnx",
-        &[&[&[1, 8]], &[&[4, 8]]],
-        expect![[r#"
-        input x: float [batch, 8]
-        init twos_scalar: float []
-        Mul(x, twos_scalar) -> y
-        output y
-    "#]],
-    );
-}
-
-#[test]
-fn inline_ones_turns_an_einsum_with_ones_into_a_sum() {
-    inline_ones(
-        "ones_einsum.onnx",
-        &[&[&[1, 4, 6]], &[&[3, 4, 6]]],
-        expect![[r#"
-        input x: float [batch, 4, 6]
-        init einsum_axes: int64 [1]
-        ReduceSum(x, einsum_axes) {keepdims=0} -> y
-        output y
-    "#]],
-    );
-}
-
-#[test]
-fn inline_ones_turns_a_gemm_with_a_uniform_weight_into_a_scaled_sum() {
-    inline_ones(
-        "ones_gemm.onnx",
-        &[&[&[1, 6]], &[&[4, 6]]],
-        expect![[r#"
-        input x: float [batch, 6]
-        init gemm_axes: int64 [1]
-        init gemm_scale: float []
-        ReduceSum(x, gemm_axes) {keepdims=1} -> gemm_sum
-        Mul(gemm_sum, gemm_scale) -> y
-        output y
-    "#]],
-    );
-}
-
-#[test]
-fn inline_ones_works_on_integers() {
-    // tract cannot run an int64 MatMul: the rewritten model is checked against row sums computed here.
-    use tract_onnx::prelude::*;
-    let model = load(&fixture("ones_matmul_int64.onnx"));
-    let outcome = run_passes(&model, &["inline-ones", "dead-code"]);
-    expect![[r#"
-        input x: int64 [batch, 5]
-        init rowsum_axes: int64 [1]
-        ReduceSum(x, rowsum_axes) {keepdims=1} -> y
-        output y
-    "#]]
-    .assert_eq(&graph_text(&outcome.model));
-    let x: Vec<i64> = (0..15).map(|i| i * 7 - 40).collect();
-    let bytes = diamond_exporters::onnx::encode_model(&outcome.model).unwrap();
-    let plan = tract_onnx::onnx()
-        .model_for_read(&mut bytes.as_slice())
-        .and_then(|m| m.with_input_fact(0, InferenceFact::dt_shape(i64::datum_type(), [3, 5])))
-        .and_then(|m| m.into_optimized())
-        .and_then(|m| m.into_runnable())
-        .unwrap();
-    let input = tract_ndarray::ArrayD::from_shape_vec(vec![3, 5], x.clone()).unwrap().into_tensor();
-    let got = plan.run(tvec![input.into_tvalue()]).unwrap();
-    let want: Vec<i64> = x.chunks(5).map(|r| r.iter().sum()).collect();
-    assert_eq!(got[0].to_plain_array_view::<i64>().unwrap().iter().copied().collect::<Vec<_>>(), want);
-}
-
-#[test]
-fn inline_ones_leaves_ones_that_are_a_graph_input() {
-    let model = load(&fixture("ones_input.onnx"));
-    let outcome = optimize(&model, &Options::default()).unwrap();
-    assert_eq!(graph_text(&outcome.model), graph_text(&model));
-}
-
-#[test]
-fn check_notes_each_ones_vector_at_its_consumer() {
-    let path = fixture("ones_symbolic.onnx");
-    let o = diamond(&["check", path.to_str().unwrap(), "--json"]);
-    assert_eq!(o.status.code(), Some(0));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let notes: Vec<&serde_json::Value> =
-        v["diagnostics"].as_array().unwrap().iter().filter(|d| d["code"] == "ones-vector").collect();
-    assert_eq!(notes.len(), 1, "{v:#}");
-    assert_eq!(notes[0]["severity"], "info");
-    assert_eq!(notes[0]["node"], "rowsum");
-    assert_eq!(notes[0]["operand"], "input 1");
-    assert_eq!(
-        notes[0]["message"],
-        "MatMul 'rowsum' multiplies by ones ('ones') only to sum axis 1 of 'x'; `diamond optimize` makes it a ReduceSum"
-    );
-    // A ones tensor the caller feeds is not constant: no note.
-    let o = diamond(&["check", fixture("ones_input.onnx").to_str().unwrap(), "--json"]);
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert!(v["diagnostics"].as_array().unwrap().iter().all(|d| d["code"] != "ones-vector"));
 }
 
 #[test]

@@ -1,8 +1,12 @@
 //! What `check` can say about the optimizer's opportunities: each ones-vector
-//! that `inline-ones` would fold into a reduction, as an `info` note at its
-//! consumer (`ones-vector: MatMul 'm' sums axis 1 of x`).
+//! that `inline-ones` folds into a reduction (MatMul, Gemm, Einsum, Conv,
+//! ReduceSum/ReduceMean of a product), as an `info` note at its consumer
+//! naming what the uniform tensor does and what the node becomes
+//! (`ones-vector: Conv 'c' multiplies by ones ('w') only to sum a 3x3
+//! window over 4 channels of 'x'; ...`). A note is given exactly when the
+//! pass would make the rewrite in the model as it is (its plan is the note's source).
 
-use crate::passes::inline_ones_site;
+use crate::passes::inline_ones_plan;
 use crate::Analysis;
 use diamond_infer::graph::CheckReport;
 use diamond_infer::{Code, Diagnostic, Severity};
@@ -14,16 +18,14 @@ pub fn ones_vectors(model: &Model, report: &CheckReport) -> Vec<Diagnostic> {
     let graph = a.graph(model);
     let mut notes = Vec::new();
     for (nid, n) in graph.nodes.iter() {
-        let Some(site) = inline_ones_site(model, &a, nid) else { continue };
-        let value = if site.value == 1.0 { "ones".to_string() } else { format!("a uniform {}", site.value) };
+        let Some(rewrite) = inline_ones_plan(model, &a, nid) else { continue };
+        let Some(note) = &rewrite.note else { continue };
         let message = format!(
-            "{} '{}' multiplies by {value} ('{}') only to sum axis {} of '{}'; `diamond optimize` makes it a {}",
+            "{} '{}' {}; `diamond optimize` makes it {}",
             n.op_type(),
             n.name(),
-            graph.value_name(site.uniform),
-            site.axis,
-            graph.value_name(site.summed),
-            site.becomes,
+            note.text,
+            listed(&rewrite.ops()),
         );
         notes.push(Diagnostic {
             severity: Severity::Info,
@@ -34,7 +36,7 @@ pub fn ones_vectors(model: &Model, report: &CheckReport) -> Vec<Diagnostic> {
             op: Some(n.op_type().to_string()),
             node_index: Some(<diamond_ir::NodeId as diamond_ir::entity::EntityId>::index(nid) as u32),
             graph: None,
-            operand: n.inputs.iter().position(|&v| v == site.uniform).map(|i| format!("input {i}")),
+            operand: n.inputs.iter().position(|&v| v == note.uniform).map(|i| format!("input {i}")),
             axis: None,
             help: None,
             notes: Vec::new(),
@@ -42,4 +44,31 @@ pub fn ones_vectors(model: &Model, report: &CheckReport) -> Vec<Diagnostic> {
         });
     }
     notes
+}
+
+/// Operators as a phrase: `a ReduceSum`, `a ReduceSum and a Mul`, `a ReduceSum, an AveragePool and a Mul`.
+fn listed(ops: &[&str]) -> String {
+    let article = |op: &str| {
+        let an = op.starts_with(['A', 'E', 'I', 'O', 'U']);
+        format!("{} {op}", if an { "an" } else { "a" })
+    };
+    let items: Vec<String> = ops.iter().map(|op| article(op)).collect();
+    match items.split_last() {
+        None => "nothing".to_string(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn operators_read_as_a_phrase() {
+        assert_eq!(super::listed(&["ReduceSum"]), "a ReduceSum");
+        assert_eq!(super::listed(&["AveragePool", "Mul"]), "an AveragePool and a Mul");
+        assert_eq!(
+            super::listed(&["ReduceSum", "AveragePool", "Mul", "Add"]),
+            "a ReduceSum, an AveragePool, a Mul and an Add"
+        );
+    }
 }

@@ -65,6 +65,11 @@ pub fn constant_tensor(name: &str, value: &ConstValue) -> Option<Tensor> {
                 raw.extend_from_slice(&f.to_le_bytes());
             }
         }
+        (ConstData::Floats(fs), ElemType::Float16) => {
+            for &f in fs {
+                raw.extend_from_slice(&half::f16::from_f64(f).to_le_bytes());
+            }
+        }
         _ => return None,
     }
     Some(Tensor {
@@ -176,13 +181,24 @@ pub fn int64_vector(name: &str, values: &[i64]) -> Tensor {
     }
 }
 
-/// A scalar initializer holding `value` as `dtype`, for the types a scale can take.
+/// A scalar initializer holding `value` as `dtype`: floats (rounded to the
+/// type), integers that are whole and in range, booleans 0/1.
 pub fn scalar_tensor(name: &str, dtype: ElemType, value: f64) -> Option<Tensor> {
+    let whole = |lo: f64, hi: f64| (value.fract() == 0.0 && (lo..=hi).contains(&value)).then_some(value);
     let raw: Vec<u8> = match dtype {
         ElemType::Float => (value as f32).to_le_bytes().to_vec(),
         ElemType::Double => value.to_le_bytes().to_vec(),
-        ElemType::Int64 if value.fract() == 0.0 => (value as i64).to_le_bytes().to_vec(),
-        ElemType::Int32 if value.fract() == 0.0 => (value as i32).to_le_bytes().to_vec(),
+        ElemType::Float16 => half::f16::from_f64(value).to_le_bytes().to_vec(),
+        ElemType::Bfloat16 => half::bf16::from_f64(value).to_le_bytes().to_vec(),
+        ElemType::Int64 => (whole(-9.0e18, 9.0e18)? as i64).to_le_bytes().to_vec(),
+        ElemType::Int32 => (whole(i32::MIN as f64, i32::MAX as f64)? as i32).to_le_bytes().to_vec(),
+        ElemType::Int16 => (whole(i16::MIN as f64, i16::MAX as f64)? as i16).to_le_bytes().to_vec(),
+        ElemType::Int8 => (whole(i8::MIN as f64, i8::MAX as f64)? as i8).to_le_bytes().to_vec(),
+        ElemType::Uint64 => (whole(0.0, 1.8e19)? as u64).to_le_bytes().to_vec(),
+        ElemType::Uint32 => (whole(0.0, u32::MAX as f64)? as u32).to_le_bytes().to_vec(),
+        ElemType::Uint16 => (whole(0.0, u16::MAX as f64)? as u16).to_le_bytes().to_vec(),
+        ElemType::Uint8 => vec![whole(0.0, u8::MAX as f64)? as u8],
+        ElemType::Bool if value == 0.0 || value == 1.0 => vec![value as u8],
         _ => return None,
     };
     Some(Tensor {

@@ -5,7 +5,8 @@
 //!
 //! Symbols take the values 1, then 3, then 2 for the first symbol and 7 for
 //! the others: one size that hides broadcasting bugs, and sizes that differ
-//! from each other (a model without symbols runs once). Floats are drawn from [-1, 1); integers from {0, 1}
+//! from each other (a model without symbols runs once). Floats (f16 and
+//! bf16 rounded from them) are drawn from [-1, 1); integers from {0, 1}
 //! (they are often token ids or indices, which must stay in range); booleans
 //! at random. A model the executor refuses as it is (an operator it lacks) is
 //! not verified, and the outcome says why.
@@ -123,6 +124,10 @@ fn random_inputs(graph: &diamond_ir::Graph, sizes: &HashMap<String, usize>, seed
         let data = match elem {
             ElemType::Float => Data::F32((0..n).map(|_| (next() % 2000) as f32 / 1000.0 - 1.0).collect()),
             ElemType::Double => Data::F64((0..n).map(|_| (next() % 2000) as f64 / 1000.0 - 1.0).collect()),
+            ElemType::Float16 | ElemType::Bfloat16 => {
+                let values: Vec<f64> = (0..n).map(|_| (next() % 2000) as f64 / 1000.0 - 1.0).collect();
+                Data::from_f64s(*elem, &values)?
+            }
             ElemType::Int64 => Data::I64((0..n).map(|_| (next() % 2) as i64).collect()),
             ElemType::Int32 => Data::I32((0..n).map(|_| (next() % 2) as i32).collect()),
             ElemType::Bool => Data::Bool((0..n).map(|_| next() % 2 == 0).collect()),

@@ -15,7 +15,7 @@ mod inline_ones;
 mod matmul_add;
 
 pub(crate) use cse::topological;
-pub(crate) use inline_ones::site as inline_ones_site;
+pub(crate) use inline_ones::plan as inline_ones_plan;
 mod merge_reshapes;
 mod merge_slices;
 mod merge_transposes;
