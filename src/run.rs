@@ -149,13 +149,14 @@ fn read_inputs(graph: &Graph, declared: &[&str], args: &[String]) -> Result<Vec<
                     )));
                 }
                 for file in crate::bind::tensor_files(path)? {
-                    let name = crate::bind::input_for(&file, stored_name(&file).as_deref(), &names).ok_or_else(|| {
-                        bad(format!(
-                            "--input {}: no graph input matches (inputs: {})",
-                            file.display(),
-                            if names.is_empty() { "none".to_string() } else { names.join(", ") }
-                        ))
-                    })?;
+                    let name =
+                        crate::bind::input_for(&file, stored_name(&file).as_deref(), &names).ok_or_else(|| {
+                            bad(format!(
+                                "--input {}: no graph input matches (inputs: {})",
+                                file.display(),
+                                if names.is_empty() { "none".to_string() } else { names.join(", ") }
+                            ))
+                        })?;
                     let value = read_value(graph, &name, &file)?;
                     fed.push((name, value));
                 }
@@ -197,10 +198,7 @@ fn read_typed(name: &str, ty: Option<&TypeValue>, path: &Path) -> Result<Value, 
             let declared = inner.as_deref().and_then(|t| t.as_tensor()).and_then(|(e, _)| e);
             let elem = tensors.first().map(Tensor::elem).or(declared).unwrap_or(ElemType::Float);
             if let Some(t) = tensors.iter().find(|t| t.elem() != elem) {
-                return Err(bad(format!(
-                    "input '{name}': {file}: the sequence mixes {elem} and {} tensors",
-                    t.elem()
-                )));
+                return Err(bad(format!("input '{name}': {file}: the sequence mixes {elem} and {} tensors", t.elem())));
             }
             Ok(Value::Sequence(elem, tensors))
         }
@@ -606,11 +604,7 @@ impl Written {
 }
 
 /// Encodes every value first, then writes each file atomically.
-fn write_outputs(
-    dir: &Path,
-    outputs: &[(String, Value)],
-    dumped: &[(String, Value)],
-) -> Result<Vec<Written>, Failure> {
+fn write_outputs(dir: &Path, outputs: &[(String, Value)], dumped: &[(String, Value)]) -> Result<Vec<Written>, Failure> {
     let mut files = Vec::new();
     for (name, v) in outputs.iter().chain(dumped) {
         let Value::Tensor(t) = v else {

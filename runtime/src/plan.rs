@@ -326,11 +326,7 @@ pub(crate) fn bind(graph: &Graph, fed: &[(String, Fed)]) -> Result<Vec<Binding>>
             _ => None,
         };
         if declared_kind.is_some_and(|k| k != f.kind()) {
-            return Err(refuse(
-                None,
-                "declared-kind",
-                format!("a {} was fed, the model declares {summary}", f.kind()),
-            ));
+            return Err(refuse(None, "declared-kind", format!("a {} was fed, the model declares {summary}", f.kind())));
         }
         let declared_elem = match ty.and_then(|t| t.value.as_ref()) {
             Some(TypeValue::Tensor { elem, .. }) => *elem,
@@ -387,12 +383,9 @@ pub(crate) fn bind(graph: &Graph, fed: &[(String, Fed)]) -> Result<Vec<Binding>>
                         ));
                     }
                     Some(_) => {}
-                    None => bindings.push(Binding {
-                        symbol: p.clone(),
-                        size: size as u64,
-                        input: name.to_string(),
-                        axis,
-                    }),
+                    None => {
+                        bindings.push(Binding { symbol: p.clone(), size: size as u64, input: name.to_string(), axis })
+                    }
                 },
                 _ => {}
             }
@@ -408,10 +401,9 @@ fn initializer_size(t: &diamond_ir::Tensor) -> Size {
         return Size::Bytes(t.data.strings.iter().map(|s| s.len() as u64).sum());
     }
     match (t.element_count(), elem_bytes(t.elem_type())) {
-        (Some(n), Some(width)) => n.checked_mul(width).map_or_else(
-            || Size::UnknownUntilRun(format!("initializer '{name}': its size overflows")),
-            Size::Bytes,
-        ),
+        (Some(n), Some(width)) => n
+            .checked_mul(width)
+            .map_or_else(|| Size::UnknownUntilRun(format!("initializer '{name}': its size overflows")), Size::Bytes),
         _ => Size::UnknownUntilRun(format!("initializer '{name}': its dims {:?} are not a size", t.dims)),
     }
 }
@@ -421,8 +413,12 @@ fn inferred_size(name: &str, ty: &TypeInfo, bindings: &[Binding]) -> Size {
     let unknown = |why: String| Size::UnknownUntilRun(format!("'{name}' {why}"));
     let (elem, shape) = match &ty.value {
         Some(TypeValue::Tensor { elem: Some(elem), shape }) => (*elem, shape),
-        Some(TypeValue::Sequence(_)) => return unknown("is a sequence: how many tensors it holds shows at run time".into()),
-        Some(TypeValue::Optional(_)) => return unknown("is an optional: whether it holds a value shows at run time".into()),
+        Some(TypeValue::Sequence(_)) => {
+            return unknown("is a sequence: how many tensors it holds shows at run time".into())
+        }
+        Some(TypeValue::Optional(_)) => {
+            return unknown("is an optional: whether it holds a value shows at run time".into())
+        }
         _ => return unknown(format!("is a {}: its size is not predicted", ty.summary())),
     };
     let Some(width) = elem_bytes(elem) else {

@@ -135,7 +135,8 @@ fn topological_order(graph: &Graph, node_reads: &[Vec<ValueId>]) -> Result<Vec<u
     let mut indegree = vec![0usize; nodes.len()];
     let mut users: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
     for (i, reads) in node_reads.iter().enumerate() {
-        let deps: HashSet<usize> = reads.iter().filter_map(|id| producer.get(id).copied()).filter(|&p| p != i).collect();
+        let deps: HashSet<usize> =
+            reads.iter().filter_map(|id| producer.get(id).copied()).filter(|&p| p != i).collect();
         indegree[i] = deps.len();
         for p in deps {
             users[p].push(i);

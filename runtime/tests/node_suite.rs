@@ -237,7 +237,10 @@ fn evaluate(case: &Path) -> Outcome {
     for (name, value) in &result.dumped {
         match plan.values().iter().find(|v| v.name == *name).map(|v| &v.size) {
             Some(Size::Bytes(b)) if *b != value.byte_size() => {
-                return Outcome::Wrong(format!("plan: '{name}' predicted {b} bytes, the run made {}", value.byte_size()));
+                return Outcome::Wrong(format!(
+                    "plan: '{name}' predicted {b} bytes, the run made {}",
+                    value.byte_size()
+                ));
             }
             Some(_) => {}
             None => return Outcome::Wrong(format!("plan: '{name}' was computed but the plan does not hold it")),
@@ -305,7 +308,8 @@ fn node_suite_runs_without_wrong_results() {
         wrong.len(),
         pass + wrong.len() + refused
     );
-    writeln!(summary, "# the plan predicts the peak of {predicted} passing cases exactly; the rest are partial").unwrap();
+    writeln!(summary, "# the plan predicts the peak of {predicted} passing cases exactly; the rest are partial")
+        .unwrap();
     summary.push_str("# refusals by reason (count, reason, first cases)\n");
     for (reason, names) in &groups {
         let first: Vec<&str> = names.iter().take(3).map(String::as_str).collect();

@@ -196,10 +196,9 @@ fn fed_shapes_that_contradict_the_model_are_refused_naming_input_axis_and_rule()
 fn a_plan_runs_only_the_inputs_it_was_made_for() {
     let dir = root().join("fixtures/exports");
     let model = load(&dir.join("resnet18.legacy.onnx"));
-    let image = |batch: usize| Value::Tensor(Tensor {
-        shape: vec![batch, 3, 32, 32],
-        data: Data::F32(vec![0.5; batch * 3 * 32 * 32]),
-    });
+    let image = |batch: usize| {
+        Value::Tensor(Tensor { shape: vec![batch, 3, 32, 32], data: Data::F32(vec![0.5; batch * 3 * 32 * 32]) })
+    };
     let plan = Plan::new(&model, &[("pixel_values".to_string(), Fed::of(&image(2)))]).unwrap();
     assert_eq!(plan.bindings()[0].symbol, "batch");
     let err = run_planned(&model, &plan, vec![("pixel_values".into(), image(3))], &RunOptions::default()).unwrap_err();
