@@ -223,6 +223,9 @@ pub fn execute_scheduled<'a>(
     schedule: &Schedule,
 ) -> Result<GraphRun> {
     let graph = &model.graphs[gid];
+    if !schedule.fits(graph) {
+        return Err(RunError::InvalidModel("the schedule (or plan) was made for another graph".into()));
+    }
     let mut frame = Frame { graph, values: vec![None; graph.values.len()], parent, call_attrs };
     let mut live: u64 = 0;
     for t in &graph.initializers {

@@ -61,6 +61,21 @@ impl Schedule {
     }
 }
 
+impl Schedule {
+    /// Whether the schedule can be one of `graph`: every node once, every
+    /// value it names one of the graph's (a schedule of another graph could
+    /// otherwise index past this one's nodes).
+    pub fn fits(&self, graph: &Graph) -> bool {
+        let n = graph.nodes.len();
+        let mut seen = vec![false; n];
+        let all_once =
+            self.order.len() == n && self.order.iter().all(|&i| i < n && !std::mem::replace(&mut seen[i], true));
+        let values = graph.values.len();
+        let known = |id: &ValueId| diamond_ir::entity::EntityId::index(*id) < values;
+        all_once && self.frees.len() == n && self.frees.iter().flatten().all(known) && self.outputs.iter().all(known)
+    }
+}
+
 /// Names a graph (and the graphs nested in it) reads but does not define.
 pub fn free_names(model: &Model, gid: diamond_ir::GraphId) -> HashSet<String> {
     let graph = &model.graphs[gid];

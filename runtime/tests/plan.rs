@@ -207,6 +207,21 @@ fn a_plan_runs_only_the_inputs_it_was_made_for() {
     let (three, measured) = plan_and_run("resnet18 batch 3", &model, vec![("pixel_values".into(), image(3))], true);
     assert_eq!(three.predicted_peak_bytes(), Some(measured));
     assert!(measured > plan.predicted_peak_bytes().unwrap());
+
+    // The same inputs, another model: the plan's schedule is not this graph's.
+    let legacy = load(&dir.join("bert.legacy.onnx"));
+    let dynamo = load(&dir.join("bert.dynamo.onnx"));
+    let inputs: Vec<(String, Value)> = input_names(&legacy)
+        .into_iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let t = read_tensor_file(&dir.join(format!("bert.legacy.input_{i}.npy"))).unwrap();
+            (name, Value::Tensor(Tensor::from_ir(&t).unwrap()))
+        })
+        .collect();
+    let plan = Plan::new(&dynamo, &fed(&inputs)).unwrap();
+    let err = run_planned(&legacy, &plan, inputs, &RunOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("made for another graph"), "{err}");
 }
 
 #[test]
