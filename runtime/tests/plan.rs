@@ -166,9 +166,19 @@ fn fed_shapes_that_contradict_the_model_are_refused_naming_input_axis_and_rule()
     let inputs: Vec<(String, Fed)> = input_names(&model).into_iter().map(|n| (n, Fed::of(&at_bound))).collect();
     assert!(Plan::new(&model, &inputs).is_ok());
 
-    // gpt2 gathers positions [0, seq) from 64 rows: the same bound, from another rule.
+    // gpt2 gathers positions [0, seq) from 64 rows: the same bound, found by
+    // another rule (Gather's indices carry the bound of the Range).
+    let model = load(&dir.join("gpt2.dynamo.onnx"));
+    let long = Value::Tensor(Tensor { shape: vec![2, 70], data: Data::I64(vec![1; 140]) });
+    let inputs: Vec<(String, Fed)> = input_names(&model).into_iter().map(|n| (n, Fed::of(&long))).collect();
+    let err = Plan::new(&model, &inputs).unwrap_err();
+    let RunError::Binding { input, axis, rule, problem } = &err else { panic!("{err}") };
+    assert_eq!((input.as_str(), *axis, rule.as_str()), ("input_ids", Some(1), "implied-bound"));
+    assert!(problem.contains("binds 'seq' to 70, but the model assumes seq ≤ 64"), "{problem}");
+    assert!(problem.contains("the indices (input 1) are all below seq"), "{problem}");
+
+    // seq bound two ways: input_ids at 70, attention_mask at the sample's 7.
     let (input, axis, rule, problem) = refused("gpt2.dynamo", 0, &[2, 70]);
-    // attention_mask (input 1) still has seq 7: input_ids bound seq first, to 70.
     assert_eq!((input.as_str(), axis, rule.as_str()), ("attention_mask", Some(1), "one-size-per-symbol"));
     assert!(problem.contains("binds 'seq' to 7, but input 'input_ids' axis 1 bound it to 70"), "{problem}");
 
