@@ -4,7 +4,8 @@
 //! them (the node-test layout `input_0.pb`, `input_1.pb`, ...). A file is
 //! matched to a graph input by the tensor's stored name, else by its file
 //! stem (`x.npy` binds `x`), else by an `input_N` stem (the N-th graph
-//! input that is not an initializer).
+//! input that is not an initializer). `diamond run --input FILE|DIR`
+//! matches its files to inputs by the same rules.
 
 use crate::Failure;
 use diamond_importers::tensor_file::read_tensor_file;
@@ -14,31 +15,15 @@ use std::path::{Path, PathBuf};
 
 /// The bound inputs, by graph-input name.
 pub fn bind_inputs(graph: &Graph, args: &[PathBuf]) -> Result<HashMap<String, Tensor>, Failure> {
-    let inputs: Vec<String> = graph
-        .inputs
-        .iter()
-        .filter_map(|vi| vi.value.map(|v| graph.value_name(v).to_string()))
-        .filter(|n| !graph.initializers.iter().any(|t| t.name.as_deref() == Some(n.as_str())))
-        .collect();
+    let inputs = input_names(graph);
     let mut files = Vec::new();
     for arg in args {
-        if arg.is_dir() {
-            let mut entries: Vec<PathBuf> = std::fs::read_dir(arg)
-                .map_err(|e| Failure { code: 2, message: format!("cannot read directory {}: {e}", arg.display()) })?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "pb" || x == "npy"))
-                .filter(|p| !p.file_stem().is_some_and(|s| s.to_string_lossy().starts_with("output_")))
-                .collect();
-            entries.sort();
-            files.extend(entries);
-        } else {
-            files.push(arg.clone());
-        }
+        files.extend(tensor_files(arg)?);
     }
     let mut bound = HashMap::new();
     for file in files {
         let tensor = read_tensor_file(&file).map_err(|e| Failure { code: 2, message: e.to_string() })?;
-        let name = input_for(&file, &tensor, &inputs).ok_or_else(|| Failure {
+        let name = input_for(&file, tensor.name.as_deref(), &inputs).ok_or_else(|| Failure {
             code: 2,
             message: format!(
                 "--bind {}: no graph input matches (inputs: {})",
@@ -51,8 +36,37 @@ pub fn bind_inputs(graph: &Graph, args: &[PathBuf]) -> Result<HashMap<String, Te
     Ok(bound)
 }
 
-fn input_for(file: &Path, tensor: &Tensor, inputs: &[String]) -> Option<String> {
-    if let Some(n) = tensor.name.as_deref().filter(|n| inputs.iter().any(|i| i == n)) {
+/// The graph inputs that are not initializers, in order: what `input_N` counts.
+pub fn input_names(graph: &Graph) -> Vec<String> {
+    graph
+        .inputs
+        .iter()
+        .filter_map(|vi| vi.value.map(|v| graph.value_name(v).to_string()))
+        .filter(|n| !graph.initializers.iter().any(|t| t.name.as_deref() == Some(n.as_str())))
+        .collect()
+}
+
+/// The tensor files an argument names: the file itself, or a directory's
+/// `.pb`/`.npy` files sorted by name, stored outputs (`output_N`) left out.
+pub fn tensor_files(arg: &Path) -> Result<Vec<PathBuf>, Failure> {
+    if !arg.is_dir() {
+        return Ok(vec![arg.to_path_buf()]);
+    }
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(arg)
+        .map_err(|e| Failure { code: 2, message: format!("cannot read directory {}: {e}", arg.display()) })?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "pb" || x == "npy"))
+        .filter(|p| !p.file_stem().is_some_and(|s| s.to_string_lossy().starts_with("output_")))
+        .collect();
+    entries.sort();
+    Ok(entries)
+}
+
+/// The graph input (of `inputs`) that `file` feeds: the one named as the
+/// stored tensor is, else the one named as the file's stem, else the N-th
+/// for a stem `input_N`.
+pub fn input_for(file: &Path, stored_name: Option<&str>, inputs: &[String]) -> Option<String> {
+    if let Some(n) = stored_name.filter(|n| inputs.iter().any(|i| i == n)) {
         return Some(n.to_string());
     }
     let stem = file.file_stem()?.to_string_lossy();

@@ -156,15 +156,19 @@ enum Command {
         #[arg(long = "input-shape", value_name = "NAME=DIMS")]
         input_shape: Vec<diamond_importers::torch::lower::InputShape>,
     },
-    /// Execute a model with the reference executor: print each output's type, shape and summary; write them
-    /// (-o) or compare them with stored outputs (--compare). Exit 1 on a mismatch, 2 on bad input.
+    /// Execute a model with the reference executor: print each output's type, shape and summary, and the peak
+    /// of live bytes beside the plan's prediction; write them (-o) or compare them with stored outputs
+    /// (--compare). Exit 1 on a mismatch, 2 on bad input (a fed shape that contradicts the model included).
     Run {
         /// The model: ONNX, a TorchScript archive (.pt) or TorchScript IR text.
         model: PathBuf,
-        /// An input tensor: NAME=FILE (.pb TensorProto or .npy).
+        /// An input: NAME=FILE (.npy or .pb tensor). A sequence input takes a directory of .npy/.pb
+        /// tensor files (in name order) or a .pb SequenceProto; an optional input takes what it holds.
+        /// A bare FILE or DIR is matched to inputs as --bind does (stored name, file stem, input_N).
         #[arg(long = "input", value_name = "NAME=FILE")]
         inputs: Vec<String>,
-        /// Write every output as DIR/NAME.npy (each file atomically).
+        /// Write every output as DIR/NAME.npy (each file atomically; bfloat16, float8 and float4 as
+        /// float32, 4- and 2-bit integers as int8/uint8: NumPy lacks them, and each value widens exactly).
         #[arg(short, long, value_name = "DIR")]
         output: Option<PathBuf>,
         /// Print JSON instead of text.

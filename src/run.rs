@@ -1,20 +1,27 @@
 //! `diamond run`: execute a model with the reference executor.
 //!
-//! Inputs come from `--input NAME=FILE` (`.pb` TensorProto or `.npy`) or are
-//! generated with `--random` (seeded; symbolic sizes from `--input-shape`,
-//! else from the fed inputs, else 1). Each output is summarized (type,
+//! Inputs come from `--input NAME=PATH` or `--input PATH` (files matched to
+//! inputs as `--bind` matches them): tensors from `.pb` TensorProto or
+//! `.npy`, sequence inputs from a directory of tensor files (sorted by name)
+//! or a `.pb` SequenceProto. Inputs not fed are generated with `--random`
+//! (seeded; symbolic sizes from `--input-shape`, else from the fed inputs,
+//! else 1). Before anything runs, an execution plan binds the inputs'
+//! symbols: a fed shape that contradicts the model exits 2 naming the
+//! input, the axis and the rule; the plan predicts the peak of live bytes,
+//! reported beside the measured one. Each output is summarized (type,
 //! shape, min/max/mean, NaN count); `-o DIR` writes them as `.npy`, each
-//! file atomically and only once every output has been encoded; `--compare
-//! PATH` holds them to stored outputs (a directory with `output_N.pb` or
-//! `NAME.npy` files, or one file for the first output) and exits 1 on a
-//! mismatch, printing the worst element.
+//! file atomically and only once every output has been encoded (types NumPy
+//! lacks, such as bfloat16, widened exactly to float32, with a note);
+//! `--compare PATH` holds them to stored outputs (a directory with
+//! `output_N.pb` or `NAME.npy` files, or one file for the first output) and
+//! exits 1 on a mismatch, printing the worst element.
 
 use crate::Failure;
-use diamond_importers::tensor_file::read_tensor_file;
+use diamond_importers::tensor_file::{read_sequence, read_tensor_file};
 use diamond_importers::torch::lower::{DimSpec, InputShape};
 use diamond_ir::{DimValue, ElemType, Graph, TypeValue};
 use diamond_runtime::exec::DumpSet;
-use diamond_runtime::{run_model, Data, RunError, RunOptions, Tensor, Value};
+use diamond_runtime::{run_planned, Data, Fed, Plan, RunError, RunOptions, RunResult, Tensor, Value};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -64,21 +71,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         .map(|v| graph.value_name(v))
         .filter(|n| !initialized.contains(n))
         .collect();
-    let mut fed: Vec<(String, Value)> = Vec::new();
-    for arg in &args.inputs {
-        let (name, file) = arg
-            .split_once('=')
-            .ok_or_else(|| bad(format!("--input '{arg}' is not NAME=FILE (a .pb or .npy tensor)")))?;
-        if !declared.contains(&name) {
-            return Err(bad(format!(
-                "--input {name}: the model has no input '{name}' (inputs: {})",
-                if declared.is_empty() { "none".to_string() } else { declared.join(", ") }
-            )));
-        }
-        let tensor = read_tensor_file(Path::new(file)).map_err(|e| bad(format!("input '{name}': {e}")))?;
-        let tensor = Tensor::from_ir(&tensor).map_err(|e| bad(format!("input '{name}': {file}: {e}")))?;
-        fed.push((name.to_string(), Value::Tensor(tensor)));
-    }
+    let mut fed = read_inputs(graph, &declared, &args.inputs)?;
     if args.random {
         generate(graph, &declared, &mut fed, &args.input_shape, args.seed)?;
     }
@@ -92,18 +85,22 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     if dump.is_some() && args.output_dir.is_none() {
         return Err(bad("--dump and --dump-all write .npy files: give -o DIR"));
     }
-    let result = run_model(&model, fed, &RunOptions { dump }).map_err(|e| match e {
-        RunError::Input { .. } => bad(e),
+    let refused = |e: RunError| match e {
+        RunError::Input { .. } | RunError::Binding { .. } => bad(e),
         other => bad(format!("{}: cannot run: {other}", path.display())),
-    })?;
+    };
+    let shapes: Vec<(String, Fed)> = fed.iter().map(|(n, v)| (n.clone(), Fed::of(v))).collect();
+    let plan = Plan::new(&model, &shapes).map_err(refused)?;
+    let result = run_planned(&model, &plan, fed, &RunOptions { dump }).map_err(refused)?;
     let comparison = match &args.compare {
         Some(stored) => Some(compare_all(&result.outputs, stored)?),
         None => None,
     };
-    if let Some(dir) = &args.output_dir {
-        write_outputs(dir, &result.outputs, &result.dumped)?;
-    }
-    report(args, &result.outputs, result.peak_bytes, comparison.as_deref());
+    let written = match &args.output_dir {
+        Some(dir) => write_outputs(dir, &result.outputs, &result.dumped)?,
+        None => Vec::new(),
+    };
+    report(args, &result, &plan, comparison.as_deref(), &written);
     if let Some(mismatches) = comparison {
         let bad: Vec<&Mismatch> = mismatches.iter().filter(|m| m.problem.is_some()).collect();
         if let Some(first) = bad.first() {
@@ -120,6 +117,101 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+/// Reads the `--input` arguments. `NAME=PATH` feeds graph input NAME; a
+/// bare PATH (a tensor file, or a directory such as a node test's
+/// `test_data_set_0`) feeds the inputs its files match by `--bind`'s rules
+/// (stored name, file stem, `input_N`). Each file is read as the input's
+/// declared type asks: a tensor from `.npy` or `.pb`; a sequence from a
+/// directory of tensor files (sorted by name) or a `.pb` `SequenceProto`;
+/// an optional as the value it holds.
+fn read_inputs(graph: &Graph, declared: &[&str], args: &[String]) -> Result<Vec<(String, Value)>, Failure> {
+    let names = crate::bind::input_names(graph);
+    let mut fed = Vec::new();
+    for arg in args {
+        match arg.split_once('=') {
+            Some((name, file)) if declared.contains(&name) || !Path::new(arg).exists() => {
+                if !declared.contains(&name) {
+                    return Err(bad(format!(
+                        "--input {name}: the model has no input '{name}' (inputs: {})",
+                        if declared.is_empty() { "none".to_string() } else { declared.join(", ") }
+                    )));
+                }
+                fed.push((name.to_string(), read_value(graph, name, Path::new(file))?));
+            }
+            _ => {
+                let path = Path::new(arg);
+                if !path.exists() {
+                    return Err(bad(format!(
+                        "--input '{arg}': no such file or directory (give NAME=FILE, or a file or directory \
+                         whose files match inputs by name or as input_N)"
+                    )));
+                }
+                for file in crate::bind::tensor_files(path)? {
+                    let name =
+                        crate::bind::input_for(&file, stored_name(&file).as_deref(), &names).ok_or_else(|| {
+                            bad(format!(
+                                "--input {}: no graph input matches (inputs: {})",
+                                file.display(),
+                                if names.is_empty() { "none".to_string() } else { names.join(", ") }
+                            ))
+                        })?;
+                    let value = read_value(graph, &name, &file)?;
+                    fed.push((name, value));
+                }
+            }
+        }
+    }
+    Ok(fed)
+}
+
+/// The name stored in a `.pb` file (a `TensorProto`'s or a `SequenceProto`'s).
+fn stored_name(file: &Path) -> Option<String> {
+    if file.extension().is_some_and(|e| e.eq_ignore_ascii_case("npy")) {
+        return None;
+    }
+    read_tensor_file(file).ok().and_then(|t| t.name).or_else(|| read_sequence(file).ok().and_then(|s| s.name))
+}
+
+/// Reads `path` as the value graph input `name` takes.
+fn read_value(graph: &Graph, name: &str, path: &Path) -> Result<Value, Failure> {
+    let ty = graph
+        .inputs
+        .iter()
+        .find(|i| i.value.is_some_and(|v| graph.value_name(v) == name))
+        .and_then(|i| i.ty.as_ref())
+        .and_then(|t| t.value.as_ref());
+    read_typed(name, ty, path)
+}
+
+fn read_typed(name: &str, ty: Option<&TypeValue>, path: &Path) -> Result<Value, Failure> {
+    let file = path.display();
+    match ty {
+        Some(TypeValue::Sequence(inner)) => {
+            let seq = read_sequence(path).map_err(|e| bad(format!("input '{name}': {e}")))?;
+            let tensors = seq
+                .tensors
+                .iter()
+                .map(|t| Tensor::from_ir(t).map_err(|e| bad(format!("input '{name}': {file}: {e}"))))
+                .collect::<Result<Vec<_>, _>>()?;
+            let declared = inner.as_deref().and_then(|t| t.as_tensor()).and_then(|(e, _)| e);
+            let elem = tensors.first().map(Tensor::elem).or(declared).unwrap_or(ElemType::Float);
+            if let Some(t) = tensors.iter().find(|t| t.elem() != elem) {
+                return Err(bad(format!("input '{name}': {file}: the sequence mixes {elem} and {} tensors", t.elem())));
+            }
+            Ok(Value::Sequence(elem, tensors))
+        }
+        Some(TypeValue::Optional(inner)) => {
+            let held = read_typed(name, inner.as_deref().and_then(|t| t.value.as_ref()), path)?;
+            Ok(Value::Optional(Some(Box::new(held))))
+        }
+        _ => {
+            let tensor = read_tensor_file(path).map_err(|e| bad(format!("input '{name}': {e}")))?;
+            let tensor = Tensor::from_ir(&tensor).map_err(|e| bad(format!("input '{name}': {file}: {e}")))?;
+            Ok(Value::Tensor(tensor))
+        }
+    }
 }
 
 /// A splitmix64 generator: small, seeded, and the same on every platform.
@@ -253,13 +345,24 @@ fn shape_text(t: &Tensor) -> String {
     format!("[{}]", t.shape.iter().map(usize::to_string).collect::<Vec<_>>().join(","))
 }
 
-fn report(args: &Args, outputs: &[(String, Value)], peak: u64, comparison: Option<&[Mismatch]>) {
+/// The longest list of reasons a partial prediction prints.
+const MAX_REASONS: usize = 10;
+
+fn report(args: &Args, result: &RunResult, plan: &Plan, comparison: Option<&[Mismatch]>, written: &[Written]) {
     let status = |name: &str| comparison.and_then(|c| c.iter().find(|m| m.name == name));
+    let peak = result.peak_bytes;
+    let predicted = plan.predicted_peak_bytes();
     if args.json {
-        let outs: Vec<serde_json::Value> = outputs
+        let outs: Vec<serde_json::Value> = result
+            .outputs
             .iter()
             .map(|(name, v)| {
                 let mut o = serde_json::json!({ "name": name, "kind": v.kind() });
+                if let Value::Sequence(elem, items) = v {
+                    o["dtype"] = elem.name().into();
+                    o["length"] = items.len().into();
+                    o["shapes"] = items.iter().map(|t| t.shape.clone()).collect::<Vec<_>>().into();
+                }
                 if let Value::Tensor(t) = v {
                     o["dtype"] = t.elem().name().into();
                     o["shape"] = t.shape.clone().into();
@@ -286,18 +389,53 @@ fn report(args: &Args, outputs: &[(String, Value)], peak: u64, comparison: Optio
                 o
             })
             .collect();
-        let doc = serde_json::json!({ "model": args.model.display().to_string(), "outputs": outs, "peak_bytes": peak });
+        let files: Vec<serde_json::Value> = written
+            .iter()
+            .map(|w| {
+                let mut f = serde_json::json!({
+                    "name": w.name,
+                    "file": w.path.display().to_string(),
+                    "dtype": w.elem.name(),
+                    "file_dtype": w.file_elem.name(),
+                });
+                if let Some(note) = w.note() {
+                    f["note"] = note.into();
+                }
+                f
+            })
+            .collect();
+        let bindings: serde_json::Map<String, serde_json::Value> =
+            plan.bindings().iter().map(|b| (b.symbol.clone(), b.size.into())).collect();
+        let partial = plan.partial();
+        let mut doc = serde_json::json!({
+            "model": args.model.display().to_string(),
+            "outputs": outs,
+            "peak_bytes": peak,
+            "predicted_peak_bytes": predicted,
+            "bindings": bindings,
+            "prediction_partial": partial.iter().take(MAX_REASONS).collect::<Vec<_>>(),
+        });
+        if partial.len() > MAX_REASONS {
+            doc["prediction_partial_more"] = (partial.len() - MAX_REASONS).into();
+        }
+        if !written.is_empty() {
+            doc["written"] = files.into();
+        }
         crate::emit(&format!("{}\n", serde_json::to_string_pretty(&doc).unwrap_or_default()));
         return;
     }
     let mut text = String::new();
-    for (name, v) in outputs {
+    for (name, v) in &result.outputs {
         match v {
             Value::Tensor(t) => {
                 text.push_str(&format!("{name}: {}{}", t.elem(), shape_text(t)));
                 if let Some((min, max, mean, nan)) = summary(t) {
                     text.push_str(&format!("  min {min:.6} max {max:.6} mean {mean:.6} nan {nan}"));
                 }
+            }
+            Value::Sequence(elem, items) => {
+                let shapes: Vec<String> = items.iter().map(shape_text).collect();
+                text.push_str(&format!("{name}: sequence of {} {elem} tensor(s) {}", items.len(), shapes.join(" ")));
             }
             other => text.push_str(&format!("{name}: {}", other.kind())),
         }
@@ -309,7 +447,18 @@ fn report(args: &Args, outputs: &[(String, Value)], peak: u64, comparison: Optio
         }
         text.push('\n');
     }
-    text.push_str(&format!("peak live bytes: {peak}\n"));
+    for note in written.iter().filter_map(Written::note) {
+        text.push_str(&format!("note: {note}\n"));
+    }
+    match predicted {
+        Some(p) => text.push_str(&format!("peak live bytes: {peak} (predicted {p})\n")),
+        None => {
+            let reasons = plan.partial();
+            let more = if reasons.len() > 1 { format!("; and {} more", reasons.len() - 1) } else { String::new() };
+            let first = reasons.first().map_or("", String::as_str);
+            text.push_str(&format!("peak live bytes: {peak} (not predicted: {first}{more})\n"));
+        }
+    }
     crate::emit(&text);
 }
 
@@ -360,7 +509,9 @@ fn compare_all(outputs: &[(String, Value)], stored: &Path) -> Result<Vec<Mismatc
 /// `None` when `got` matches `want` (rtol 1e-3, atol 1e-7, NaNs equal);
 /// otherwise the worst element.
 fn compare(got: &Tensor, want: &Tensor) -> Option<String> {
-    if got.elem() != want.elem() {
+    // A stored file may hold the widening `-o` writes for a type NumPy lacks.
+    let widened = diamond_runtime::npy::npy_elem(got.elem()) == Some(want.elem());
+    if got.elem() != want.elem() && !widened {
         return Some(format!("element type {}, stored {}", got.elem(), want.elem()));
     }
     if got.shape != want.shape {
@@ -426,20 +577,50 @@ fn file_name(name: &str) -> String {
     }
 }
 
+/// One `.npy` file written with `-o`.
+struct Written {
+    /// The value's name.
+    name: String,
+    /// The file.
+    path: PathBuf,
+    /// The value's element type.
+    elem: ElemType,
+    /// The element type the file holds (a wider one where NumPy lacks `elem`).
+    file_elem: ElemType,
+}
+
+impl Written {
+    /// Why the file's type differs from the value's, when it does.
+    fn note(&self) -> Option<String> {
+        (self.elem != self.file_elem).then(|| {
+            format!(
+                "{} holds {}: NumPy has no {} (each value widens exactly)",
+                self.path.display(),
+                diamond_infer::graph::report_json_dtype(self.file_elem),
+                self.elem.name()
+            )
+        })
+    }
+}
+
 /// Encodes every value first, then writes each file atomically.
-fn write_outputs(dir: &Path, outputs: &[(String, Value)], dumped: &[(String, Value)]) -> Result<(), Failure> {
+fn write_outputs(dir: &Path, outputs: &[(String, Value)], dumped: &[(String, Value)]) -> Result<Vec<Written>, Failure> {
     let mut files = Vec::new();
     for (name, v) in outputs.iter().chain(dumped) {
         let Value::Tensor(t) = v else {
             return Err(bad(format!("-o: '{name}' is a {}, only tensors are written as .npy", v.kind())));
         };
         let bytes = diamond_runtime::npy::encode_npy(t).map_err(|e| bad(format!("-o: '{name}': {e}")))?;
-        files.push((dir.join(format!("{}.npy", file_name(name))), bytes));
+        let file_elem = diamond_runtime::npy::npy_elem(t.elem()).unwrap_or(t.elem());
+        let path = dir.join(format!("{}.npy", file_name(name)));
+        files.push((Written { name: name.clone(), path, elem: t.elem(), file_elem }, bytes));
     }
     std::fs::create_dir_all(dir).map_err(|e| bad(format!("cannot create {}: {e}", dir.display())))?;
-    for (path, bytes) in files {
-        diamond_exporters::atomic::write_bytes(&path, &bytes)
-            .map_err(|e| bad(format!("cannot write {}: {e}", path.display())))?;
+    let mut written = Vec::new();
+    for (file, bytes) in files {
+        diamond_exporters::atomic::write_bytes(&file.path, &bytes)
+            .map_err(|e| bad(format!("cannot write {}: {e}", file.path.display())))?;
+        written.push(file);
     }
-    Ok(())
+    Ok(written)
 }

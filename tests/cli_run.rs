@@ -1,8 +1,11 @@
 //! `diamond run` end to end: outputs summarized, written as `.npy` and
-//! compared with stored ones; fed tensors that contradict the model's
-//! declarations (type, rank, fixed size, a symbol bound two ways), missing
-//! inputs and unreadable files give exit 2 naming the input; a light model
-//! agrees with tract on the same input.
+//! compared with stored ones; fed tensors that contradict the model (type,
+//! rank, fixed size, a symbol bound two ways, a bound the model implies)
+//! give exit 2 naming the input, the axis and the rule, as do missing inputs
+//! and unreadable files; the peak of live bytes is reported beside the
+//! plan's prediction; sequence inputs come from directories or
+//! SequenceProtos; bfloat16 and float8 outputs are written as float32; a
+//! light model agrees with tract on the same input.
 
 mod common;
 
@@ -130,7 +133,7 @@ fn run_summarizes_writes_and_compares_outputs() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(text.contains("z: float[2,3]  min 1.500000 max 6.500000 mean 4.000000 nan 0"), "{text}");
-    assert!(text.contains("peak live bytes: 72"), "x, y and z live together: {text}");
+    assert!(text.contains("peak live bytes: 72 (predicted 72)"), "x, y and z live together: {text}");
     let (header, values) = read_f32_npy(&out_dir.join("z.npy"));
     assert!(header.contains("'shape': (2, 3)"), "{header}");
     assert_eq!(values, vec![1.5, 2.5, 3.5, 4.5, 5.5, 6.5]);
@@ -209,11 +212,15 @@ fn inputs_that_contradict_the_model_are_rejected_naming_the_input() {
 
     rejected(&["run", m, "--input", &input("x", &ints), "--input", &input("y", &good)], "x", "element type int64");
     rejected(&["run", m, "--input", &input("x", &flat), "--input", &input("y", &good)], "x", "rank 1");
-    rejected(&["run", m, "--input", &input("x", &wide), "--input", &input("y", &good)], "x", "axis 1 has size 4");
+    rejected(
+        &["run", m, "--input", &input("x", &wide), "--input", &input("y", &good)],
+        "x",
+        "axis 1: size 4 was fed, the model declares 3 (float[batch,3]) [rule: declared-size]",
+    );
     rejected(
         &["run", m, "--input", &input("x", &good), "--input", &input("y", &three)],
         "y",
-        "binds 'batch' to 3, but input 'x' axis 0 bound it to 2",
+        "axis 0: binds 'batch' to 3, but input 'x' axis 0 bound it to 2 [rule: one-size-per-symbol]",
     );
     rejected(&["run", m, "--input", &input("x", &good)], "y", "missing");
     rejected(&["run", m, "--input", &input("x", junk), "--input", &input("y", &good)], "x", "not a valid tensor file");
@@ -354,4 +361,189 @@ fn dump_writes_intermediate_values() {
     assert!(out_dir.join("softmaxout_1.npy").is_file());
     let no_dir = diamond(&["run", model.to_str().unwrap(), "--random", "--dump-all"]);
     assert_eq!(no_dir.status.code(), Some(2), "--dump-all needs -o");
+}
+
+/// The `--input` arguments feeding an export its sample inputs (`<stem>.input_<i>.npy`, in order).
+fn export_inputs(stem: &str, names: &[&str]) -> Vec<String> {
+    let dir = common::root().join("fixtures/exports");
+    let mut args = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        args.push("--input".to_string());
+        args.push(input(name, dir.join(format!("{stem}.input_{i}.npy")).to_str().unwrap()));
+    }
+    args
+}
+
+const BERT_INPUTS: [&str; 3] = ["input_ids", "attention_mask", "token_type_ids"];
+
+#[test]
+fn the_peak_is_reported_beside_the_plans_prediction() {
+    let model = common::root().join("fixtures/exports/bert.legacy.onnx");
+    let m = model.to_str().unwrap();
+    let mut args = vec!["run", m, "--json"];
+    let inputs = export_inputs("bert.legacy", &BERT_INPUTS);
+    args.extend(inputs.iter().map(String::as_str));
+    let out = diamond(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let measured = doc["peak_bytes"].as_u64().unwrap();
+    assert!(measured > 0);
+    assert_eq!(doc["predicted_peak_bytes"].as_u64(), Some(measured), "{doc}");
+    assert_eq!(doc["bindings"], serde_json::json!({ "batch": 2, "seq": 7 }));
+    assert_eq!(doc["prediction_partial"], serde_json::json!([]));
+    let text = diamond(&args[..args.len()].iter().copied().filter(|a| *a != "--json").collect::<Vec<_>>());
+    assert!(
+        stdout(&text).contains(&format!("peak live bytes: {measured} (predicted {measured})")),
+        "{}",
+        stdout(&text)
+    );
+
+    // NonZero's output size depends on the data: no prediction, and the reason.
+    let case = common::root().join("fixtures/onnx-node/test_nonzero_example");
+    let model = case.join("model.onnx");
+    let data = case.join("test_data_set_0");
+    let out = diamond(&["run", model.to_str().unwrap(), "--input", data.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(doc["peak_bytes"].as_u64().unwrap() > 0);
+    assert_eq!(doc["predicted_peak_bytes"], serde_json::Value::Null);
+    let why = doc["prediction_partial"][0].as_str().unwrap();
+    assert!(why.contains("'result' axis 1: its size depends on the data"), "{why}");
+    let text = diamond(&["run", model.to_str().unwrap(), "--input", data.to_str().unwrap()]);
+    assert!(
+        stdout(&text).contains("(not predicted: 'result' axis 1: its size depends on the data)"),
+        "{}",
+        stdout(&text)
+    );
+}
+
+#[test]
+fn fed_shapes_that_break_an_implied_bound_exit_2_naming_input_axis_and_rule() {
+    // bert's 64-row position table implies seq ≤ 64; seq 65 is refused before running.
+    let dir = tempfile::tempdir().unwrap();
+    // all ones: a valid token id, attention mask and token type
+    let long = npy(dir.path(), "long.npy", "<i8", &[2, 65], &1i64.to_le_bytes().repeat(130));
+    let model = common::root().join("fixtures/exports/bert.legacy.onnx");
+    let m = model.to_str().unwrap();
+    let args: Vec<String> = BERT_INPUTS.iter().flat_map(|n| ["--input".to_string(), input(n, &long)]).collect();
+    let mut all = vec!["run", m];
+    all.extend(args.iter().map(String::as_str));
+    rejected(
+        &all,
+        "input_ids",
+        "axis 1: binds 'seq' to 65, but the model assumes seq ≤ 64 (node '/inner/model/embeddings/Add_1' (Add)",
+    );
+    let out = diamond(&all);
+    assert!(stderr(&out).contains("[rule: implied-bound]"), "{}", stderr(&out));
+    // seq 64 runs.
+    let at_bound = npy(dir.path(), "at_bound.npy", "<i8", &[2, 64], &1i64.to_le_bytes().repeat(128));
+    let args: Vec<String> = BERT_INPUTS.iter().flat_map(|n| ["--input".to_string(), input(n, &at_bound)]).collect();
+    let mut all = vec!["run", m];
+    all.extend(args.iter().map(String::as_str));
+    let out = diamond(&all);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("last_hidden_state: float[2,64,32]"), "{}", stdout(&out));
+}
+
+#[test]
+fn sequence_inputs_come_from_a_directory_or_a_sequence_proto() {
+    let case = common::root().join("fixtures/onnx-node/test_sequence_insert_at_back");
+    let model = case.join("model.onnx");
+    let m = model.to_str().unwrap();
+    let data = case.join("test_data_set_0");
+    // The node-test directory, matched as --bind does: input_0.pb is a SequenceProto.
+    let out = diamond(&["run", m, "--input", data.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("output_sequence: sequence of 4 int64 tensor(s) [4] [3] [2] [3]"),
+        "{}",
+        stdout(&out)
+    );
+    // The same SequenceProto by name, and the inserted tensor from .pb.
+    let proto = data.join("input_0.pb");
+    let tensor = data.join("input_1.pb");
+    let by_name = diamond(&[
+        "run",
+        m,
+        "--input",
+        &input("sequence", proto.to_str().unwrap()),
+        "--input",
+        &input("tensor", tensor.to_str().unwrap()),
+    ]);
+    assert_eq!(stdout(&by_name), stdout(&out), "{}", stderr(&by_name));
+    // A directory of .npy files, in name order (b before c whatever their creation order).
+    let dir = tempfile::tempdir().unwrap();
+    let seq = dir.path().join("seq");
+    std::fs::create_dir(&seq).unwrap();
+    npy(&seq, "c.npy", "<i8", &[1], &9i64.to_le_bytes());
+    npy(&seq, "b.npy", "<i8", &[2], &[1i64.to_le_bytes(), 2i64.to_le_bytes()].concat());
+    let out_dir = dir.path().join("out");
+    let out = diamond(&[
+        "run",
+        m,
+        "--input",
+        &input("sequence", seq.to_str().unwrap()),
+        "--input",
+        &input("tensor", tensor.to_str().unwrap()),
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["outputs"][0]["length"], 3);
+    assert_eq!(doc["outputs"][0]["shapes"], serde_json::json!([[2], [1], [3]]));
+    // two fed tensors (2 + 1 elements) and the inserted one (3), then the output sequence (6): 96 bytes
+    assert_eq!(doc["peak_bytes"], 96);
+    assert_eq!(doc["predicted_peak_bytes"], serde_json::Value::Null, "the output is a sequence");
+    assert!(!out_dir.exists());
+    // One .npy file is one tensor, not a sequence.
+    let one = npy(dir.path(), "one.npy", "<i8", &[1], &9i64.to_le_bytes());
+    rejected(
+        &["run", m, "--input", &input("sequence", &one), "--input", &input("tensor", tensor.to_str().unwrap())],
+        "sequence",
+        "a sequence is a directory of tensor files or a .pb SequenceProto",
+    );
+}
+
+#[test]
+fn bfloat16_and_float8_outputs_are_written_as_float32() {
+    for (case, dtype) in
+        [("test_cast_FLOAT_to_BFLOAT16", "bfloat16"), ("test_cast_FLOAT_to_FLOAT8E4M3FN", "float8e4m3fn")]
+    {
+        let dir = common::root().join("fixtures/onnx-node").join(case);
+        let model = dir.join("model.onnx");
+        let m = model.to_str().unwrap();
+        let data = dir.join("test_data_set_0");
+        let tmp = tempfile::tempdir().unwrap();
+        let out_dir = tmp.path().join("out");
+        let out = diamond(&["run", m, "--input", data.to_str().unwrap(), "-o", out_dir.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{case}: {}", stderr(&out));
+        let written = out_dir.join("output.npy");
+        let note =
+            format!("note: {} holds float32: NumPy has no {dtype} (each value widens exactly)", written.display());
+        assert!(stdout(&out).contains(&note), "{case}: {}", stdout(&out));
+        // The file is float32 holding exactly the stored values.
+        let (header, values) = read_f32_npy(&written);
+        let stored = diamond_importers::tensor_file::read_tensor_file(&data.join("output_0.pb")).unwrap();
+        let stored = diamond_runtime::Tensor::from_ir(&stored).unwrap();
+        let dims: Vec<String> = stored.shape.iter().map(usize::to_string).collect();
+        assert!(header.contains(&format!("'shape': ({})", dims.join(", "))), "{header}");
+        let stored = stored.to_f64s().unwrap();
+        assert_eq!(values.len(), stored.len());
+        for (i, (&got, &want)) in values.iter().zip(&stored).enumerate() {
+            assert!(
+                f64::from(got) == want || (got.is_nan() && want.is_nan()),
+                "{case}: element {i}: {got}, stored {want}"
+            );
+        }
+        // The written directory compares equal to a later run; JSON says what the file holds.
+        let again = diamond(&["run", m, "--input", data.to_str().unwrap(), "--compare", out_dir.to_str().unwrap()]);
+        assert_eq!(again.status.code(), Some(0), "{case}: {}", stderr(&again));
+        assert!(stdout(&again).contains("(matches stored)"), "{case}: {}", stdout(&again));
+        let json_dir = tmp.path().join("json");
+        let json = diamond(&["run", m, "--input", data.to_str().unwrap(), "-o", json_dir.to_str().unwrap(), "--json"]);
+        let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+        assert_eq!(doc["written"][0]["dtype"], dtype);
+        assert_eq!(doc["written"][0]["file_dtype"], "float");
+        assert!(doc["written"][0]["note"].as_str().unwrap().contains("widens exactly"), "{doc}");
+    }
 }

@@ -1,6 +1,7 @@
 //! Diagnostics: stable codes, a message naming the facts that clash, and the
 //! provenance chain of each fact.
 
+use diamond_ir::term::SizeExpr;
 use serde::Serialize;
 use std::fmt;
 
@@ -143,6 +144,76 @@ pub struct Diagnostic {
     /// The two sizes that clash, for a dimension conflict (the message says them too).
     #[serde(skip)]
     pub clash: Option<(String, String)>,
+    /// For a warning that the model holds only under a condition on its
+    /// dynamic sizes (`implied-bound`, `divisibility`,
+    /// `dynamic-axis-specialized`): that condition, every part of which must
+    /// hold, for whoever binds the symbols to check (`diamond run`).
+    #[serde(skip)]
+    pub assumes: Vec<Assumption>,
+}
+
+/// One condition on the dynamic sizes that a model relies on, over the
+/// rigid symbols (`seq ≤ 64`, `batch*seq` divisible by 32, `batch = 1`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Assumption {
+    /// `lhs ≤ rhs`.
+    AtMost(SizeExpr, SizeExpr),
+    /// `lhs ≥ rhs`.
+    AtLeast(SizeExpr, SizeExpr),
+    /// `lhs = rhs`.
+    Equal(SizeExpr, SizeExpr),
+    /// `lhs = rhs` or `lhs = 1` (a dynamic axis broadcasting to a fixed one).
+    EqualOrOne(SizeExpr, SizeExpr),
+    /// `expr` is a multiple of the constant.
+    Divisible(SizeExpr, u64),
+}
+
+impl Assumption {
+    /// Whether the condition holds when every symbol has the value
+    /// `value_of` gives; `None` when a symbol has none (or the arithmetic
+    /// overflows), so that nothing can be said.
+    pub fn holds(&self, value_of: &dyn Fn(&str) -> Option<i64>) -> Option<bool> {
+        Some(match self {
+            Assumption::AtMost(a, b) => a.eval(value_of)? <= b.eval(value_of)?,
+            Assumption::AtLeast(a, b) => a.eval(value_of)? >= b.eval(value_of)?,
+            Assumption::Equal(a, b) => a.eval(value_of)? == b.eval(value_of)?,
+            Assumption::EqualOrOne(a, b) => {
+                let x = a.eval(value_of)?;
+                x == 1 || x == b.eval(value_of)?
+            }
+            Assumption::Divisible(e, k) => e.eval(value_of)?.rem_euclid(i64::try_from(*k).ok()?.max(1)) == 0,
+        })
+    }
+
+    /// The symbols the condition is about, each once.
+    pub fn symbols(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        let exprs: Vec<&SizeExpr> = match self {
+            Assumption::AtMost(a, b)
+            | Assumption::AtLeast(a, b)
+            | Assumption::Equal(a, b)
+            | Assumption::EqualOrOne(a, b) => vec![a, b],
+            Assumption::Divisible(e, _) => vec![e],
+        };
+        for name in exprs.into_iter().flat_map(SizeExpr::symbols) {
+            if !out.contains(&name) {
+                out.push(name);
+            }
+        }
+        out
+    }
+}
+
+impl fmt::Display for Assumption {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Assumption::AtMost(a, b) => write!(f, "{a} ≤ {b}"),
+            Assumption::AtLeast(a, b) => write!(f, "{a} ≥ {b}"),
+            Assumption::Equal(a, b) => write!(f, "{a} = {b}"),
+            Assumption::EqualOrOne(a, b) => write!(f, "{a} = {b} or {a} = 1"),
+            Assumption::Divisible(e, k) => write!(f, "{e} is divisible by {k}"),
+        }
+    }
 }
 
 impl fmt::Display for Diagnostic {

@@ -27,7 +27,7 @@ mod store;
 
 pub use cause::{Cause, CauseId, Origin};
 pub use constraint::{AffineSize, Constraint, SizeSum};
-pub use diagnostic::{Code, Diagnostic, Severity};
+pub use diagnostic::{Assumption, Code, Diagnostic, Severity};
 pub use graph::{check_model, CheckOptions, CheckReport};
 pub use names::Names;
 pub use solver::{Solution, SolvedTensor, Solver, TensorId, TensorKind};

@@ -252,7 +252,21 @@ impl Solver {
     /// Records a diagnostic that no single constraint produced (an invalid
     /// attribute, an unsupported operator) with the chain of `cause`.
     pub fn report_fact(&mut self, code: Code, message: String, cause: CauseId, notes: Vec<String>) {
-        let diagnostic = self.located(code, message, cause, notes);
+        self.report_fact_assuming(code, message, cause, notes, Vec::new());
+    }
+
+    /// [`Solver::report_fact`] for a warning that holds under `assumes`
+    /// (see [`crate::diagnostic::Diagnostic::assumes`]).
+    pub fn report_fact_assuming(
+        &mut self,
+        code: Code,
+        message: String,
+        cause: CauseId,
+        notes: Vec<String>,
+        assumes: Vec<crate::diagnostic::Assumption>,
+    ) {
+        let mut diagnostic = self.located(code, message, cause, notes);
+        diagnostic.assumes = assumes;
         self.diagnostics.push(diagnostic);
     }
 
@@ -602,9 +616,22 @@ impl Solver {
     /// Records a diagnostic for the failed constraint `cause`, with `facts`
     /// explaining each clashing term.
     pub(crate) fn report(&mut self, code: Code, message: String, cause: CauseId, facts: Vec<String>) {
+        self.report_assuming(code, message, cause, facts, Vec::new());
+    }
+
+    /// [`Solver::report`] for a warning that holds under `assumes`.
+    pub(crate) fn report_assuming(
+        &mut self,
+        code: Code,
+        message: String,
+        cause: CauseId,
+        facts: Vec<String>,
+        assumes: Vec<crate::diagnostic::Assumption>,
+    ) {
         let mut notes = facts;
         notes.push(format!("required by {}", self.causes.chain_text(cause)));
-        let diagnostic = self.located(code, message, cause, notes);
+        let mut diagnostic = self.located(code, message, cause, notes);
+        diagnostic.assumes = assumes;
         self.diagnostics.push(diagnostic);
     }
 
@@ -625,6 +652,7 @@ impl Solver {
             help: None,
             notes,
             clash: None,
+            assumes: Vec::new(),
         };
         if let Some(Origin::Operand { node, name, op, index, graph, operand }) = self.causes.origin(cause) {
             d.node = Some(if name.is_empty() { node.to_string() } else { name.to_string() });

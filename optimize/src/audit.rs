@@ -41,6 +41,7 @@ pub fn ones_vectors(model: &Model, report: &CheckReport) -> Vec<Diagnostic> {
             help: None,
             notes: Vec::new(),
             clash: None,
+            assumes: Vec::new(),
         });
     }
     notes

@@ -33,6 +33,24 @@ pub enum RunError {
         /// What clashes.
         problem: String,
     },
+    /// A fed input's shape contradicts what the model states or relies on:
+    /// a rank or a fixed size it declares, a symbol another input bound to
+    /// another size, a bound or divisibility the model assumes. Found by the
+    /// execution plan before anything runs.
+    #[error("input '{input}'{}: {problem} [rule: {rule}]", axis_text(*.axis))]
+    Binding {
+        /// The graph input.
+        input: String,
+        /// The axis of it, when the contradiction is about one.
+        axis: Option<usize>,
+        /// The rule broken: `declared-rank`, `declared-size`,
+        /// `declared-element-type`, `declared-kind`, `one-size-per-symbol`,
+        /// or the code of the check's warning that stated the assumption
+        /// (`implied-bound`, `divisibility`, `dynamic-axis-specialized`).
+        rule: String,
+        /// What clashes.
+        problem: String,
+    },
     /// The graph itself is malformed (cycle, undefined name, no main graph).
     #[error("invalid model: {0}")]
     InvalidModel(String),
@@ -60,10 +78,16 @@ impl RunError {
             RunError::Unsupported { op, reason, .. } => format!("{op}: {reason}"),
             RunError::Kernel { op, problem, .. } => format!("{op}: error: {problem}"),
             RunError::Input { problem, .. } => format!("input: {problem}"),
+            RunError::Binding { rule, .. } => format!("input: {rule}"),
             RunError::InvalidModel(m) => format!("invalid model: {m}"),
             RunError::Tensor { problem, .. } => format!("tensor: {problem}"),
         }
     }
+}
+
+/// ` axis N` for an error about one axis.
+fn axis_text(axis: Option<usize>) -> String {
+    axis.map_or_else(String::new, |a| format!(" axis {a}"))
 }
 
 /// A shorthand for results of the executor.

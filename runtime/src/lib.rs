@@ -3,7 +3,11 @@
 //! [`exec::run_model`] interprets a model's main graph over [`Tensor`]s:
 //! graph inputs are checked against their declared types (symbols bound
 //! consistently), nodes run in topological order, each value is dropped after
-//! its last use, and the peak of live bytes is reported. Kernels live in
+//! its last use, and the peak of live bytes is reported. [`plan::Plan`]
+//! predicts that peak before running: it binds the inputs' symbols through
+//! the solver's solution (refusing a fed shape that contradicts the model)
+//! and sizes every value; [`exec::run_planned`] then runs by the plan's
+//! [`schedule::Schedule`]. Kernels live in
 //! [`ops`], one file per operator family like `infer/src/ops/`; they are
 //! written to be obviously correct rather than fast: this executor is the
 //! oracle for every faster one.
@@ -18,8 +22,11 @@ pub mod exec;
 pub mod exotic;
 pub mod npy;
 pub mod ops;
+pub mod plan;
+pub mod schedule;
 pub mod tensor;
 
 pub use error::RunError;
-pub use exec::{run_model, RunOptions, RunResult};
+pub use exec::{run_model, run_planned, RunOptions, RunResult};
+pub use plan::{Fed, Plan};
 pub use tensor::{Data, Scalar, Tensor, Value};

@@ -1,15 +1,62 @@
 //! Writing tensors as NumPy `.npy` (format 1.0, little-endian, C order).
+//!
+//! NumPy has no bfloat16, float8, float4 or sub-byte integer types. Rather
+//! than an opaque `<V2` record (what `np.save` writes for an `ml_dtypes`
+//! array, which loads back as raw bytes), such a tensor is written widened
+//! to the nearest NumPy type that holds every one of its values exactly:
+//! float32 for bfloat16 and the float8/float4 types, int8/uint8 for the
+//! 4-bit and 2-bit integers. [`npy_elem`] says which type a tensor is
+//! written as, so that callers can say so.
 
 use crate::tensor::{Data, Tensor};
+use diamond_ir::ElemType;
 
-/// The `.npy` bytes of `t`. `bfloat16`, which NumPy lacks, is written as
-/// `float32`; strings are refused.
+/// The element type a tensor of `elem` is written as: itself where NumPy
+/// has it, else the exact widening; `None` for types no `.npy` holds
+/// (strings, complex).
+pub fn npy_elem(elem: ElemType) -> Option<ElemType> {
+    Some(match elem {
+        ElemType::Bfloat16
+        | ElemType::Float8e4m3fn
+        | ElemType::Float8e4m3fnuz
+        | ElemType::Float8e5m2
+        | ElemType::Float8e5m2fnuz
+        | ElemType::Float8e8m0
+        | ElemType::Float4e2m1 => ElemType::Float,
+        ElemType::Int4 | ElemType::Int2 => ElemType::Int8,
+        ElemType::Uint4 | ElemType::Uint2 => ElemType::Uint8,
+        ElemType::Float
+        | ElemType::Double
+        | ElemType::Float16
+        | ElemType::Int8
+        | ElemType::Int16
+        | ElemType::Int32
+        | ElemType::Int64
+        | ElemType::Uint8
+        | ElemType::Uint16
+        | ElemType::Uint32
+        | ElemType::Uint64
+        | ElemType::Bool => elem,
+        _ => return None,
+    })
+}
+
+/// The `.npy` bytes of `t`, in the type [`npy_elem`] gives; strings are
+/// refused.
 pub fn encode_npy(t: &Tensor) -> Result<Vec<u8>, String> {
-    let (descr, body): (&str, Vec<u8>) = match &t.data {
+    let written = npy_elem(t.elem()).ok_or_else(|| format!("{} tensors cannot be written as .npy", t.elem()))?;
+    let widened;
+    let data = if written == t.elem() {
+        &t.data
+    } else {
+        let values = t.data.to_f64s().ok_or_else(|| format!("{} tensors cannot be widened", t.elem()))?;
+        widened = Data::from_f64s(written, &values).ok_or_else(|| format!("cannot write {written}"))?;
+        &widened
+    };
+    let (descr, body): (&str, Vec<u8>) = match data {
         Data::F32(v) => ("<f4", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
         Data::F64(v) => ("<f8", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
         Data::F16(v) => ("<f2", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
-        Data::Bf16(v) => ("<f4", v.iter().flat_map(|x| x.to_f32().to_le_bytes()).collect()),
         Data::I8(v) => ("|i1", v.iter().map(|&x| x as u8).collect()),
         Data::I16(v) => ("<i2", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
         Data::I32(v) => ("<i4", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
@@ -19,7 +66,6 @@ pub fn encode_npy(t: &Tensor) -> Result<Vec<u8>, String> {
         Data::U32(v) => ("<u4", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
         Data::U64(v) => ("<u8", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
         Data::Bool(v) => ("|b1", v.iter().map(|&b| u8::from(b)).collect()),
-        Data::Str(_) => return Err("string tensors cannot be written as .npy".into()),
         other => return Err(format!("{} tensors cannot be written as .npy", other.elem())),
     };
     let shape = match t.shape.len() {
@@ -54,5 +100,31 @@ mod tests {
         let header = std::str::from_utf8(&bytes[10..10 + len]).unwrap();
         assert!(header.contains("'shape': (3,)"), "{header}");
         assert_eq!(bytes.len(), 10 + len + 24);
+    }
+
+    /// The elements of `.npy` bytes written as float32.
+    fn f32_body(bytes: &[u8]) -> (String, Vec<f32>) {
+        let len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+        let header = std::str::from_utf8(&bytes[10..10 + len]).unwrap().to_string();
+        let body = bytes[10 + len..].chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        (header, body)
+    }
+
+    #[test]
+    fn types_numpy_lacks_are_widened_exactly() {
+        // bfloat16 keeps 8 significant bits: these are all exact in it.
+        let values = [1.5, -2.0, 3.25, 0.0078125, -65280.0, f64::INFINITY];
+        let t = Tensor { shape: vec![2, 3], data: Data::from_f64s(ElemType::Bfloat16, &values).unwrap() };
+        let (header, body) = f32_body(&encode_npy(&t).unwrap());
+        assert!(header.contains("'descr': '<f4'") && header.contains("'shape': (2, 3)"), "{header}");
+        assert_eq!(body, values.iter().map(|&v| v as f32).collect::<Vec<_>>());
+        let f8 = Tensor { shape: vec![2], data: Data::from_f64s(ElemType::Float8e4m3fn, &[448.0, -0.5]).unwrap() };
+        assert_eq!(f32_body(&encode_npy(&f8).unwrap()).1, vec![448.0, -0.5]);
+        let i4 = Tensor { shape: vec![2], data: Data::from_f64s(ElemType::Int4, &[-8.0, 7.0]).unwrap() };
+        let bytes = encode_npy(&i4).unwrap();
+        assert_eq!(&bytes[bytes.len() - 2..], &[0xf8, 0x07]);
+        assert_eq!(npy_elem(ElemType::Int4), Some(ElemType::Int8));
+        assert_eq!(npy_elem(ElemType::Float16), Some(ElemType::Float16), "NumPy has float16: kept");
+        assert_eq!(npy_elem(ElemType::String), None);
     }
 }

@@ -459,13 +459,20 @@ impl Data {
     pub fn byte_size(&self) -> u64 {
         match self {
             Data::Str(v) => v.iter().map(|s| s.len() as u64).sum(),
-            Data::Bool(v) => v.len() as u64,
-            other => {
-                let width = (other.elem().bit_width().unwrap_or(8) as u64 / 8).max(1);
-                other.len() as u64 * width
-            }
+            other => other.len() as u64 * elem_bytes(other.elem()).unwrap_or(1),
         }
     }
+}
+
+/// Bytes one element of `elem` takes in memory: its width rounded up to a
+/// byte (bool, 4-bit and 2-bit types take one each, unpacked); `None` for
+/// strings, whose size is their length. The execution plan predicts sizes
+/// with it, so it must stay the executor's measure.
+pub fn elem_bytes(elem: ElemType) -> Option<u64> {
+    if elem == ElemType::String {
+        return None;
+    }
+    Some((elem.bit_width().unwrap_or(8) as u64 / 8).max(1))
 }
 
 /// A dense tensor.

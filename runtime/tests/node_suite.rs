@@ -5,13 +5,19 @@
 //!
 //! Each case is a pass, a refusal (the executor says what it lacks, or the
 //! stored data is not a tensor it can read), or wrong (it ran and disagreed).
+//! Each case is also planned ([`Plan`]): a plan that refuses inputs the run
+//! accepts, a predicted size the run does not produce, or a predicted peak
+//! the run does not measure is a wrong case too.
+//!
 //! The test demands no wrong case and at least [`PASS_RATCHET`] passes; raise
 //! the ratchet when more pass. The refusal reasons, grouped, go to stderr;
 //! with `DIAMOND_UPDATE_RUN_STATUS=1` the per-case classification and the
 //! grouped summary are written to `fixtures/onnx-node-run-status.txt`.
 
 use diamond_ir::{ElemType, TypeInfo, TypeValue};
-use diamond_runtime::{run_model, RunOptions, Tensor, Value};
+use diamond_runtime::exec::DumpSet;
+use diamond_runtime::plan::Size;
+use diamond_runtime::{run_model, run_planned, Fed, Plan, RunOptions, Tensor, Value};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -32,7 +38,11 @@ fn root() -> PathBuf {
 }
 
 enum Outcome {
-    Pass,
+    /// It ran and agreed; `predicted`: the plan predicted its peak (else
+    /// some size was data-dependent, and the plan said so).
+    Pass {
+        predicted: bool,
+    },
     Refused(String),
     Wrong(String),
 }
@@ -205,11 +215,43 @@ fn evaluate(case: &Path) -> Outcome {
             Err(e) => return Outcome::Refused(e),
         }
     }
-    let result = match run_model(&model, inputs, &RunOptions::default()) {
+    // Every case is planned too: the plan must accept what the run accepts,
+    // and every size it predicts (and its peak, when it predicts one) must
+    // be what the run measures.
+    let fed: Vec<(String, Fed)> = inputs.iter().map(|(n, v)| (n.clone(), Fed::of(v))).collect();
+    let plan = Plan::new(&model, &fed);
+    let options = RunOptions { dump: Some(DumpSet::All) };
+    let run = match &plan {
+        Ok(plan) => run_planned(&model, plan, inputs, &options),
+        Err(_) => run_model(&model, inputs, &options),
+    };
+    let result = match run {
         Ok(r) => r,
         Err(e) if e.is_refusal() => return Outcome::Refused(e.group()),
         Err(e) => return Outcome::Refused(format!("error: {}", e.group())),
     };
+    let plan = match plan {
+        Ok(plan) => plan,
+        Err(e) => return Outcome::Wrong(format!("the plan refuses inputs the run accepts: {e}")),
+    };
+    for (name, value) in &result.dumped {
+        match plan.values().iter().find(|v| v.name == *name).map(|v| &v.size) {
+            Some(Size::Bytes(b)) if *b != value.byte_size() => {
+                return Outcome::Wrong(format!(
+                    "plan: '{name}' predicted {b} bytes, the run made {}",
+                    value.byte_size()
+                ));
+            }
+            Some(_) => {}
+            None => return Outcome::Wrong(format!("plan: '{name}' was computed but the plan does not hold it")),
+        }
+    }
+    if let Some(p) = plan.predicted_peak_bytes() {
+        if p != result.peak_bytes {
+            return Outcome::Wrong(format!("plan: predicted peak {p} bytes, measured {}", result.peak_bytes));
+        }
+    }
+    let predicted = plan.predicted_peak_bytes().is_some();
     if result.outputs.len() != expected.len() {
         return Outcome::Wrong(format!("{} outputs, stored {}", result.outputs.len(), expected.len()));
     }
@@ -220,7 +262,7 @@ fn evaluate(case: &Path) -> Outcome {
             return Outcome::Wrong(format!("output {k}: {e}"));
         }
     }
-    Outcome::Pass
+    Outcome::Pass { predicted }
 }
 
 #[test]
@@ -233,7 +275,7 @@ fn node_suite_runs_without_wrong_results() {
         .collect();
     cases.sort();
     let filter = std::env::var("NODE_FILTER").ok();
-    let (mut pass, mut wrong, mut refused) = (0, Vec::new(), 0);
+    let (mut pass, mut wrong, mut refused, mut predicted) = (0, Vec::new(), 0, 0);
     let mut reasons: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut lines = String::new();
     for case in &cases {
@@ -242,8 +284,9 @@ fn node_suite_runs_without_wrong_results() {
             continue;
         }
         match evaluate(case) {
-            Outcome::Pass => {
+            Outcome::Pass { predicted: p } => {
                 pass += 1;
+                predicted += usize::from(p);
                 writeln!(lines, "{name} pass").unwrap();
             }
             Outcome::Refused(r) => {
@@ -265,6 +308,8 @@ fn node_suite_runs_without_wrong_results() {
         wrong.len(),
         pass + wrong.len() + refused
     );
+    writeln!(summary, "# the plan predicts the peak of {predicted} passing cases exactly; the rest are partial")
+        .unwrap();
     summary.push_str("# refusals by reason (count, reason, first cases)\n");
     for (reason, names) in &groups {
         let first: Vec<&str> = names.iter().take(3).map(String::as_str).collect();

@@ -419,6 +419,7 @@ mod tests {
             help: None,
             notes: Vec::new(),
             clash: None,
+            assumes: Vec::new(),
         }
     }
 

@@ -80,6 +80,7 @@ pub(crate) mod tests {
             help: None,
             notes: Vec::new(),
             clash: None,
+            assumes: Vec::new(),
         }
     }
 

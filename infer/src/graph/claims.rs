@@ -9,7 +9,7 @@
 //! inference fills in.
 
 use super::report::{at_producer, DimReport, ValueReport};
-use crate::diagnostic::{Code, Diagnostic, Severity};
+use crate::diagnostic::{Assumption, Code, Diagnostic, Severity};
 use diamond_ir::term::{size_text_symbols, SizeExpr};
 use diamond_ir::types::{DimValue, TypeValue};
 use diamond_ir::Graph;
@@ -93,21 +93,38 @@ pub fn is_claim(param: &str, symbols: &HashSet<String>) -> bool {
 /// `min(512, seq)`: `seq ≤ 512`); `None` when no such condition makes them
 /// agree.
 pub fn agreement_condition(declared: &SizeExpr, inferred: &SizeExpr) -> Option<String> {
+    agreement_assumptions(declared, inferred).map(|(text, _)| text)
+}
+
+/// [`agreement_condition`] as text and as the conditions to check once the
+/// symbols are bound.
+pub fn agreement_assumptions(declared: &SizeExpr, inferred: &SizeExpr) -> Option<(String, Vec<Assumption>)> {
     one_sided(declared, inferred).or_else(|| one_sided(inferred, declared))
 }
 
 /// `plain` equals `extremum` when `extremum` is `min(plain, c)` (then
 /// `plain ≤ c`) or `max(plain, c)` (then `plain ≥ c`).
-fn one_sided(plain: &SizeExpr, extremum: &SizeExpr) -> Option<String> {
-    let (operands, relation) = match (extremum.min_operands(), extremum.max_operands()) {
-        (Some(ops), _) => (ops, "≤"),
-        (None, Some(ops)) => (ops, "≥"),
+fn one_sided(plain: &SizeExpr, extremum: &SizeExpr) -> Option<(String, Vec<Assumption>)> {
+    let (operands, at_most) = match (extremum.min_operands(), extremum.max_operands()) {
+        (Some(ops), _) => (ops, true),
+        (None, Some(ops)) => (ops, false),
         _ => return None,
     };
     let at = operands.iter().position(|o| o == plain)?;
-    let others: Vec<String> =
-        operands.iter().enumerate().filter(|(i, _)| *i != at).map(|(_, o)| o.to_string()).collect();
-    Some(format!("{plain} {relation} {}", others.join(", ")))
+    let others: Vec<&SizeExpr> = operands.iter().enumerate().filter(|(i, _)| *i != at).map(|(_, o)| o).collect();
+    let text: Vec<String> = others.iter().map(|o| o.to_string()).collect();
+    let relation = if at_most { "≤" } else { "≥" };
+    let assumes = others
+        .into_iter()
+        .map(|o| {
+            if at_most {
+                Assumption::AtMost(plain.clone(), o.clone())
+            } else {
+                Assumption::AtLeast(plain.clone(), o.clone())
+            }
+        })
+        .collect();
+    Some((format!("{plain} {relation} {}", text.join(", ")), assumes))
 }
 
 /// One declaration of a dim that the exporter named without knowing it.
@@ -165,8 +182,8 @@ pub(crate) fn check_declarations(
                     if *e == inferred {
                         continue;
                     }
-                    match agreement_condition(e, &inferred) {
-                        Some(condition) => {
+                    match agreement_assumptions(e, &inferred) {
+                        Some((condition, assumes)) => {
                             let message = format!(
                                 "'{name}' axis {axis} is declared as {e} where the graph implies {inferred}: \
                                  they agree only when {condition}"
@@ -175,6 +192,7 @@ pub(crate) fn check_declarations(
                             let mut d =
                                 at_producer(graph, id, Code::ImpliedBound, message, Some(axis), help, Vec::new());
                             d.severity = Severity::Warning;
+                            d.assumes = assumes;
                             diagnostics.push(d);
                         }
                         None => {
@@ -288,6 +306,7 @@ fn info(graph: &Graph, id: Option<diamond_ir::ValueId>, message: String, axis: u
             help: None,
             notes: Vec::new(),
             clash: None,
+            assumes: Vec::new(),
         },
     };
     d.severity = Severity::Info;

@@ -598,8 +598,21 @@ impl<'l, 'm> OpCtx<'l, 'm> {
 
     /// Reports `code` about `operand` (`input 1`) of this node.
     pub fn report_at(&mut self, code: Code, operand: &str, message: String) {
+        self.report_assuming(code, operand, message, Vec::new());
+    }
+
+    /// [`OpCtx::report_at`] for a warning that the model holds only under
+    /// `assumes` (a bound, a divisibility), which `diamond run` checks once
+    /// the symbols are bound.
+    pub fn report_assuming(
+        &mut self,
+        code: Code,
+        operand: &str,
+        message: String,
+        assumes: Vec<crate::diagnostic::Assumption>,
+    ) {
         let cause = self.cause(operand, "operator rule");
-        self.low.solver.report_fact(code, crate::diagnostic::shorten(message), cause, Vec::new());
+        self.low.solver.report_fact_assuming(code, crate::diagnostic::shorten(message), cause, Vec::new(), assumes);
     }
 
     /// An `invalid-attribute` error at this node; the message is prefixed with the node.

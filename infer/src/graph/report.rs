@@ -315,5 +315,6 @@ pub(crate) fn at_producer(
         help: Some(help),
         notes,
         clash: None,
+        assumes: Vec::new(),
     }
 }

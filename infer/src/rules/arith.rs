@@ -97,7 +97,8 @@ impl Solver {
         let (sa, sb) = (self.show_flat(a), self.show_flat(b));
         if pa.as_constant().is_none() || pb.as_constant().is_none() {
             let message = format!("dynamic axis assumed specialized: {sa} and {sb} hold the same number of elements only when {pa} = {pb}");
-            self.report(Code::DynamicAxisSpecialized, message, cause, Vec::new());
+            let assumes = vec![crate::diagnostic::Assumption::Equal(pa.clone(), pb.clone())];
+            self.report_assuming(Code::DynamicAxisSpecialized, message, cause, Vec::new(), assumes);
             return;
         }
         let message = format!("element count mismatch: {sa} holds {pa} elements but {sb} holds {pb}");

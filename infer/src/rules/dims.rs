@@ -7,7 +7,7 @@
 //! `dynamic-axis-specialized` and solving goes on.
 
 use crate::cause::CauseId;
-use crate::diagnostic::Code;
+use crate::diagnostic::{Assumption, Code};
 use crate::interned::D;
 use crate::solver::{Solver, Step, Watch};
 use diamond_ir::term::{Basis, Dim, Size, SizeExpr};
@@ -75,23 +75,26 @@ impl Solver {
         let table = &self.store.table;
         let (x_rigid, y_rigid) = (table.is_rigid(x), table.is_rigid(y));
         let (x, y) = (table.dim(x), table.dim(y));
-        if let Some(bound) = implied_bound(&x, &y).or_else(|| implied_bound(&y, &x)) {
+        if let Some((bound, assumes)) = implied_bound(&x, &y).or_else(|| implied_bound(&y, &x)) {
             let message = format!("`{x} {relation} {y}` holds only when {bound}: the model assumes it");
-            self.report(Code::ImpliedBound, message, cause, facts);
+            self.report_assuming(Code::ImpliedBound, message, cause, facts, assumes);
             return;
         }
         if x_rigid || y_rigid {
             let (symbol, other) = if x_rigid { (&x, &y) } else { (&y, &x) };
             // `s ⊑ d` also holds when the symbol is 1 (it broadcasts); `d ⊑ s` only when s = d.
-            let condition = if relation == "⊑" && x_rigid && !y.is_unit() {
-                format!("{x} = {y} or {x} = 1")
-            } else {
-                format!("{x} = {y}")
+            let or_one = relation == "⊑" && x_rigid && !y.is_unit();
+            let condition = if or_one { format!("{x} = {y} or {x} = 1") } else { format!("{x} = {y}") };
+            let (ex, ey) = (size_expr(&x.size), size_expr(&y.size));
+            let assumes = match (ex, ey) {
+                (Some(a), Some(b)) if or_one => vec![Assumption::EqualOrOne(a, b)],
+                (Some(a), Some(b)) => vec![Assumption::Equal(a, b)],
+                _ => Vec::new(),
             };
             let message = format!(
                 "dynamic axis {symbol} assumed to be {other}: `{x} {relation} {y}` holds only when {condition}"
             );
-            self.report(Code::DynamicAxisSpecialized, message, cause, facts);
+            self.report_assuming(Code::DynamicAxisSpecialized, message, cause, facts, assumes);
             return;
         }
         let message = match code {
@@ -165,16 +168,23 @@ impl Solver {
 
 /// When `m` is `min(e, rest...)` and `e` is the other side, the two are equal
 /// exactly when `e` is at most each other operand: the bound (`seq ≤ 512`)
-/// a graph that slices a fixed-size table by a dynamic length relies on.
-fn implied_bound(m: &Dim, e: &Dim) -> Option<String> {
+/// a graph that slices a fixed-size table by a dynamic length relies on,
+/// as text and as the conditions to check once the symbols are bound.
+fn implied_bound(m: &Dim, e: &Dim) -> Option<(String, Vec<Assumption>)> {
     let (Size::Symbolic(mx), ex) = (&m.size, &e.size) else { return None };
     let operands = mx.min_operands()?;
-    let e_expr = match ex {
-        Size::Known(n) => SizeExpr::constant(i64::try_from(*n).ok()?),
-        Size::Symbolic(x) => (**x).clone(),
-    };
+    let e_expr = size_expr(ex)?;
     let at = operands.iter().position(|o| *o == e_expr)?;
-    let others: Vec<String> =
-        operands.iter().enumerate().filter(|(i, _)| *i != at).map(|(_, o)| o.to_string()).collect();
-    Some(format!("{e_expr} ≤ {}", others.join(" and ")))
+    let others: Vec<&SizeExpr> = operands.iter().enumerate().filter(|(i, _)| *i != at).map(|(_, o)| o).collect();
+    let text: Vec<String> = others.iter().map(|o| o.to_string()).collect();
+    let assumes = others.into_iter().map(|o| Assumption::AtMost(e_expr.clone(), o.clone())).collect();
+    Some((format!("{e_expr} ≤ {}", text.join(" and ")), assumes))
+}
+
+/// A size as an expression (`None` past `i64`).
+fn size_expr(size: &Size) -> Option<SizeExpr> {
+    match size {
+        Size::Known(n) => Some(SizeExpr::constant(i64::try_from(*n).ok()?)),
+        Size::Symbolic(x) => Some((**x).clone()),
+    }
 }

@@ -201,6 +201,31 @@ impl SizeExpr {
         Some(total)
     }
 
+    /// The symbols the expression mentions, each once, in the order of the
+    /// normal form, including those inside roundings, `min` and `max`
+    /// (`min(64, seq)*batch + batch` names `batch` and `seq`).
+    pub fn symbols(&self) -> Vec<&str> {
+        let mut out = Vec::new();
+        self.collect_symbols(&mut out);
+        out
+    }
+
+    fn collect_symbols<'a>(&'a self, out: &mut Vec<&'a str>) {
+        for atoms in self.terms.keys() {
+            for atom in atoms {
+                match atom {
+                    Atom::Symbol(name) => {
+                        if !out.contains(&name.as_str()) {
+                            out.push(name);
+                        }
+                    }
+                    Atom::FloorDiv(e, _) | Atom::CeilDiv(e, _) => e.collect_symbols(out),
+                    Atom::Min(args) | Atom::Max(args) => args.iter().for_each(|a| a.collect_symbols(out)),
+                }
+            }
+        }
+    }
+
     /// The operands when the expression is exactly `min(a, b, ...)`.
     pub fn min_operands(&self) -> Option<&[SizeExpr]> {
         self.extremum_operands(true)
@@ -359,6 +384,17 @@ mod tests {
         let m = c(2048).mul(&s("s")).unwrap();
         assert_eq!(m.monomial_parts(), Some((s("s"), 2048)));
         assert_eq!(c(12).monomial_parts(), Some((c(1), 12)));
+    }
+
+    #[test]
+    fn symbols_are_listed_once_with_those_inside_atoms() {
+        let inner = SizeExpr::min(&c(64), &s("seq"));
+        let e = inner.mul(&s("batch")).unwrap().add(&s("batch")).unwrap();
+        let mut names = e.symbols();
+        names.sort();
+        assert_eq!(names, vec!["batch", "seq"]);
+        assert_eq!(s("p").add(&s("s")).unwrap().floor_div(4).unwrap().symbols().len(), 2);
+        assert!(c(12).symbols().is_empty());
     }
 
     #[test]

@@ -338,14 +338,20 @@ fn call_function(ctx: &NodeCtx<'_>, f: &diamond_ir::Function) -> Result<Outs> {
     Ok(run.outputs.into_iter().map(Some).collect())
 }
 
+/// The model-local function a node calls: the one of its (domain, op type,
+/// overload), if the model defines it.
+pub fn model_function<'m>(model: &'m Model, node: &Node) -> Option<&'m diamond_ir::Function> {
+    model.functions.iter().find(|f| {
+        f.name.as_deref() == Some(node.op_type())
+            && f.domain.as_deref().unwrap_or("") == node.domain()
+            && f.overload.as_deref().unwrap_or("") == node.overload.as_deref().unwrap_or("")
+    })
+}
+
 /// Runs the node.
 pub fn run_node(ctx: &NodeCtx<'_>) -> Result<Outs> {
     let domain = ctx.node.domain();
-    if let Some(f) = ctx.model.functions.iter().find(|f| {
-        f.name.as_deref() == Some(ctx.op())
-            && f.domain.as_deref().unwrap_or("") == domain
-            && f.overload.as_deref().unwrap_or("") == ctx.node.overload.as_deref().unwrap_or("")
-    }) {
+    if let Some(f) = model_function(ctx.model, ctx.node) {
         return call_function(ctx, f);
     }
     if domain == "ai.onnx.preview" && ctx.op() == "FlexAttention" {

@@ -888,7 +888,15 @@ fn dropout(ctx: &NodeCtx<'_>) -> Result<Outs> {
     if training && ratio != 0.0 {
         return Err(ctx.unsupported("training mode (random masks)"));
     }
-    let mask = Tensor { shape: x.shape.clone(), data: Data::Bool(vec![true; x.len()]) };
+    // Before opset 10 the mask has the input's type (ones where kept); from
+    // opset 10 it is bool.
+    let data = if ctx.opset < 10 {
+        Data::from_f64s(x.elem(), &vec![1.0; x.len()])
+            .ok_or_else(|| ctx.err(format!("a mask of {} before opset 10", x.elem())))?
+    } else {
+        Data::Bool(vec![true; x.len()])
+    };
+    let mask = Tensor { shape: x.shape.clone(), data };
     Ok(vec![Some(Value::Tensor(x.clone())), Some(Value::Tensor(mask))])
 }
 

@@ -123,11 +123,11 @@ fn reshape(ctx: &mut OpCtx) -> Result<(), Defer> {
                 ctx.invalid(message);
                 return unknown_outputs(ctx);
             }
-            Inferred::Assumed(d, message) => {
+            Inferred::Assumed(d, message, assumes) => {
                 // The element count holds only under the stated divisibility.
                 dims[at] = d;
                 count_constraint = false;
-                ctx.report_at(crate::diagnostic::Code::Divisibility, "input 1", message);
+                ctx.report_assuming(crate::diagnostic::Code::Divisibility, "input 1", message, vec![assumes]);
             }
             Inferred::Unsolvable => count_constraint = false,
             Inferred::Later => {}
@@ -171,8 +171,8 @@ enum Inferred {
     /// The element counts cannot match.
     Invalid(String),
     /// Symbolic sizes that divide only when a dynamic size is a multiple of
-    /// a constant: its dimension, and the assumption (a `divisibility` warning).
-    Assumed(DimTerm, String),
+    /// a constant: its dimension, the `divisibility` warning, and its condition.
+    Assumed(DimTerm, String, crate::diagnostic::Assumption),
     /// Symbolic sizes that do not divide: nothing is said.
     Unsolvable,
     /// Sizes not known yet: the element-count constraint will solve it.
@@ -236,7 +236,8 @@ fn inferred_dim(ctx: &mut OpCtx, input: &[DimTerm], dims: &[DimTerm], at: usize)
                          {dividend} is divisible by {divisor}",
                         ctx.label()
                     );
-                    Inferred::Assumed(dim_of_expr(ctx, quotient), message)
+                    let assumes = crate::diagnostic::Assumption::Divisible(dividend, divisor);
+                    Inferred::Assumed(dim_of_expr(ctx, quotient), message, assumes)
                 }
                 None => Inferred::Unsolvable,
             },

@@ -488,7 +488,8 @@ fn gathered_within(ctx: &mut OpCtx, table: &DimTerm, axis: usize) {
         "{}: the indices (input 1) are all below {bound}, and stay within the {size} entries of input 0's axis {axis} only when {bound} ≤ {size}: the model assumes it",
         ctx.label()
     );
-    ctx.report_at(crate::diagnostic::Code::ImpliedBound, "input 1", message);
+    let assumes = vec![crate::diagnostic::Assumption::AtMost(bound, size)];
+    ctx.report_assuming(crate::diagnostic::Code::ImpliedBound, "input 1", message, assumes);
 }
 
 /// `GatherElements`: the output has the indices' shape.
