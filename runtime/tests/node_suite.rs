@@ -23,7 +23,7 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 /// Cases that must pass; raise it as the executor grows.
-const PASS_RATCHET: usize = 1865;
+const PASS_RATCHET: usize = 1875;
 
 const RTOL: f64 = 1e-3;
 const ATOL: f64 = 1e-7;
@@ -120,6 +120,59 @@ fn read_value(path: &Path, declared: Option<&TypeInfo>) -> Result<Value, String>
         }
         _ => read(path).map(Value::Tensor),
     }
+}
+
+/// Cases whose stored outputs are NumPy's random draws: no runtime
+/// reproduces them, so the run is held to the shape, the element type and
+/// what the distribution allows, not to the values.
+const RANDOM_CASES: &[&str] = &["test_bernoulli", "test_training_dropout"];
+
+/// The checks of a random case: every output has the stored one's shape
+/// and type; Bernoulli draws are 0 or 1, and 0 where p is 0, 1 where p is
+/// 1; a training Dropout keeps an element scaled by `1/(1−ratio)` exactly
+/// where its mask is set and writes 0 elsewhere.
+fn compare_random(case: &str, inputs: &[(String, Value)], got: &[&Value], want: &[Value]) -> Result<(), String> {
+    let tensor = |v: &Value| match v {
+        Value::Tensor(t) => Ok(t.clone()),
+        other => Err(format!("a {} where a tensor was stored", other.kind())),
+    };
+    for (k, (g, w)) in got.iter().zip(want).enumerate() {
+        let (g, w) = (tensor(g)?, tensor(w)?);
+        if g.shape != w.shape || g.elem() != w.elem() {
+            return Err(format!("output {k}: {}{:?} where {}{:?} was stored", g.elem(), g.shape, w.elem(), w.shape));
+        }
+    }
+    let first = tensor(inputs.first().map(|(_, v)| v).ok_or("no input")?)?;
+    let x = first.to_f64s().ok_or("the input is not numeric")?;
+    let out = tensor(got[0])?.to_f64s().ok_or("the output is not numeric")?;
+    if case.starts_with("test_bernoulli") {
+        for (i, (&p, &b)) in x.iter().zip(&out).enumerate() {
+            let allowed = (b == 0.0 || b == 1.0) && !(p == 0.0 && b != 0.0) && !(p == 1.0 && b != 1.0);
+            if !allowed {
+                return Err(format!("element {i}: drew {b} with p = {p}"));
+            }
+        }
+        return Ok(());
+    }
+    let ratio = match inputs.get(1) {
+        Some((_, v)) => tensor(v)?.to_f64s().and_then(|r| r.first().copied()).ok_or("ratio")?,
+        None => 0.5,
+    };
+    let mask: Option<Vec<f64>> = got.get(1).map(|m| tensor(m).ok().and_then(|t| t.to_f64s())).flatten();
+    let scale = 1.0 / (1.0 - ratio);
+    for (i, (&v, &o)) in x.iter().zip(&out).enumerate() {
+        let kept = (o - v * scale).abs() <= 1e-5 * (v * scale).abs().max(1.0);
+        let dropped = o == 0.0;
+        let agrees = match mask.as_ref().map(|m| m[i] != 0.0) {
+            Some(true) => kept,
+            Some(false) => dropped,
+            None => kept || dropped,
+        };
+        if !agrees {
+            return Err(format!("element {i}: {o} from {v} at ratio {ratio}"));
+        }
+    }
+    Ok(())
 }
 
 fn compare_values(got: &Value, want: &Value, atol: f64) -> Result<(), String> {
@@ -221,6 +274,9 @@ fn evaluate(case: &Path) -> Outcome {
     let fed: Vec<(String, Fed)> = inputs.iter().map(|(n, v)| (n.clone(), Fed::of(v))).collect();
     let plan = Plan::new(&model, &fed);
     let options = RunOptions { dump: Some(DumpSet::All) };
+    let case_name = case.file_name().unwrap_or_default().to_string_lossy().into_owned();
+    let random = RANDOM_CASES.iter().any(|p| case_name.starts_with(p));
+    let fed_values = if random { inputs.clone() } else { Vec::new() };
     let run = match &plan {
         Ok(plan) => run_planned(&model, plan, inputs, &options),
         Err(_) => run_model(&model, inputs, &options),
@@ -254,6 +310,13 @@ fn evaluate(case: &Path) -> Outcome {
     let predicted = plan.predicted_peak_bytes().is_some();
     if result.outputs.len() != expected.len() {
         return Outcome::Wrong(format!("{} outputs, stored {}", result.outputs.len(), expected.len()));
+    }
+    if random {
+        let got: Vec<&Value> = result.outputs.iter().map(|(_, v)| v).collect();
+        return match compare_random(&case_name, &fed_values, &got, &expected) {
+            Ok(()) => Outcome::Pass { predicted },
+            Err(e) => Outcome::Wrong(format!("random outputs: {e}")),
+        };
     }
     for (k, ((_, got), want)) in result.outputs.iter().zip(&expected).enumerate() {
         let name = case.file_name().unwrap_or_default().to_string_lossy();

@@ -8,6 +8,7 @@ mod elementwise;
 mod misc;
 mod ml;
 pub(crate) mod nn;
+mod random;
 pub(crate) mod reduce_linalg;
 mod resize;
 mod rnn;
@@ -391,6 +392,9 @@ pub fn run_node(ctx: &NodeCtx<'_>) -> Result<Outs> {
         return result;
     }
     if let Some(result) = control::dispatch(ctx) {
+        return result;
+    }
+    if let Some(result) = random::dispatch(ctx) {
         return result;
     }
     Err(ctx.unsupported("operator not implemented"))

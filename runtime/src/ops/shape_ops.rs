@@ -886,7 +886,10 @@ fn dropout(ctx: &NodeCtx<'_>) -> Result<Outs> {
         None => f64::from(ctx.attr_f("ratio", 0.5)),
     };
     if training && ratio != 0.0 {
-        return Err(ctx.unsupported("training mode (random masks)"));
+        if ctx.opset < 12 {
+            return Err(ctx.err("training mode is an input only from opset 12"));
+        }
+        return super::random::dropout_training(ctx, x, ratio);
     }
     // Before opset 10 the mask has the input's type (ones where kept); from
     // opset 10 it is bool.
