@@ -649,3 +649,34 @@ fn fuse_layer_norm_finds_the_decomposed_forms() {
     assert!(matches!(outcome.verdict, Some(Verdict::Agrees(_))), "{:?}", outcome.verdict);
     same_outputs_within(&model, &outcome.model, &[&[2, 5, 8]], 1e-5);
 }
+
+#[test]
+fn merge_parallel_matmuls_joins_projections_of_one_input() {
+    let model = load(&fixture("parallel_matmuls.onnx"));
+    let outcome = run_passes(&model, &["merge-parallel-matmuls", "dead-code"]);
+    expect![[r#"
+        input x: float [batch, seq, 8]
+        input t: float [n, 8]
+        input fed: float [8, 3]
+        init wk: float [8, 4]
+        init wv: float [8, 6]
+        init x_joined_weight: float [8, 14]
+        init x_split_sizes: int64 [3]
+        init x_joined_bias: float [14]
+        MatMul(x, x_joined_weight) -> x_joined_product
+        Add(x_joined_product, x_joined_bias) -> x_joined_sum
+        Split(x_joined_sum, x_split_sizes) {axis=-1} -> q, k, v
+        MatMul(t, wk) -> a
+        MatMul(t, wv) -> b
+        MatMul(x, fed) -> c
+        output q
+        output k
+        output v
+        output a
+        output b
+        output c
+    "#]]
+    .assert_eq(&graph_text(&outcome.model));
+    assert!(matches!(outcome.verdict, Some(Verdict::Agrees(_))), "{:?}", outcome.verdict);
+    same_outputs_within(&model, &outcome.model, &[&[2, 3, 8], &[4, 8], &[8, 3]], 1e-5);
+}

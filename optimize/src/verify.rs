@@ -30,14 +30,15 @@ pub enum Verdict {
 pub fn verify(original: &Model, result: &Model, seed: u64) -> Verdict {
     let Some(graph) = original.main_graph() else { return Verdict::Skipped("no graph".into()) };
     // Random draws follow each node's seed or name: equal values would prove nothing, different ones nothing wrong.
-    let random = |m: &Model| {
-        m.graphs.iter().flat_map(|(_, g)| g.nodes.iter()).find(|(_, n)| {
+    let random = |m: &Model| -> Option<String> {
+        m.graphs.iter().flat_map(|(_, g)| g.nodes.iter()).find_map(|(_, n)| {
             let training_dropout = n.op_type() == "Dropout" && n.inputs.len() > 2;
-            n.domain().is_empty() && (crate::passes::NONDETERMINISTIC.contains(&n.op_type()) || training_dropout)
+            let draws = crate::passes::NONDETERMINISTIC.contains(&n.op_type()) || training_dropout;
+            (n.domain().is_empty() && draws).then(|| n.op_type().to_string())
         })
     };
-    if let Some((_, n)) = random(original).or_else(|| random(result)) {
-        return Verdict::Skipped(format!("the model draws random numbers ({})", n.op_type()));
+    if let Some(op) = random(original).or_else(|| random(result)) {
+        return Verdict::Skipped(format!("the model draws random numbers ({op})"));
     }
     let symbols = symbols_in_order(original);
     let mut settings: Vec<HashMap<String, usize>> = vec![

@@ -21,6 +21,7 @@ mod merge_slices;
 mod merge_transposes;
 mod noop;
 mod pad_conv;
+mod parallel_matmul;
 mod pattern;
 mod reshape_targets;
 
@@ -48,6 +49,7 @@ pub const PASS_NAMES: &[&str] = &[
     "fuse-conv-bn",
     "fuse-conv-affine",
     "fuse-gemm",
+    "merge-parallel-matmuls",
     "fuse-pad",
     "fuse-gelu",
     "fuse-layer-norm",
@@ -76,6 +78,7 @@ pub fn pass_named(name: &str) -> Option<&'static dyn Pass> {
         "fuse-conv-bn" => &conv_bn::ConvBn,
         "fuse-conv-affine" => &conv_affine::ConvAffine,
         "fuse-gemm" => &matmul_add::MatMulAdd,
+        "merge-parallel-matmuls" => &parallel_matmul::ParallelMatMuls,
         "fuse-pad" => &pad_conv::PadIntoConv,
         "fuse-gelu" => &fuse_gelu::FuseGelu,
         "fuse-layer-norm" => &fuse_layer_norm::FuseLayerNorm,
