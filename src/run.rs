@@ -214,24 +214,6 @@ fn read_typed(name: &str, ty: Option<&TypeValue>, path: &Path) -> Result<Value, 
     }
 }
 
-/// A splitmix64 generator: small, seeded, and the same on every platform.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
 /// Random tensors for the declared inputs nothing fed.
 fn generate(
     graph: &Graph,
@@ -272,7 +254,7 @@ fn generate(
             }
         }
     }
-    let mut rng = Rng(seed);
+    let mut rng = diamond_runtime::SplitMix64(seed);
     for info in &graph.inputs {
         let Some(v) = info.value else { continue };
         let name = graph.value_name(v);
@@ -311,14 +293,16 @@ fn generate(
         };
         let count: usize = dims.iter().product();
         let data = match elem {
-            ElemType::Bool => Data::Bool((0..count).map(|_| rng.next() & 1 == 1).collect()),
-            ElemType::String => Data::Str((0..count).map(|_| format!("s{}", rng.next() % 100).into_bytes()).collect()),
+            ElemType::Bool => Data::Bool((0..count).map(|_| rng.next_u64() & 1 == 1).collect()),
+            ElemType::String => {
+                Data::Str((0..count).map(|_| format!("s{}", rng.next_u64() % 100).into_bytes()).collect())
+            }
             e if matches!(e, ElemType::Float | ElemType::Double | ElemType::Float16 | ElemType::Bfloat16) => {
                 let v: Vec<f64> = (0..count).map(|_| rng.unit() * 2.0 - 1.0).collect();
                 Data::from_f64s(e, &v).ok_or_else(|| bad(format!("input '{name}': cannot generate {e}")))?
             }
             e => {
-                let v: Vec<f64> = (0..count).map(|_| (rng.next() % 10) as f64).collect();
+                let v: Vec<f64> = (0..count).map(|_| (rng.next_u64() % 10) as f64).collect();
                 Data::from_f64s(e, &v).ok_or_else(|| bad(format!("input '{name}': cannot generate {e}")))?
             }
         };

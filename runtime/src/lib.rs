@@ -23,10 +23,12 @@ pub mod exotic;
 pub mod npy;
 pub mod ops;
 pub mod plan;
+pub mod rng;
 pub mod schedule;
 pub mod tensor;
 
 pub use error::RunError;
 pub use exec::{run_model, run_planned, RunOptions, RunResult};
 pub use plan::{Fed, Plan};
+pub use rng::SplitMix64;
 pub use tensor::{Data, Scalar, Tensor, Value};

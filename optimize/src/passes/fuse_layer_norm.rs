@@ -13,26 +13,13 @@
 //! only inside the pattern and not part of the interface, the result's
 //! shape `x`'s.
 
-use super::pattern::{binary, other, scalar, sole_reader};
+use super::pattern::{binary, other, replace_with_norms, scalar, sole_reader, NormMatch};
 use super::Pass;
-use crate::rewrite::{add_initializer, float_tensor, int_attr, node, remove_nodes, unique_name};
 use crate::Analysis;
 use diamond_infer::graph::DimReport;
-use diamond_ir::{AttrType, AttrValue, Attribute, ElemType, Model, NodeId, ValueId};
-use std::collections::HashSet;
+use diamond_ir::{AttrValue, ElemType, Model, NodeId, ValueId};
 
 pub(crate) struct FuseLayerNorm;
-
-/// One match, as for RMS normalization plus the optional bias.
-struct Match {
-    x: ValueId,
-    scale: Option<ValueId>,
-    bias: Option<ValueId>,
-    width: usize,
-    epsilon: f64,
-    last: NodeId,
-    swallowed: Vec<NodeId>,
-}
 
 impl Pass for FuseLayerNorm {
     fn name(&self) -> &'static str {
@@ -44,44 +31,13 @@ impl Pass for FuseLayerNorm {
             return 0;
         }
         let graph = a.graph(model);
-        let matches: Vec<Match> = graph
+        let matches: Vec<NormMatch> = graph
             .nodes
             .iter()
             .filter(|(_, n)| n.op_type() == "Sub" && n.domain().is_empty() && n.inputs.len() == 2)
             .filter_map(|(id, _)| layer_norm(model, a, id))
             .collect();
-        let count = matches.len();
-        let mut dead = HashSet::new();
-        for m in matches {
-            let graph = &mut model.graphs[a.main];
-            let scale = match m.scale {
-                Some(s) => s,
-                None => {
-                    let base = format!("{}_scale", graph.value_name(graph.nodes[m.last].outputs[0]));
-                    let name = unique_name(graph, &base);
-                    let id = graph.intern(&name);
-                    let ones = float_tensor(&name, &[m.width], &vec![1.0; m.width]);
-                    add_initializer(graph, ones, a.initializers_are_constants);
-                    id
-                }
-            };
-            let last = &graph.nodes[m.last];
-            let label = last.name.clone().unwrap_or_default();
-            let mut inputs = vec![m.x, scale];
-            inputs.extend(m.bias);
-            let epsilon = Attribute {
-                name: Some("epsilon".into()),
-                attr_type: Some(AttrType::Float),
-                f: Some(m.epsilon as f32),
-                ..Attribute::default()
-            };
-            let ln =
-                node("LayerNormalization", &label, inputs, last.outputs.clone(), vec![int_attr("axis", -1), epsilon]);
-            graph.nodes[m.last] = ln;
-            dead.extend(m.swallowed);
-        }
-        remove_nodes(&mut model.graphs[a.main], &dead);
-        count
+        replace_with_norms(model, a, "LayerNormalization", matches)
     }
 }
 
@@ -104,7 +60,7 @@ fn last_axis_mean(model: &Model, a: &Analysis, id: NodeId, rank: i64) -> bool {
 }
 
 /// The layer normalization around `Sub(x, mean(x))` node `sub_id`.
-fn layer_norm(model: &Model, a: &Analysis, sub_id: NodeId) -> Option<Match> {
+fn layer_norm(model: &Model, a: &Analysis, sub_id: NodeId) -> Option<NormMatch> {
     let graph = a.graph(model);
     let sub = &graph.nodes[sub_id];
     let (x, mean_v) = (sub.inputs[0], sub.inputs[1]);
@@ -198,5 +154,5 @@ fn layer_norm(model: &Model, a: &Analysis, sub_id: NodeId) -> Option<Match> {
         }
     }
     (a.shape(model, out)? == shape).then_some(())?;
-    Some(Match { x, scale, bias, width, epsilon, last, swallowed })
+    Some(NormMatch { x, scale, bias, width, epsilon, last, swallowed })
 }

@@ -12,26 +12,13 @@
 //! last axis's size is known; every swallowed value has one reader and is
 //! not part of the interface; the result's shape is `x`'s.
 
-use super::pattern::{binary, other, produced_by, scalar, sole_reader};
+use super::pattern::{binary, other, produced_by, replace_with_norms, scalar, sole_reader, NormMatch};
 use super::Pass;
-use crate::rewrite::{add_initializer, float_tensor, node, remove_nodes, unique_name};
 use crate::Analysis;
 use diamond_infer::graph::DimReport;
-use diamond_ir::{AttrType, AttrValue, Attribute, ElemType, Model, NodeId, ValueId};
-use std::collections::HashSet;
+use diamond_ir::{AttrValue, ElemType, Model, NodeId};
 
 pub(crate) struct FuseRmsNorm;
-
-/// One match: the normalized input, the scale (stored or to make), the
-/// epsilon, the node whose output it replaces and the nodes it swallows.
-struct Match {
-    x: ValueId,
-    scale: Option<ValueId>,
-    width: usize,
-    epsilon: f64,
-    last: NodeId,
-    swallowed: Vec<NodeId>,
-}
 
 impl Pass for FuseRmsNorm {
     fn name(&self) -> &'static str {
@@ -43,51 +30,18 @@ impl Pass for FuseRmsNorm {
             return 0;
         }
         let graph = a.graph(model);
-        let matches: Vec<Match> = graph
+        let matches: Vec<NormMatch> = graph
             .nodes
             .iter()
             .filter(|(_, n)| n.op_type() == "ReduceMean" && n.domain().is_empty())
             .filter_map(|(id, _)| rms_norm(model, a, id))
             .collect();
-        let count = matches.len();
-        let mut dead = HashSet::new();
-        for m in matches {
-            let graph = &mut model.graphs[a.main];
-            let scale = match m.scale {
-                Some(s) => s,
-                None => {
-                    let base = format!("{}_scale", graph.value_name(graph.nodes[m.last].outputs[0]));
-                    let name = unique_name(graph, &base);
-                    let id = graph.intern(&name);
-                    add_initializer(
-                        graph,
-                        float_tensor(&name, &[m.width], &vec![1.0; m.width]),
-                        a.initializers_are_constants,
-                    );
-                    id
-                }
-            };
-            let last = &graph.nodes[m.last];
-            let name = last.name.clone().unwrap_or_default();
-            let attributes = vec![
-                crate::rewrite::int_attr("axis", -1),
-                Attribute {
-                    name: Some("epsilon".into()),
-                    attr_type: Some(AttrType::Float),
-                    f: Some(m.epsilon as f32),
-                    ..Attribute::default()
-                },
-            ];
-            graph.nodes[m.last] = node("RMSNormalization", &name, vec![m.x, scale], last.outputs.clone(), attributes);
-            dead.extend(m.swallowed);
-        }
-        remove_nodes(&mut model.graphs[a.main], &dead);
-        count
+        replace_with_norms(model, a, "RMSNormalization", matches)
     }
 }
 
 /// The RMS normalization around ReduceMean `mean_id`, when every gate holds.
-fn rms_norm(model: &Model, a: &Analysis, mean_id: NodeId) -> Option<Match> {
+fn rms_norm(model: &Model, a: &Analysis, mean_id: NodeId) -> Option<NormMatch> {
     let graph = a.graph(model);
     let mean = &graph.nodes[mean_id];
     if matches!(mean.attribute("keepdims").and_then(|k| k.value()), Some(AttrValue::Int(0))) {
@@ -165,5 +119,5 @@ fn rms_norm(model: &Model, a: &Analysis, mean_id: NodeId) -> Option<Match> {
     };
     let out = graph.nodes[last].outputs[0];
     (a.shape(model, out)? == shape).then_some(())?;
-    Some(Match { x, scale, width, epsilon, last, swallowed })
+    Some(NormMatch { x, scale, bias: None, width, epsilon, last, swallowed })
 }

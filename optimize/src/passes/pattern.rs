@@ -1,9 +1,11 @@
-//! Small matchers the fusion passes share: a value's only reader, the
-//! other operand of a binary node, a scalar constant, and the check that
-//! the nodes a fusion swallows may go.
+//! Small matchers the fusion passes share — a value's only reader, the
+//! other operand of a binary node, a scalar constant — and the rewrite of
+//! a matched normalization into its ONNX operator.
 
+use crate::rewrite::{add_initializer, float_tensor, int_attr, node, remove_nodes, unique_name};
 use crate::Analysis;
-use diamond_ir::{Model, Node, NodeId, ValueId};
+use diamond_ir::{AttrType, Attribute, Model, Node, NodeId, ValueId};
+use std::collections::HashSet;
 
 /// The node reading `v`, when it is the only reader and `v` is internal.
 pub(crate) fn sole_reader(model: &Model, a: &Analysis, v: ValueId) -> Option<NodeId> {
@@ -49,4 +51,56 @@ pub(crate) fn close(x: f64, want: f64) -> bool {
 pub(crate) fn produced_by<'m>(model: &'m Model, a: &Analysis, v: ValueId, op: &str) -> Option<(NodeId, &'m Node)> {
     let &id = a.producer.get(&v)?;
     binary(model, a, id, op).map(|n| (id, n))
+}
+
+/// A matched normalization over the last axis: its input, stored scale
+/// (`None`: ones of `width` are made) and bias, epsilon, the node whose
+/// output it writes and the nodes it swallows.
+pub(crate) struct NormMatch {
+    pub x: ValueId,
+    pub scale: Option<ValueId>,
+    pub bias: Option<ValueId>,
+    pub width: usize,
+    pub epsilon: f64,
+    pub last: NodeId,
+    pub swallowed: Vec<NodeId>,
+}
+
+/// Replaces each match by `op(x, scale[, bias]) {axis=-1, epsilon}` in its
+/// last node's place; returns how many.
+pub(crate) fn replace_with_norms(model: &mut Model, a: &Analysis, op: &str, matches: Vec<NormMatch>) -> usize {
+    let count = matches.len();
+    let mut dead = HashSet::new();
+    for m in matches {
+        let graph = &mut model.graphs[a.main];
+        let scale = match m.scale {
+            Some(s) => s,
+            None => {
+                let base = format!("{}_scale", graph.value_name(graph.nodes[m.last].outputs[0]));
+                let name = unique_name(graph, &base);
+                let id = graph.intern(&name);
+                add_initializer(
+                    graph,
+                    float_tensor(&name, &[m.width], &vec![1.0; m.width]),
+                    a.initializers_are_constants,
+                );
+                id
+            }
+        };
+        let last = &graph.nodes[m.last];
+        let label = last.name.clone().unwrap_or_default();
+        let mut inputs = vec![m.x, scale];
+        inputs.extend(m.bias);
+        let epsilon = Attribute {
+            name: Some("epsilon".into()),
+            attr_type: Some(AttrType::Float),
+            f: Some(m.epsilon as f32),
+            ..Attribute::default()
+        };
+        let fused = node(op, &label, inputs, last.outputs.clone(), vec![int_attr("axis", -1), epsilon]);
+        graph.nodes[m.last] = fused;
+        dead.extend(m.swallowed);
+    }
+    remove_nodes(&mut model.graphs[a.main], &dead);
+    count
 }

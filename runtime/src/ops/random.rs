@@ -1,7 +1,7 @@
 //! The random operators: RandomUniform(Like), RandomNormal(Like),
 //! Bernoulli, Multinomial, and Dropout in training mode.
 //!
-//! Draws come from a small deterministic generator (SplitMix64) seeded by
+//! Draws come from a small deterministic generator ([`SplitMix64`]) seeded by
 //! the node's `seed` attribute when it has one and by the node's name
 //! otherwise, so a run is reproducible and two unseeded nodes still draw
 //! different streams. No runtime reproduces another's stream (onnx's test
@@ -11,11 +11,12 @@
 use super::elementwise::{floats, from_f64s};
 use super::{one, NodeCtx, Outs};
 use crate::error::Result;
+use crate::rng::SplitMix64;
 use crate::tensor::{Data, Tensor, Value};
 use diamond_ir::ElemType;
 
-/// SplitMix64: a 64-bit state stepped by a constant and mixed.
-struct Draws(u64);
+/// The draws of one node.
+struct Draws(SplitMix64);
 
 impl Draws {
     /// The stream of `ctx`'s node.
@@ -28,27 +29,15 @@ impl Draws {
                 label.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
             }
         };
-        Draws(seed)
+        Draws(SplitMix64(seed))
     }
 
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1), 53 bits.
     fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+        self.0.unit()
     }
 
-    /// Standard normal (Box–Muller).
     fn normal(&mut self) -> f64 {
-        let u = 1.0 - self.unit();
-        let v = self.unit();
-        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+        self.0.normal()
     }
 }
 
