@@ -680,3 +680,23 @@ fn merge_parallel_matmuls_joins_projections_of_one_input() {
     assert!(matches!(outcome.verdict, Some(Verdict::Agrees(_))), "{:?}", outcome.verdict);
     same_outputs_within(&model, &outcome.model, &[&[2, 3, 8], &[4, 8], &[8, 3]], 1e-5);
 }
+
+#[test]
+fn noop_drops_reductions_over_unit_axes() {
+    let model = load(&fixture("noop_reduce.onnx"));
+    let outcome = run_passes(&model, &["noop", "dead-code"]);
+    expect![[r#"
+        input x: float [batch, 4, 1, 1]
+        init hw: int64 [2]
+        init c: int64 [1]
+        Relu(x) -> y
+        ReduceMean(x, c) {keepdims=1} -> z
+        ReduceL2(x, hw) {keepdims=1} -> w
+        output y
+        output z
+        output w
+    "#]]
+    .assert_eq(&graph_text(&outcome.model));
+    assert!(matches!(outcome.verdict, Some(Verdict::Agrees(_))), "{:?}", outcome.verdict);
+    same_outputs(&model, &outcome.model, &[&[3, 4, 1, 1]]);
+}

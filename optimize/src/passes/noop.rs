@@ -4,7 +4,9 @@
 //! Reshape/Expand/Squeeze/Unsqueeze/Flatten whose output shape is its input
 //! shape, an identity Transpose, a Slice with positive steps keeping the
 //! shape, a Pad by zeros, a one-input Concat/Sum/Max/Min/Mean, a one-output
-//! Split, Mul/Div by a uniform 1 and Add/Sub of a uniform 0 that broadcast
+//! Split, a ReduceSum/Mean/Max/Min/Prod over axes of size 1 keeping dims
+//! (and GlobalAveragePool/GlobalMaxPool over a 1×1 map),
+//! Mul/Div by a uniform 1 and Add/Sub of a uniform 0 that broadcast
 //! nothing, a Where whose condition is constant. Readers of the output read
 //! the input instead. An output that is a graph output or that a subgraph
 //! reads keeps its node.
@@ -81,6 +83,10 @@ fn passthrough(model: &Model, a: &Analysis, nid: NodeId) -> Option<(ValueId, Val
         }),
         "Concat" | "Sum" | "Max" | "Min" | "Mean" if n.inputs.len() == 1 => pass(x),
         "Split" if n.outputs.len() == 1 => pass(x),
+        // Same shape in and out: every reduced axis has size 1 (or none is
+        // reduced), and the sum, mean, max, min or product of one element is it.
+        "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd" => pass(x),
+        "GlobalAveragePool" | "GlobalMaxPool" => pass(x),
         "Mul" if constant_is(1, 1.0) => pass(x),
         "Mul" if constant_is(0, 1.0) => pass(input(1)),
         "Add" if constant_is(1, 0.0) => pass(x),
