@@ -167,6 +167,26 @@ pub fn ints_attr(name: &str, values: &[i64]) -> diamond_ir::Attribute {
     }
 }
 
+/// A `float` attribute.
+pub fn float_attr(name: &str, value: f32) -> diamond_ir::Attribute {
+    diamond_ir::Attribute {
+        name: Some(name.to_string()),
+        attr_type: Some(diamond_ir::AttrType::Float),
+        f: Some(value),
+        ..diamond_ir::Attribute::default()
+    }
+}
+
+/// A `string` attribute.
+pub fn string_attr(name: &str, value: &str) -> diamond_ir::Attribute {
+    diamond_ir::Attribute {
+        name: Some(name.to_string()),
+        attr_type: Some(diamond_ir::AttrType::String),
+        s: Some(Bytes::from(value.to_string())),
+        ..diamond_ir::Attribute::default()
+    }
+}
+
 /// An int64 vector initializer.
 pub fn int64_vector(name: &str, values: &[i64]) -> Tensor {
     Tensor {

@@ -328,15 +328,21 @@ fn evaluate(case: &Path) -> Outcome {
     Outcome::Pass { predicted }
 }
 
-#[test]
-fn node_suite_runs_without_wrong_results() {
-    std::panic::set_hook(Box::new(|_| {}));
+/// The node-suite case directories, in name order.
+fn node_cases() -> Vec<PathBuf> {
     let mut cases: Vec<PathBuf> = std::fs::read_dir(root().join("fixtures/onnx-node"))
         .expect("fixtures/onnx-node exists")
         .map(|e| e.unwrap().path())
         .filter(|p| p.join("model.onnx").is_file())
         .collect();
     cases.sort();
+    cases
+}
+
+#[test]
+fn node_suite_runs_without_wrong_results() {
+    std::panic::set_hook(Box::new(|_| {}));
+    let cases = node_cases();
     let filter = std::env::var("NODE_FILTER").ok();
     let (mut pass, mut wrong, mut refused, mut predicted) = (0, Vec::new(), 0, 0);
     let mut reasons: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -399,12 +405,7 @@ fn node_suite_runs_without_wrong_results() {
 #[test]
 fn node_models_never_panic_on_random_inputs() {
     std::panic::set_hook(Box::new(|_| {}));
-    let mut cases: Vec<PathBuf> = std::fs::read_dir(root().join("fixtures/onnx-node"))
-        .expect("fixtures/onnx-node exists")
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.join("model.onnx").is_file())
-        .collect();
-    cases.sort();
+    let cases = node_cases();
     let mut state: u64 = 0x2545_f491_4f6c_dd1d;
     let mut next = move || {
         state ^= state << 13;

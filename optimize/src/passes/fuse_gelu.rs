@@ -14,10 +14,9 @@
 
 use super::pattern::{binary, close, other, produced_by, scalar, sole_reader};
 use super::Pass;
-use crate::rewrite::{node, remove_nodes};
+use crate::rewrite::{node, remove_nodes, string_attr};
 use crate::Analysis;
-use bytes::Bytes;
-use diamond_ir::{AttrType, Attribute, ElemType, Model, NodeId, ValueId};
+use diamond_ir::{ElemType, Model, NodeId, ValueId};
 use std::collections::HashSet;
 
 pub(crate) struct FuseGelu;
@@ -153,14 +152,4 @@ fn tail(model: &Model, a: &Analysis, g: NodeId, h: ValueId) -> Option<Match> {
     }
     swallowed.retain(|&n| n != last);
     Some(Match { h, last, swallowed, tanh: false })
-}
-
-/// A `string` attribute.
-fn string_attr(name: &str, value: &str) -> Attribute {
-    Attribute {
-        name: Some(name.to_string()),
-        attr_type: Some(AttrType::String),
-        s: Some(Bytes::from(value.to_string())),
-        ..Attribute::default()
-    }
 }

@@ -2,9 +2,9 @@
 //! other operand of a binary node, a scalar constant — and the rewrite of
 //! a matched normalization into its ONNX operator.
 
-use crate::rewrite::{add_initializer, float_tensor, int_attr, node, remove_nodes, unique_name};
+use crate::rewrite::{add_initializer, float_attr, float_tensor, int_attr, node, remove_nodes, unique_name};
 use crate::Analysis;
-use diamond_ir::{AttrType, Attribute, Model, Node, NodeId, ValueId};
+use diamond_ir::{Model, Node, NodeId, ValueId};
 use std::collections::HashSet;
 
 /// The node reading `v`, when it is the only reader and `v` is internal.
@@ -91,13 +91,8 @@ pub(crate) fn replace_with_norms(model: &mut Model, a: &Analysis, op: &str, matc
         let label = last.name.clone().unwrap_or_default();
         let mut inputs = vec![m.x, scale];
         inputs.extend(m.bias);
-        let epsilon = Attribute {
-            name: Some("epsilon".into()),
-            attr_type: Some(AttrType::Float),
-            f: Some(m.epsilon as f32),
-            ..Attribute::default()
-        };
-        let fused = node(op, &label, inputs, last.outputs.clone(), vec![int_attr("axis", -1), epsilon]);
+        let attributes = vec![int_attr("axis", -1), float_attr("epsilon", m.epsilon as f32)];
+        let fused = node(op, &label, inputs, last.outputs.clone(), attributes);
         graph.nodes[m.last] = fused;
         dead.extend(m.swallowed);
     }
