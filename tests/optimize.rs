@@ -526,6 +526,48 @@ fn fuse_rms_norm_finds_llama_and_t5_spellings() {
 }
 
 #[test]
+fn fuse_attention_finds_the_exported_spellings_and_keeps_an_unguarded_input_mask() {
+    let model = load(&fixture("attention.onnx"));
+    let outcome = run_passes(&model, &["fuse-attention", "dead-code"]);
+    expect![[r#"
+        input a_q: float [batch, 2, seq, 4]
+        input a_k: float [batch, seq, 2, 4]
+        input a_v: float [batch, 2, seq, 4]
+        input keep: bool [batch, 1, 1, seq]
+        input b_q: float [batch, 2, seq, 4]
+        input b_k: float [batch, 2, seq, 4]
+        input b_v: float [batch, 2, seq, 4]
+        input c_q: float [2, 2, 3, 4]
+        input c_k: float [2, 2, 3, 4]
+        input c_v: float [2, 2, 3, 4]
+        input d_q: float [batch, 2, seq, 4]
+        input d_kt: float [batch, 2, 4, seq]
+        input d_v: float [batch, 2, seq, 4]
+        input d_mask: float [batch, 1, seq, seq]
+        init zero: float []
+        init minus_inf: float []
+        init lowest: float []
+        init c_keep: bool [1, 3]
+        Where(keep, zero, minus_inf) -> a_mask
+        Attention(b_q, b_k, b_v) {scale=0.5} -> b_y
+        Where(c_keep, zero, lowest) -> c_mask
+        Attention(c_q, c_k, c_v, c_mask) {scale=0.5} -> c_y
+        MatMul(d_q, d_kt) -> d_qk
+        Add(d_qk, d_mask) -> d_logits
+        Softmax(d_logits) {axis=-1} -> d_p
+        MatMul(d_p, d_v) -> d_y
+        Transpose(a_k) {perm=[0, 2, 1, 3]} -> a_y_key
+        Attention(a_q, a_y_key, a_v, a_mask) {scale=0.49999997} -> a_y
+        output a_y
+        output b_y
+        output c_y
+        output d_y
+    "#]]
+    .assert_eq(&graph_text(&outcome.model));
+    assert!(matches!(outcome.verdict, Some(Verdict::Agrees(_))), "{:?}", outcome.verdict);
+}
+
+#[test]
 fn target_opset_moves_reduce_axes_to_inputs_and_gives_split_its_count() {
     let model = load(&fixture("upgrade.onnx"));
     let options =
@@ -699,4 +741,59 @@ fn noop_drops_reductions_over_unit_axes() {
     .assert_eq(&graph_text(&outcome.model));
     assert!(matches!(outcome.verdict, Some(Verdict::Agrees(_))), "{:?}", outcome.verdict);
     same_outputs(&model, &outcome.model, &[&[3, 4, 1, 1]]);
+}
+
+/// OnnxSlim's node count for `stem`, recorded by `fixtures/optimize/measure_peers.py`.
+fn onnxslim_nodes(stem: &str) -> u64 {
+    let text = std::fs::read_to_string(fixture("peers.json")).unwrap();
+    let peers: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let row = peers["models"].as_array().unwrap().iter().find(|r| r["model"] == stem);
+    row.unwrap_or_else(|| panic!("{stem} is not in peers.json"))["onnxslim"]["nodes"].as_u64().unwrap()
+}
+
+#[test]
+fn light_models_optimized_run_in_tract_to_their_stored_outputs_and_match_onnxslim_at_its_fold_policy() {
+    use tract_onnx::prelude::*;
+    // The light models compute their weights with ConstantOfShape, so the
+    // stored output does not depend on the input: any input reproduces it.
+    let (mut ours, mut theirs) = (0, 0);
+    for path in common::light_models() {
+        let stem = path.file_stem().unwrap().to_str().unwrap().to_string();
+        let model = load(&path);
+        // The default keeps ConstantOfShape weights over the 1 MiB fold budget as nodes.
+        let optimized = optimize(&model, &Options::default()).unwrap().model;
+        let bytes = diamond_exporters::onnx::encode_model(&optimized).unwrap();
+        let plan = tract_onnx::onnx()
+            .model_for_read(&mut bytes.as_slice())
+            .unwrap()
+            .into_optimized()
+            .unwrap_or_else(|e| panic!("{stem}: tract cannot optimize the result: {e:?}"))
+            .into_runnable()
+            .unwrap();
+        let inputs: TVec<TValue> = (0..plan.model().inputs.len())
+            .map(|i| {
+                let fact = plan.model().input_fact(i).unwrap();
+                let shape: Vec<usize> = fact.shape.as_concrete().unwrap().to_vec();
+                Tensor::zero_dt(fact.datum_type, &shape).unwrap().into_tvalue()
+            })
+            .collect();
+        let got = plan.run(inputs).unwrap_or_else(|e| panic!("{stem}: tract cannot run the result: {e:?}"));
+        let stored = path.with_file_name(format!("{stem}_output_0.pb"));
+        let want = diamond_importers::tensor_file::read_tensor_file(&stored).unwrap();
+        let want = diamond_runtime::Tensor::from_ir(&want).unwrap().to_f64s().unwrap();
+        let got = got[0].cast_to::<f32>().unwrap();
+        let got: Vec<f32> = got.to_plain_array_view::<f32>().unwrap().iter().copied().collect();
+        assert_eq!(got.len(), want.len(), "{stem}");
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!((*g as f64 - w).abs() <= 1e-4 + 1e-3 * w.abs(), "{stem}: element {i}: {g} vs stored {w}");
+        }
+        // At OnnxSlim's own policy — fold every constant whatever its size
+        // (it writes 575 MB for vgg19) — no model has more nodes than its result.
+        let fold_all = Options { fold_limit: u64::MAX, ..Default::default() };
+        let nodes = optimize(&model, &fold_all).unwrap().model.main_graph().unwrap().nodes.len() as u64;
+        let slim = onnxslim_nodes(&stem);
+        assert!(nodes <= slim, "{stem}: {nodes} nodes with --fold-limit none, OnnxSlim leaves {slim}");
+        (ours, theirs) = (ours + nodes, theirs + slim);
+    }
+    assert!(ours <= theirs, "{ours} nodes in all, OnnxSlim {theirs}");
 }

@@ -8,6 +8,7 @@ mod cse;
 mod dead_code;
 mod fold_constants;
 mod fold_shapes;
+mod fuse_attention;
 mod fuse_gelu;
 mod fuse_layer_norm;
 mod fuse_rms_norm;
@@ -54,6 +55,7 @@ pub const PASS_NAMES: &[&str] = &[
     "fuse-gelu",
     "fuse-layer-norm",
     "fuse-rms-norm",
+    "fuse-attention",
     "cse",
     "merge-reshapes",
     "merge-slices",
@@ -83,6 +85,7 @@ pub fn pass_named(name: &str) -> Option<&'static dyn Pass> {
         "fuse-gelu" => &fuse_gelu::FuseGelu,
         "fuse-layer-norm" => &fuse_layer_norm::FuseLayerNorm,
         "fuse-rms-norm" => &fuse_rms_norm::FuseRmsNorm,
+        "fuse-attention" => &fuse_attention::FuseAttention,
         "dead-code" => &dead_code::DeadCode,
         _ => return None,
     })
