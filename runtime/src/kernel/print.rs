@@ -46,7 +46,8 @@ pub fn program(p: &Program, label: &dyn Fn(NodeId) -> String) -> String {
     for (i, ins) in p.body.iter().enumerate() {
         let body = match &ins.inst {
             Inst::Load(k) => format!("load in{k}"),
-            Inst::Const(c) => format!("const {c}"),
+            Inst::Const(c) if ins.ty == diamond_ir::ElemType::Float => format!("const {:?}", *c as f32),
+            Inst::Const(c) => format!("const {c:?}"),
             Inst::Unary(op, a) => format!("{} %{a}", unary_name(op)),
             Inst::Binary(op, a, b) => format!("{} %{a}, %{b}", format!("{op:?}").to_lowercase()),
             Inst::Select(c, a, b) => format!("select %{c}, %{a}, %{b}"),
