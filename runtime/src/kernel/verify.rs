@@ -90,7 +90,14 @@ pub fn verify(p: &Program) -> Result<(), String> {
         if src.ty != out.view.elem {
             return Err(at(format!("writes {} values as {}", src.ty, out.view.elem)));
         }
-        let full = p.reduce.is_empty() || levels[out.source] == Level::Full;
+        // An output following a reduction axis is written in the last
+        // sweep (its value may be constant along it: a broadcast); one
+        // that follows none is written per outer point, so its value must
+        // not vary along them.
+        let full = p.reduce.is_empty() || out.view.axes().any(|a| p.reduce.contains(&a));
+        if !full && levels[out.source] == Level::Full {
+            return Err(at("a value varying along the reduction axes is written per outer point".into()));
+        }
         let mut want: Vec<usize> = (0..n).filter(|a| full || !p.reduce.contains(a)).collect();
         let mut got: Vec<usize> = out.view.axes().collect();
         got.sort_unstable();

@@ -154,13 +154,18 @@ fn check_reach(v: &Strided, extents: &[usize], len: usize) -> Result<(), String>
     Ok(())
 }
 
-/// The level of each output of `p`: outputs of full-level values are
-/// written in the last sweep, the others once per outer point.
+/// The level of each output of `p`: outputs that follow a reduction axis
+/// are written in the last sweep, the others once per outer point.
 pub fn output_levels(p: &Program) -> Vec<Level> {
-    let levels = p.levels();
     p.outputs
         .iter()
-        .map(|o| if p.reduce.is_empty() || levels[o.source] == Level::Full { Level::Full } else { Level::Outer })
+        .map(|o| {
+            if p.reduce.is_empty() || o.view.axes().any(|a| p.reduce.contains(&a)) {
+                Level::Full
+            } else {
+                Level::Outer
+            }
+        })
         .collect()
 }
 
