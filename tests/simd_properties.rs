@@ -289,7 +289,7 @@ proptest! {
             .fold(1.0f64, |m, x| m.max(x.abs()));
         let atol = 2e-5 * scale * (longest as f64).sqrt();
         for options in modes() {
-            let (got, fused) = run_simd_counted(&model, &inputs, &options).map_err(TestCaseError::fail)?;
+            let (got, fused) = run_simd_counted(&model, &inputs, &options, true).map_err(TestCaseError::fail)?;
             // Every node of the chain runs in programs (a Transpose folds into a view).
             let listing = || {
                 let lowered = diamond_optimize::lower::lower(&model).unwrap();
