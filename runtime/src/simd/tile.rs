@@ -124,7 +124,12 @@ unsafe fn eval_body(
             Inst::Load(k) => load(srcs[k], offs[k], inner[k], out),
             Inst::Const(c) => out.fill(c as f32),
             Inst::Unary(op, a) => unary(op, reg(a), out),
-            Inst::Binary(op, a, b) => binary(op, reg(a), reg(b), out),
+            // A constant operand stays a scalar: one load less per point.
+            Inst::Binary(op, a, b) => match (&body[a].inst, &body[b].inst) {
+                (_, Inst::Const(c)) => binary_scalar(op, reg(a), *c as f32, false, out),
+                (Inst::Const(c), _) => binary_scalar(op, reg(b), *c as f32, true, out),
+                _ => binary(op, reg(a), reg(b), out),
+            },
             Inst::Select(c, a, b) => {
                 let (c, a, b) = (reg(c), reg(a), reg(b));
                 for t in 0..n {
@@ -249,6 +254,51 @@ fn unary(op: UnaryOp, a: &[f32], out: &mut [f32]) {
             })
         }
         UnaryOp::PowConst(p) => via_f64(out, a, |x| x.powf(p)),
+    }
+}
+
+/// `op(a, c)`, or `op(c, a)` when `swap`.
+#[inline(always)]
+fn binary_scalar(op: BinaryOp, a: &[f32], c: f32, swap: bool, out: &mut [f32]) {
+    macro_rules! both {
+        ($f:expr) => {
+            if swap {
+                map1(out, a, |x| $f(c, x))
+            } else {
+                map1(out, a, |x| $f(x, c))
+            }
+        };
+    }
+    match op {
+        BinaryOp::Add => both!(|x: f32, y: f32| x + y),
+        BinaryOp::Sub => both!(|x: f32, y: f32| x - y),
+        BinaryOp::Mul => both!(|x: f32, y: f32| x * y),
+        BinaryOp::Div => both!(|x: f32, y: f32| x / y),
+        BinaryOp::Max => both!(|x: f32, y: f32| {
+            let m = if x > y { x } else { y };
+            if x.is_nan() || y.is_nan() {
+                f32::NAN
+            } else {
+                m
+            }
+        }),
+        BinaryOp::Min => both!(|x: f32, y: f32| {
+            let m = if x < y { x } else { y };
+            if x.is_nan() || y.is_nan() {
+                f32::NAN
+            } else {
+                m
+            }
+        }),
+        _ => {
+            let cs = [c; TILE];
+            let cs = &cs[..a.len()];
+            if swap {
+                binary(op, cs, a, out)
+            } else {
+                binary(op, a, cs, out)
+            }
+        }
     }
 }
 
