@@ -14,7 +14,7 @@ pub fn exp(x: f32) -> f32 {
     const LN2_HI: f32 = 0.693_359_4;
     const LN2_LO: f32 = -2.121_944_4e-4;
     const MAGIC: f32 = 12_582_912.0;
-    let xc = x.max(-87.0).min(88.722_8);
+    let xc = x.max(-103.9).min(88.722_8);
     let v = xc * LOG2E + MAGIC;
     let n = v - MAGIC;
     let ni = (v.to_bits() as i32).wrapping_sub(MAGIC.to_bits() as i32);
@@ -28,11 +28,14 @@ pub fn exp(x: f32) -> f32 {
     p = p * r + 0.5;
     p = p * r + 1.0;
     p = p * r + 1.0;
-    // 2^(n-1), normal for n in -125..=128, then doubled.
-    let scale = f32::from_bits((ni.wrapping_add(126) as u32) << 23);
-    let y = p * scale * 2.0;
+    // 2^n in two normal halves, so n from -150 to 128 works (the product
+    // rounds to a subnormal where it must).
+    let h = ni >> 1;
+    let s1 = f32::from_bits((h.wrapping_add(127) as u32) << 23);
+    let s2 = f32::from_bits((ni.wrapping_sub(h).wrapping_add(127) as u32) << 23);
+    let y = p * s1 * s2;
     let y = if x > 88.722_8 { f32::INFINITY } else { y };
-    let y = if x < -87.336 { 0.0 } else { y };
+    let y = if x < -103.9 { 0.0 } else { y };
     if x.is_nan() {
         x
     } else {
@@ -63,10 +66,11 @@ pub fn tanh(x: f32) -> f32 {
     let e = exp(2.0 * a.min(20.0));
     let far = 1.0 - 2.0 / (e + 1.0);
     let far = if x < 0.0 { -far } else { far };
-    if a < 0.4 {
-        series
+    let y = if a < 0.4 { series } else { far };
+    if x.is_nan() {
+        x
     } else {
-        far
+        y
     }
 }
 
