@@ -3,7 +3,7 @@
 //! dims follow (its frame). A node joins by having its outputs framed in
 //! the space, its in-group inputs broadcast into that frame, and its other
 //! inputs turned into operand views (uniform ones into constants, the
-//! outputs of Transpose and Reshape-like nodes that only it reads folded
+//! outputs of Transpose, Slice and Reshape-like nodes that only it reads folded
 //! into the view of their input).
 
 use super::recipe::{Recipe, Reduction};
@@ -333,6 +333,16 @@ impl Group {
                 }
                 op.view = nv;
                 op.dims = in_shape.iter().map(extent).collect();
+            } else if mv.op_type() == "Slice" {
+                if op.dims != shape_now.iter().map(extent).collect::<Vec<_>>() || op.view.len() != in_shape.len() {
+                    break;
+                }
+                let Some(per_axis) = slice_steps(cx, mv, &in_shape) else { break };
+                for (vd, (start, step)) in op.view.iter_mut().zip(per_axis) {
+                    vd.start = start + step * vd.start;
+                    vd.step *= step;
+                }
+                op.dims = in_shape.iter().map(extent).collect();
             }
             op.value = cx.graph.value_name(input).to_string();
             self.absorbed.push(mnode);
@@ -351,6 +361,47 @@ impl Group {
         self.loads.insert(k, i);
         Some(i)
     }
+}
+
+/// Per axis of a Slice's input, the first index it reads and its step
+/// (`(0, 1)` for axes it keeps whole); `None` unless its starts, axes and
+/// steps are constants and the sliced axes have known sizes.
+fn slice_steps(cx: &Cx<'_>, n: &diamond_ir::Node, in_shape: &[DimReport]) -> Option<Vec<(i64, i64)>> {
+    let r = in_shape.len();
+    let opset = cx.model.opset_version("").unwrap_or(23);
+    let ints_attr = |name: &str| match n.attribute(name).and_then(|a| a.value()) {
+        Some(diamond_ir::AttrValue::Ints(v)) => Some(v.to_vec()),
+        _ => None,
+    };
+    let input = |i: usize| -> Option<Option<Vec<i64>>> {
+        match n.inputs.get(i).copied().filter(|&v| !cx.graph.value_name(v).is_empty()) {
+            None => Some(None),
+            Some(v) => Some(Some(cx.a.constant(cx.model, v)?.as_i64s()?)),
+        }
+    };
+    let (starts, axes, steps) = if opset < 10 {
+        (ints_attr("starts")?, ints_attr("axes"), None)
+    } else {
+        (input(1)??, input(3)?, input(4)?)
+    };
+    let axes: Vec<i64> = axes.unwrap_or_else(|| (0..starts.len() as i64).collect());
+    let steps: Vec<i64> = steps.unwrap_or_else(|| vec![1; starts.len()]);
+    if axes.len() != starts.len() || steps.len() != starts.len() {
+        return None;
+    }
+    let mut out = vec![(0i64, 1i64); r];
+    for ((&a, &s), &k) in axes.iter().zip(&starts).zip(&steps) {
+        let a = usize::try_from(if a < 0 { a + r as i64 } else { a }).ok().filter(|&a| a < r)?;
+        let DimReport::Known(d) = in_shape[a] else { return None };
+        let d = i64::try_from(d).ok()?;
+        if k == 0 {
+            return None;
+        }
+        let s = if s < 0 { s.saturating_add(d) } else { s };
+        let s = if k > 0 { s.clamp(0, d) } else { s.clamp(0, d - 1) };
+        out[a] = (s, k);
+    }
+    Some(out)
 }
 
 /// Whether a value of frame `inner` broadcasts into `outer` (right-aligned).

@@ -9,8 +9,9 @@
 //! reduction joins the group computing its input (its prologue) and sets
 //! the group's reduction axes; elementwise nodes after it (the epilogue,
 //! or the decomposed forms of normalizations) join at the full or the
-//! reduced shape. Transpose and Reshape-like nodes whose only reader is a
-//! group fold into that group's operand views. MatMul, Gemm and Conv are
+//! reduced shape. Transpose, Slice (constant starts and steps) and
+//! Reshape-like nodes whose only reader is a group fold into that group's
+//! operand views. MatMul, Gemm and Conv are
 //! contractions; an elementwise group whose first node is the only reader
 //! of a contraction's result becomes its epilogue. A value computed in a
 //! group is written out (materialized) when it is a graph output, a
@@ -59,7 +60,7 @@ enum Kind {
     Gone,
 }
 
-const MOVEMENT: &[&str] = &["Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze"];
+const MOVEMENT: &[&str] = &["Transpose", "Slice", "Reshape", "Flatten", "Squeeze", "Unsqueeze"];
 
 impl Cx<'_> {
     /// Whether group `from` depends, through any chain, on group `to`.
