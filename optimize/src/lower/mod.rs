@@ -173,7 +173,7 @@ pub fn lower_with(model: &Model, a: &Analysis) -> LoweredModel {
         }
         deps[g].remove(&g);
     }
-    attach_epilogues(model, a, graph, &producer, &mut kinds, &mut deps, &mut group_of);
+    attach_epilogues(model, a, graph, &mut kinds, &mut deps, &mut group_of);
     assemble(model, a, graph, &kinds, &deps, &group_of, &position)
 }
 
@@ -232,7 +232,6 @@ fn attach_epilogues(
     model: &Model,
     a: &Analysis,
     graph: &Graph,
-    producer: &HashMap<ValueId, NodeId>,
     kinds: &mut [Kind],
     deps: &mut [BTreeSet<usize>],
     group_of: &mut HashMap<NodeId, usize>,
@@ -273,7 +272,6 @@ fn attach_epilogues(
         if cyclic {
             continue;
         }
-        let _ = producer;
         let Kind::Fused(group, _) = std::mem::replace(&mut kinds[g], Kind::Gone) else { continue };
         kinds[g] = Kind::Fused(group, Some((cn, op)));
         kinds[c] = Kind::Gone;
