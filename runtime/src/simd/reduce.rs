@@ -90,8 +90,8 @@ impl Acc {
         match self {
             Acc::Sum(s) => *s += sum(simd, xs),
             Acc::Prod(s) => *s = xs.iter().fold(*s, |a, &x| a * f64::from(x)),
-            Acc::Max(m) => *m = xs.iter().fold(*m, |a, &x| if x > a || x.is_nan() || a.is_nan() { if a.is_nan() { a } else { x } } else { a }),
-            Acc::Min(m) => *m = xs.iter().fold(*m, |a, &x| if x < a || x.is_nan() || a.is_nan() { if a.is_nan() { a } else { x } } else { a }),
+            Acc::Max(m) => *m = xs.iter().fold(*m, |a, &x| if a.is_nan() || x.is_nan() { f32::NAN } else { a.max(x) }),
+            Acc::Min(m) => *m = xs.iter().fold(*m, |a, &x| if a.is_nan() || x.is_nan() { f32::NAN } else { a.min(x) }),
         }
     }
 
