@@ -11,6 +11,7 @@ mod check_report;
 mod commands;
 mod convert;
 mod html;
+mod lower_cmd;
 mod optimize_cmd;
 mod render;
 mod run;
@@ -192,6 +193,27 @@ enum Command {
         /// Also write every intermediate value into the -o directory.
         #[arg(long)]
         dump_all: bool,
+        /// The executor: `simd` (fused kernel programs, AVX2+FMA when the processor has them; DIAMOND_SIMD=off
+        /// forces the portable code) or `reference` (the plain kernels; also what --dump and --dump-all use).
+        #[arg(long, value_enum, default_value_t = run::Backend::Simd)]
+        backend: run::Backend,
+    },
+    /// Lower a model to kernel programs (fusion groups) and print them: `--emit kernels`.
+    Lower {
+        /// The model: ONNX, a TorchScript archive (.pt) or TorchScript IR text.
+        model: PathBuf,
+        /// What to print: `kernels` (the programs in text form, with the nodes left to the reference kernels).
+        #[arg(long, value_name = "WHAT", default_value = "kernels")]
+        emit: String,
+        /// The target: `cpu`.
+        #[arg(long, default_value = "cpu")]
+        target: String,
+        /// Write each program as DIR/NAME.txt instead of printing.
+        #[arg(short, long, value_name = "DIR")]
+        output: Option<PathBuf>,
+        /// The shape of a TorchScript input: NAME=D0,D1,... (sizes or symbols).
+        #[arg(long = "input-shape", value_name = "NAME=DIMS")]
+        input_shape: Vec<diamond_importers::torch::lower::InputShape>,
     },
 }
 
@@ -269,8 +291,12 @@ fn main() -> ExitCode {
             verify: !no_verify,
             bisect,
         }),
-        Command::Run { model, inputs, output, json, compare, seed, random, input_shape, dump, dump_all } => {
+        Command::Lower { model, emit, target, output, input_shape } => {
+            lower_cmd::run(&model, &emit, &target, output.as_deref(), &input_shape)
+        }
+        Command::Run { model, inputs, output, json, compare, seed, random, input_shape, dump, dump_all, backend } => {
             run::run(&run::Args {
+                backend,
                 model,
                 inputs,
                 output_dir: output,

@@ -30,8 +30,28 @@ const RTOL: f64 = 1e-3;
 /// Absolute tolerance of `--compare`.
 const ATOL: f64 = 1e-7;
 
+/// Which executor `diamond run` uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Backend {
+    /// Fused kernel programs on the SIMD CPU backend.
+    Simd,
+    /// The reference executor.
+    Reference,
+}
+
+impl Backend {
+    fn name(self) -> &'static str {
+        match self {
+            Backend::Simd => "simd",
+            Backend::Reference => "reference",
+        }
+    }
+}
+
 /// The options of `diamond run`.
 pub struct Args {
+    /// The executor.
+    pub backend: Backend,
     /// The model.
     pub model: PathBuf,
     /// `NAME=FILE` pairs.
@@ -91,7 +111,20 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     };
     let shapes: Vec<(String, Fed)> = fed.iter().map(|(n, v)| (n.clone(), Fed::of(v))).collect();
     let plan = Plan::new(&model, &shapes).map_err(refused)?;
-    let result = run_planned(&model, &plan, fed, &RunOptions { dump }).map_err(refused)?;
+    // Dumps name intermediate values, which fused programs do not hold: they come from the reference executor.
+    let backend = if dump.is_some() { Backend::Reference } else { args.backend };
+    let result = match backend {
+        Backend::Reference => run_planned(&model, &plan, fed, &RunOptions { dump }).map_err(refused)?,
+        Backend::Simd => {
+            let lowered = diamond_optimize::lower::lower(&model)
+                .ok_or_else(|| bad(format!("{}: the model has no graph", path.display())))?;
+            let options = diamond_runtime::simd::Options::from_env();
+            let mut session =
+                diamond_runtime::simd::Session::new(&model, &lowered, &shapes, &options).map_err(refused)?;
+            let run = session.run(fed).map_err(refused)?;
+            RunResult { outputs: run.outputs, peak_bytes: run.peak_bytes, dumped: Vec::new() }
+        }
+    };
     let comparison = match &args.compare {
         Some(stored) => Some(compare_all(&result.outputs, stored)?),
         None => None,
@@ -100,7 +133,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         Some(dir) => write_outputs(dir, &result.outputs, &result.dumped)?,
         None => Vec::new(),
     };
-    report(args, &result, &plan, comparison.as_deref(), &written);
+    report(args, backend, &result, &plan, comparison.as_deref(), &written);
     if let Some(mismatches) = comparison {
         let bad: Vec<&Mismatch> = mismatches.iter().filter(|m| m.problem.is_some()).collect();
         if let Some(first) = bad.first() {
@@ -332,7 +365,7 @@ fn shape_text(t: &Tensor) -> String {
 /// The longest list of reasons a partial prediction prints.
 const MAX_REASONS: usize = 10;
 
-fn report(args: &Args, result: &RunResult, plan: &Plan, comparison: Option<&[Mismatch]>, written: &[Written]) {
+fn report(args: &Args, backend: Backend, result: &RunResult, plan: &Plan, comparison: Option<&[Mismatch]>, written: &[Written]) {
     let status = |name: &str| comparison.and_then(|c| c.iter().find(|m| m.name == name));
     let peak = result.peak_bytes;
     let predicted = plan.predicted_peak_bytes();
@@ -393,6 +426,7 @@ fn report(args: &Args, result: &RunResult, plan: &Plan, comparison: Option<&[Mis
         let partial = plan.partial();
         let mut doc = serde_json::json!({
             "model": args.model.display().to_string(),
+            "backend": backend.name(),
             "outputs": outs,
             "peak_bytes": peak,
             "predicted_peak_bytes": predicted,

@@ -380,12 +380,19 @@ const BERT_INPUTS: [&str; 3] = ["input_ids", "attention_mask", "token_type_ids"]
 fn the_peak_is_reported_beside_the_plans_prediction() {
     let model = common::root().join("fixtures/exports/bert.legacy.onnx");
     let m = model.to_str().unwrap();
-    let mut args = vec!["run", m, "--json"];
+    // The plan predicts the reference executor's peak; the SIMD backend
+    // keeps initializers for the next run and reports its own.
+    let mut args = vec!["run", m, "--json", "--backend", "reference"];
     let inputs = export_inputs("bert.legacy", &BERT_INPUTS);
     args.extend(inputs.iter().map(String::as_str));
+    let simd = diamond(&args.iter().copied().filter(|a| !["--backend", "reference"].contains(a)).collect::<Vec<_>>());
+    let simd: serde_json::Value = serde_json::from_slice(&simd.stdout).unwrap();
+    assert_eq!(simd["backend"], "simd");
+    assert!(simd["peak_bytes"].as_u64().unwrap() > 0);
     let out = diamond(&args);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["backend"], "reference");
     let measured = doc["peak_bytes"].as_u64().unwrap();
     assert!(measured > 0);
     assert_eq!(doc["predicted_peak_bytes"].as_u64(), Some(measured), "{doc}");
@@ -545,5 +552,40 @@ fn bfloat16_and_float8_outputs_are_written_as_float32() {
         assert_eq!(doc["written"][0]["dtype"], dtype);
         assert_eq!(doc["written"][0]["file_dtype"], "float");
         assert!(doc["written"][0]["note"].as_str().unwrap().contains("widens exactly"), "{doc}");
+    }
+}
+
+#[test]
+fn lower_emits_kernel_programs_and_run_picks_the_backend() {
+    let model = common::root().join("fixtures/exports/bert.legacy.onnx");
+    let m = model.to_str().unwrap();
+    let out = diamond(&["lower", m, "--emit", "kernels"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("(LayerNormalization '/inner/model/embeddings/LayerNorm/LayerNormalization')"), "{text}");
+    assert!(text.contains("space [d0=batch, d1=seq, d2=32] reduce [d2]"), "{text}");
+    assert!(text.contains("contraction MatMul"), "{text}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = diamond(&["lower", m, "-o", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let first = std::fs::read_to_string(dir.path().join("k0.txt")).unwrap();
+    assert!(first.starts_with("kernel k0 "), "{first}");
+    assert_eq!(diamond(&["lower", m, "--emit", "ptx"]).status.code(), Some(2));
+    assert_eq!(diamond(&["run", m, "--backend", "gpu"]).status.code(), Some(2));
+    // The portable code paths (a machine without AVX2) give the same outputs.
+    let mut args = vec!["run", m, "--json"];
+    let inputs = export_inputs("bert.legacy", &BERT_INPUTS);
+    args.extend(inputs.iter().map(String::as_str));
+    let simd = diamond(&args);
+    let portable = Command::new(env!("CARGO_BIN_EXE_diamond")).args(&args).env("DIAMOND_SIMD", "off").output().unwrap();
+    assert_eq!(simd.status.code(), Some(0), "{}", stderr(&simd));
+    assert_eq!(portable.status.code(), Some(0), "{}", stderr(&portable));
+    let (a, b): (serde_json::Value, serde_json::Value) =
+        (serde_json::from_slice(&simd.stdout).unwrap(), serde_json::from_slice(&portable.stdout).unwrap());
+    for k in 0..2 {
+        for stat in ["min", "max"] {
+            let (x, y) = (a["outputs"][k][stat].as_f64().unwrap(), b["outputs"][k][stat].as_f64().unwrap());
+            assert!((x - y).abs() <= 1e-5 * (1.0 + y.abs()), "output {k} {stat}: {x} vs {y}");
+        }
     }
 }

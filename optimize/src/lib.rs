@@ -12,6 +12,7 @@
 
 pub mod analysis;
 pub mod audit;
+pub mod lower;
 pub mod opset;
 pub mod passes;
 pub mod rewrite;

@@ -119,7 +119,7 @@ pub(crate) fn output_ids(graph: &Graph) -> Result<Vec<ValueId>> {
 pub struct Frame<'a> {
     /// The graph.
     pub graph: &'a Graph,
-    values: Vec<Option<Value>>,
+    pub(crate) values: Vec<Option<Value>>,
     parent: Option<&'a Frame<'a>>,
     /// Inside a model-local function: the calling node's attributes and the
     /// function's defaults, which attribute references resolve to.
@@ -144,6 +144,11 @@ impl<'a> CallAttrs<'a> {
 }
 
 impl<'a> Frame<'a> {
+    /// An empty frame of main graph `graph`.
+    pub(crate) fn main(graph: &'a Graph) -> Frame<'a> {
+        Frame { graph, values: vec![None; graph.values.len()], parent: None, call_attrs: None }
+    }
+
     /// The value named `name` here or in an enclosing frame.
     pub fn lookup(&self, name: &str) -> Option<&Value> {
         if let Some(id) = self.graph.value_named(name) {
@@ -250,56 +255,10 @@ pub fn execute_scheduled<'a>(
     let nodes: Vec<&Node> = graph.nodes.values().collect();
     for (pos, &n) in schedule.order.iter().enumerate() {
         let node = nodes[n];
-        let inputs: Vec<Option<&Value>> = node
-            .inputs
-            .iter()
-            .map(|&i| {
-                let name = graph.value_name(i);
-                if name.is_empty() {
-                    return Ok(None);
-                }
-                frame.lookup(name).map(Some).ok_or_else(|| {
-                    RunError::InvalidModel(format!(
-                        "node '{}' ({}) reads '{name}', which nothing defines",
-                        node_label(graph, node),
-                        node.op_type()
-                    ))
-                })
-            })
-            .collect::<Result<_>>()?;
-        let ctx = ops::NodeCtx::new(model, graph, node, &frame, inputs);
-        let results = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ops::run_node(&ctx)))
-            .unwrap_or_else(|_| Err(ctx.err("the executor panicked (a bug in diamond)")))?;
-        let inner_peak = ctx.inner_peak.get();
-        drop(ctx);
+        let (computed, inner_peak) = run_one(model, graph, node, &frame)?;
         peak = peak.max(live + inner_peak);
-        let mut results = results.into_iter();
-        for (k, &o) in node.outputs.iter().enumerate() {
-            let value = results.next().flatten();
+        for (o, value) in computed {
             let name = graph.value_name(o);
-            if name.is_empty() {
-                continue;
-            }
-            let Some(value) = value else {
-                return Err(RunError::Unsupported {
-                    node: node_label(graph, node),
-                    op: node.op_type().to_string(),
-                    reason: format!("output {k} ('{name}') is not computed"),
-                });
-            };
-            if let Value::Tensor(t) = &value {
-                if crate::tensor::shape_len(&t.shape) != Some(t.len()) {
-                    return Err(RunError::Kernel {
-                        node: node_label(graph, node),
-                        op: node.op_type().to_string(),
-                        problem: format!(
-                            "output {k} has shape {:?} but {} elements (a bug in diamond)",
-                            t.shape,
-                            t.len()
-                        ),
-                    });
-                }
-            }
             live += value.byte_size();
             if let Some(set) = dump {
                 if match set {
@@ -331,6 +290,66 @@ pub fn execute_scheduled<'a>(
         results.push(value);
     }
     Ok(GraphRun { outputs: results, peak_bytes: peak, dumped })
+}
+
+/// Runs one node of `graph` reading its operands from `frame`: each named
+/// output with its value (checked to have as many elements as its shape
+/// says), and the peak of what subgraph runs held.
+pub(crate) fn run_one(
+    model: &Model,
+    graph: &Graph,
+    node: &Node,
+    frame: &Frame<'_>,
+) -> Result<(Vec<(ValueId, Value)>, u64)> {
+    let inputs: Vec<Option<&Value>> = node
+        .inputs
+        .iter()
+        .map(|&i| {
+            let name = graph.value_name(i);
+            if name.is_empty() {
+                return Ok(None);
+            }
+            frame.lookup(name).map(Some).ok_or_else(|| {
+                RunError::InvalidModel(format!(
+                    "node '{}' ({}) reads '{name}', which nothing defines",
+                    node_label(graph, node),
+                    node.op_type()
+                ))
+            })
+        })
+        .collect::<Result<_>>()?;
+    let ctx = ops::NodeCtx::new(model, graph, node, frame, inputs);
+    let results = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ops::run_node(&ctx)))
+        .unwrap_or_else(|_| Err(ctx.err("the executor panicked (a bug in diamond)")))?;
+    let inner_peak = ctx.inner_peak.get();
+    drop(ctx);
+    let mut results = results.into_iter();
+    let mut out = Vec::new();
+    for (k, &o) in node.outputs.iter().enumerate() {
+        let value = results.next().flatten();
+        let name = graph.value_name(o);
+        if name.is_empty() {
+            continue;
+        }
+        let Some(value) = value else {
+            return Err(RunError::Unsupported {
+                node: node_label(graph, node),
+                op: node.op_type().to_string(),
+                reason: format!("output {k} ('{name}') is not computed"),
+            });
+        };
+        if let Value::Tensor(t) = &value {
+            if crate::tensor::shape_len(&t.shape) != Some(t.len()) {
+                return Err(RunError::Kernel {
+                    node: node_label(graph, node),
+                    op: node.op_type().to_string(),
+                    problem: format!("output {k} has shape {:?} but {} elements (a bug in diamond)", t.shape, t.len()),
+                });
+            }
+        }
+        out.push((o, value));
+    }
+    Ok((out, inner_peak))
 }
 
 /// A node's name for messages: its name, or its first output's.

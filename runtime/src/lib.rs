@@ -20,11 +20,13 @@
 pub mod error;
 pub mod exec;
 pub mod exotic;
+pub mod kernel;
 pub mod npy;
 pub mod ops;
 pub mod plan;
 pub mod rng;
 pub mod schedule;
+pub mod simd;
 pub mod tensor;
 
 pub use error::RunError;

@@ -124,7 +124,7 @@ pub fn free_names(model: &Model, gid: diamond_ir::GraphId) -> HashSet<String> {
 
 /// The values node `node` reads: its operands and what its subgraphs read
 /// from outside.
-fn reads(model: &Model, graph: &Graph, node: &Node) -> Vec<ValueId> {
+pub fn reads(model: &Model, graph: &Graph, node: &Node) -> Vec<ValueId> {
     let mut ids: Vec<ValueId> = node.inputs.iter().copied().filter(|&i| !graph.value_name(i).is_empty()).collect();
     for sub in node.subgraphs() {
         for name in free_names(model, sub) {

@@ -1,0 +1,83 @@
+//! Running a program without reduction axes: the bound space is walked as
+//! rows along its innermost axis, each row in tiles; rows (or pieces of
+//! long rows) are spread over the current rayon pool. Instructions that
+//! vary with no axis are evaluated once and held as splats.
+
+use super::bind::{offset_of, Bound};
+use super::tile::{self, Dst, Src, TILE};
+use crate::kernel::{Level, Program};
+use rayon::prelude::*;
+
+/// Points per parallel work item.
+pub const CHUNK: usize = 1 << 14;
+
+/// Runs elementwise program `p` bound as `b`, reading `srcs` and writing `dsts`.
+///
+/// # Safety
+/// `srcs` and `dsts` point at buffers of the lengths `b` was checked
+/// against.
+pub unsafe fn run(p: &Program, b: &Bound, srcs: &[Src], dsts: &[Dst], simd: bool) {
+    if b.empty {
+        return;
+    }
+    let levels = p.levels();
+    let uniform: Vec<usize> = (0..p.body.len()).filter(|&i| levels[i] == Level::Uniform).collect();
+    let varying: Vec<usize> = (0..p.body.len()).filter(|&i| levels[i] != Level::Uniform).collect();
+    let r = b.extents.len();
+    let inner = if r == 0 { 1 } else { b.extents[r - 1] };
+    let outer = &b.extents[..r.saturating_sub(1)];
+    let rows: usize = outer.iter().product();
+    let inner_of = |s: &[isize]| if r == 0 { 0 } else { s[r - 1] };
+    let op_inner: Vec<isize> = b.operands.iter().map(|v| inner_of(&v.strides)).collect();
+    let out_inner: Vec<isize> = b.outputs.iter().map(|v| inner_of(&v.strides)).collect();
+    let base_offs: Vec<isize> = b.operands.iter().map(|v| v.offset).collect();
+    let init = || {
+        let mut regs = vec![0f32; p.body.len() * TILE];
+        tile::eval(simd, &p.body, &uniform, &mut regs, 1, srcs, &base_offs, &op_inner);
+        for &i in &uniform {
+            let v = regs[i * TILE];
+            regs[i * TILE..(i + 1) * TILE].fill(v);
+        }
+        regs
+    };
+    // A work item: rows row0..row1, points c0..c1 of each.
+    let (rows_per_item, pieces) = if inner >= CHUNK { (1, inner.div_ceil(CHUNK)) } else { ((CHUNK / inner).max(1), 1) };
+    let items = if pieces > 1 { rows * pieces } else { rows.div_ceil(rows_per_item) };
+    let work = |regs: &mut Vec<f32>, item: usize| {
+        let (row0, row1, c0, c1) = if pieces > 1 {
+            let piece = item % pieces;
+            let row = item / pieces;
+            (row, row + 1, piece * CHUNK, ((piece + 1) * CHUNK).min(inner))
+        } else {
+            (item * rows_per_item, ((item + 1) * rows_per_item).min(rows), 0, inner)
+        };
+        let mut offs = vec![0isize; srcs.len()];
+        for row in row0..row1 {
+            let row_offs: Vec<isize> =
+                b.operands.iter().map(|v| v.offset + offset_of(row, outer, &v.strides[..outer.len()])).collect();
+            let out_offs: Vec<isize> =
+                b.outputs.iter().map(|v| v.offset + offset_of(row, outer, &v.strides[..outer.len()])).collect();
+            let mut c = c0;
+            while c < c1 {
+                let n = TILE.min(c1 - c);
+                for k in 0..offs.len() {
+                    offs[k] = row_offs[k] + c as isize * op_inner[k];
+                }
+                tile::eval(simd, &p.body, &varying, regs, n, srcs, &offs, &op_inner);
+                for (j, out) in p.outputs.iter().enumerate() {
+                    let reg = &regs[out.source * TILE..][..n];
+                    tile::store(dsts[j], out_offs[j] + c as isize * out_inner[j], out_inner[j], reg);
+                }
+                c += n;
+            }
+        }
+    };
+    if rows * inner <= CHUNK || rayon::current_num_threads() == 1 {
+        let mut regs = init();
+        for item in 0..items {
+            work(&mut regs, item);
+        }
+    } else {
+        (0..items).into_par_iter().for_each_init(init, work);
+    }
+}

@@ -1,0 +1,64 @@
+//! The SIMD CPU backend: runs a [`crate::kernel::LoweredModel`].
+//!
+//! Programs run on the tile evaluator ([`tile`]) — elementwise ones
+//! ([`elementwise`]) over rows of their bound space, reductions
+//! ([`reduce`]) per outer point with one sweep per nesting depth — spread
+//! over the current rayon pool (the caller sets the thread count with a
+//! `rayon::ThreadPool`). The inner loops are compiled twice, once for
+//! AVX2+FMA, chosen at run time when the processor has them
+//! (`is_x86_feature_detected!`), and once portable; [`Options::simd`]
+//! (the CLI sets it from `DIAMOND_SIMD=off`) forces the portable one.
+//! Programs computing other types than `f32` and bool, contractions (until
+//! the fast kernels land, [`fallback`]) and every other node run on the
+//! reference kernels. A [`Session`] prepares a model once for given input
+//! shapes and runs it many times.
+
+pub mod bind;
+pub mod elementwise;
+pub mod fallback;
+pub mod math;
+pub mod reduce;
+pub mod session;
+pub mod tile;
+
+pub use session::{Coverage, Session, SessionRun};
+
+/// How the backend runs.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Use the AVX2+FMA code paths when the processor has them (`false`:
+    /// the portable ones, as on a machine without AVX2).
+    pub simd: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { simd: true }
+    }
+}
+
+impl Options {
+    /// Options from the environment: `DIAMOND_SIMD=off` forces the
+    /// portable code paths.
+    pub fn from_env() -> Options {
+        let off = std::env::var("DIAMOND_SIMD").is_ok_and(|v| v.eq_ignore_ascii_case("off") || v == "0");
+        Options { simd: !off }
+    }
+
+    /// Whether the AVX2+FMA paths will run.
+    pub fn use_simd(&self) -> bool {
+        self.simd && avx2_available()
+    }
+}
+
+/// Whether this processor has AVX2 and FMA.
+pub fn avx2_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}

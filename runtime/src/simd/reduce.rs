@@ -1,0 +1,257 @@
+//! Running a program with reduction axes. For each point of the outer
+//! axes, the reduction axes are swept once per nesting depth of its
+//! reductions (Softmax: the max, then the sum of exponentials), each sweep
+//! evaluating in tiles only the full-space instructions that depth needs
+//! and folding them into accumulators; values of the outer axes alone are
+//! computed between sweeps and held as splats; a last sweep writes the
+//! full-space outputs. Outer points are spread over the current rayon pool.
+//! Sums accumulate in `f32` lanes within a tile and in `f64` across tiles.
+
+use super::bind::{offset_of, Bound};
+use super::elementwise::CHUNK;
+use super::tile::{self, Dst, Src, TILE};
+use crate::kernel::{Combiner, Inst, Level, Program};
+use rayon::prelude::*;
+
+/// The order of evaluation of a reduction program.
+struct Phases {
+    /// Outer-level instructions without reductions.
+    pre: Vec<usize>,
+    /// Per depth: full-level instructions to evaluate in its sweep, its
+    /// reductions, and the outer-level instructions after it.
+    sweeps: Vec<(Vec<usize>, Vec<usize>, Vec<usize>)>,
+    /// Full-level instructions the full-space outputs need.
+    last: Vec<usize>,
+    /// Outputs written in the last sweep, and those written per outer point.
+    full_outputs: Vec<usize>,
+    outer_outputs: Vec<usize>,
+}
+
+fn phases(p: &Program) -> Phases {
+    let levels = p.levels();
+    let depths = p.depths();
+    let max_depth = depths.iter().copied().max().unwrap_or(0);
+    // The full-level instructions `roots` need, through full-level arguments.
+    let needed = |roots: &[usize]| -> Vec<usize> {
+        let mut need = vec![false; p.body.len()];
+        let mut stack: Vec<usize> = roots.to_vec();
+        while let Some(i) = stack.pop() {
+            for a in p.body[i].inst.args() {
+                if levels[a] == Level::Full && !matches!(p.body[a].inst, Inst::Reduce(..)) && !need[a] {
+                    need[a] = true;
+                    stack.push(a);
+                }
+            }
+        }
+        for &r in roots {
+            if levels[r] == Level::Full && !matches!(p.body[r].inst, Inst::Reduce(..)) {
+                need[r] = true;
+            }
+        }
+        (0..p.body.len()).filter(|&i| need[i]).collect()
+    };
+    let is_reduce = |i: usize| matches!(p.body[i].inst, Inst::Reduce(..));
+    let pre = (0..p.body.len()).filter(|&i| levels[i] != Level::Full && depths[i] == 0 && !is_reduce(i)).collect();
+    let mut sweeps = Vec::new();
+    for d in 1..=max_depth {
+        let reduces: Vec<usize> = (0..p.body.len()).filter(|&i| is_reduce(i) && depths[i] == d).collect();
+        let full = needed(&reduces);
+        let after =
+            (0..p.body.len()).filter(|&i| levels[i] != Level::Full && depths[i] == d && !is_reduce(i)).collect();
+        sweeps.push((full, reduces, after));
+    }
+    let out_levels = super::bind::output_levels(p);
+    let full_outputs: Vec<usize> = (0..p.outputs.len()).filter(|&j| out_levels[j] == Level::Full).collect();
+    let outer_outputs = (0..p.outputs.len()).filter(|&j| out_levels[j] != Level::Full).collect();
+    let roots: Vec<usize> = full_outputs.iter().map(|&j| p.outputs[j].source).collect();
+    Phases { pre, sweeps, last: needed(&roots), full_outputs, outer_outputs }
+}
+
+/// A reduction's running value.
+#[derive(Clone, Copy)]
+enum Acc {
+    Sum(f64),
+    Prod(f64),
+    Max(f32),
+    Min(f32),
+}
+
+impl Acc {
+    fn new(c: Combiner) -> Acc {
+        match c {
+            Combiner::Sum | Combiner::Mean => Acc::Sum(0.0),
+            Combiner::Prod => Acc::Prod(1.0),
+            Combiner::Max => Acc::Max(f32::NEG_INFINITY),
+            Combiner::Min => Acc::Min(f32::INFINITY),
+        }
+    }
+
+    fn fold(&mut self, simd: bool, xs: &[f32]) {
+        match self {
+            Acc::Sum(s) => *s += sum(simd, xs),
+            Acc::Prod(s) => *s = xs.iter().fold(*s, |a, &x| a * f64::from(x)),
+            Acc::Max(m) => *m = xs.iter().fold(*m, |a, &x| if a.is_nan() || x.is_nan() { f32::NAN } else { a.max(x) }),
+            Acc::Min(m) => *m = xs.iter().fold(*m, |a, &x| if a.is_nan() || x.is_nan() { f32::NAN } else { a.min(x) }),
+        }
+    }
+
+    fn value(self, c: Combiner, count: usize) -> f32 {
+        match self {
+            Acc::Sum(s) if c == Combiner::Mean => (s / count as f64) as f32,
+            Acc::Sum(s) | Acc::Prod(s) => s as f32,
+            Acc::Max(m) | Acc::Min(m) => m,
+        }
+    }
+}
+
+fn sum(simd: bool, xs: &[f32]) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    if simd {
+        // SAFETY: `simd` is set only when the processor has AVX2 and FMA.
+        return unsafe { sum_avx2(xs) };
+    }
+    let _ = simd;
+    sum_body(xs)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn sum_avx2(xs: &[f32]) -> f64 {
+    sum_body(xs)
+}
+
+#[inline(always)]
+fn sum_body(xs: &[f32]) -> f64 {
+    let mut lanes = [0f32; 16];
+    let mut chunks = xs.chunks_exact(16);
+    for c in &mut chunks {
+        for (l, &x) in lanes.iter_mut().zip(c) {
+            *l += x;
+        }
+    }
+    let tail: f64 = chunks.remainder().iter().map(|&x| f64::from(x)).sum();
+    lanes.iter().map(|&l| f64::from(l)).sum::<f64>() + tail
+}
+
+/// Runs reduction program `p` bound as `b`.
+///
+/// # Safety
+/// As [`super::elementwise::run`].
+pub unsafe fn run(p: &Program, b: &Bound, srcs: &[Src], dsts: &[Dst], simd: bool) {
+    if b.empty {
+        return;
+    }
+    let ph = phases(p);
+    let outer = &b.extents[..b.n_outer];
+    let red = &b.extents[b.n_outer..];
+    let n_points: usize = outer.iter().product();
+    let rr = red.len();
+    let inner = if rr == 0 { 1 } else { red[rr - 1] };
+    let red_rows: usize = red[..rr.saturating_sub(1)].iter().product();
+    let red_outer = &red[..rr.saturating_sub(1)];
+    let inner_of = |s: &[isize]| if rr == 0 { 0 } else { s[s.len() - 1] };
+    let op_inner: Vec<isize> = b.operands.iter().map(|v| inner_of(&v.strides)).collect();
+    let out_inner: Vec<isize> = b.outputs.iter().map(|v| inner_of(&v.strides)).collect();
+    let zero = vec![0isize; srcs.len()];
+    let splat = |regs: &mut [f32], list: &[usize]| {
+        for &i in list {
+            let v = regs[i * TILE];
+            regs[i * TILE..(i + 1) * TILE].fill(v);
+        }
+    };
+    // One sweep of the reduction axes from per-operand offsets `base`,
+    // calling `each(regs, n, tile_start_offsets_of_outputs)` per tile.
+    let sweep = |regs: &mut Vec<f32>,
+                 list: &[usize],
+                 base: &[isize],
+                 out_base: &[isize],
+                 each: &mut dyn FnMut(&mut Vec<f32>, usize, &[isize])| {
+        let mut offs = vec![0isize; srcs.len()];
+        let mut oo = vec![0isize; dsts.len()];
+        for row in 0..red_rows {
+            let row_off: Vec<isize> = b
+                .operands
+                .iter()
+                .zip(base)
+                .map(|(v, &o)| o + offset_of(row, red_outer, &v.strides[b.n_outer..b.n_outer + red_outer.len()]))
+                .collect();
+            let out_row: Vec<isize> = b
+                .outputs
+                .iter()
+                .zip(out_base)
+                .map(|(v, &o)| o + offset_of(row, red_outer, &v.strides[b.n_outer..b.n_outer + red_outer.len()]))
+                .collect();
+            let mut c = 0;
+            while c < inner {
+                let n = TILE.min(inner - c);
+                for k in 0..offs.len() {
+                    offs[k] = row_off[k] + c as isize * op_inner[k];
+                }
+                for j in 0..oo.len() {
+                    oo[j] = out_row[j] + c as isize * out_inner[j];
+                }
+                tile::eval(simd, &p.body, list, regs, n, srcs, &offs, &op_inner);
+                each(regs, n, &oo);
+                c += n;
+            }
+        }
+    };
+    let point = |regs: &mut Vec<f32>, o: usize| {
+        let base: Vec<isize> =
+            b.operands.iter().map(|v| v.offset + offset_of(o, outer, &v.strides[..b.n_outer])).collect();
+        let out_base: Vec<isize> =
+            b.outputs.iter().map(|v| v.offset + offset_of(o, outer, &v.strides[..b.n_outer])).collect();
+        tile::eval(simd, &p.body, &ph.pre, regs, 1, srcs, &base, &zero);
+        splat(regs, &ph.pre);
+        for (full, reduces, after) in &ph.sweeps {
+            let mut accs: Vec<Acc> = reduces
+                .iter()
+                .map(|&i| match p.body[i].inst {
+                    Inst::Reduce(c, _) => Acc::new(c),
+                    _ => unreachable!("only reductions are listed"),
+                })
+                .collect();
+            sweep(regs, full, &base, &out_base, &mut |regs, n, _| {
+                for (acc, &i) in accs.iter_mut().zip(reduces) {
+                    if let Inst::Reduce(_, a) = p.body[i].inst {
+                        acc.fold(simd, &regs[a * TILE..][..n]);
+                    }
+                }
+            });
+            for (acc, &i) in accs.iter().zip(reduces) {
+                if let Inst::Reduce(c, _) = p.body[i].inst {
+                    regs[i * TILE..(i + 1) * TILE].fill(acc.value(c, b.reduce_count));
+                }
+            }
+            tile::eval(simd, &p.body, after, regs, 1, srcs, &base, &zero);
+            splat(regs, after);
+        }
+        if !ph.full_outputs.is_empty() {
+            sweep(regs, &ph.last, &base, &out_base, &mut |regs, n, oo| {
+                for &j in &ph.full_outputs {
+                    let reg = &regs[p.outputs[j].source * TILE..][..n];
+                    tile::store(dsts[j], oo[j], out_inner[j], reg);
+                }
+            });
+        }
+        for &j in &ph.outer_outputs {
+            let reg = &regs[p.outputs[j].source * TILE..][..1];
+            tile::store(dsts[j], out_base[j], 0, reg);
+        }
+    };
+    let init = || vec![0f32; p.body.len() * TILE];
+    let work = n_points.saturating_mul(b.reduce_count.max(1));
+    if work <= CHUNK || n_points == 1 || rayon::current_num_threads() == 1 {
+        let mut regs = init();
+        for o in 0..n_points {
+            point(&mut regs, o);
+        }
+    } else {
+        let per = (CHUNK / b.reduce_count.max(1)).max(1);
+        (0..n_points.div_ceil(per)).into_par_iter().for_each_init(init, |regs, item| {
+            for o in item * per..((item + 1) * per).min(n_points) {
+                point(regs, o);
+            }
+        });
+    }
+}

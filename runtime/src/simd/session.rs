@@ -1,0 +1,420 @@
+//! A prepared model: built once from a lowered model and the shapes that
+//! will be fed, run many times.
+//!
+//! [`Session::new`] plans the run with [`Plan::new`] (the fed shapes bound
+//! to the model's symbols), decodes every initializer once, binds each
+//! program to sizes (a program that cannot be bound, or computes types
+//! other than `f32` and bool, runs as its graph nodes on the reference
+//! kernels), and works out after which step each value dies. [`Session::run`]
+//! takes inputs of the planned shapes and returns the graph outputs; the
+//! `f32` buffers of dead values are kept in a pool and reused for later
+//! outputs, and the peak of live bytes (initializers, inputs and live
+//! values) is measured as the reference executor measures it.
+
+use super::bind::{bind, Bound};
+use super::tile::{Dst, Src};
+use super::{elementwise, fallback, reduce, Options};
+use crate::error::{Result, RunError};
+use crate::exec::{run_one, Frame};
+use crate::kernel::{verify::verify, LoweredModel, Program, Step};
+use crate::plan::{Fed, Plan};
+use crate::schedule::reads;
+use crate::tensor::{Data, Tensor, Value};
+use diamond_ir::entity::EntityId;
+use diamond_ir::{ElemType, Model, NodeId, ValueId};
+use std::collections::{HashMap, HashSet};
+
+/// A program ready to run.
+pub(crate) struct Ready {
+    program: Program,
+    bound: Bound,
+    operands: Vec<ValueId>,
+    outputs: Vec<ValueId>,
+}
+
+/// One step as the session runs it.
+pub(crate) enum Planned {
+    /// A bound program.
+    Program(Box<Ready>),
+    /// Graph nodes, on the reference kernels.
+    Nodes(Vec<NodeId>),
+}
+
+/// What one run produced.
+#[derive(Debug)]
+pub struct SessionRun {
+    /// The graph outputs in declaration order, with their names.
+    pub outputs: Vec<(String, Value)>,
+    /// The largest number of bytes live at once.
+    pub peak_bytes: u64,
+}
+
+/// How the steps of a session are carried out, for reports.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Coverage {
+    /// Programs bound and run by the SIMD executor.
+    pub programs: usize,
+    /// Graph nodes those programs compute.
+    pub fused_nodes: usize,
+    /// Graph nodes run by the reference kernels.
+    pub reference_nodes: usize,
+}
+
+/// A model prepared for repeated runs on inputs of fixed shapes.
+pub struct Session<'m> {
+    model: &'m Model,
+    frame: Frame<'m>,
+    steps: Vec<Planned>,
+    frees: Vec<Vec<ValueId>>,
+    fed: Vec<(String, Fed)>,
+    outputs: Vec<ValueId>,
+    initializer: Vec<bool>,
+    resident: u64,
+    pool: Vec<Vec<f32>>,
+    simd: bool,
+    coverage: Coverage,
+}
+
+fn idx(id: ValueId) -> usize {
+    EntityId::index(id)
+}
+
+impl<'m> Session<'m> {
+    /// Prepares `lowered` (a lowering of `model`'s main graph) for inputs
+    /// shaped as `fed`.
+    pub fn new(model: &'m Model, lowered: &LoweredModel, fed: &[(String, Fed)], options: &Options) -> Result<Session<'m>> {
+        let gid = model.graph.ok_or_else(|| RunError::InvalidModel("the model has no main graph".into()))?;
+        let graph = &model.graphs[gid];
+        let plan = Plan::new(model, fed)?;
+        let bindings: HashMap<String, i64> =
+            plan.bindings().iter().filter_map(|b| Some((b.symbol.clone(), i64::try_from(b.size).ok()?))).collect();
+        let value_of = |s: &str| bindings.get(s).copied();
+        let mut frame = Frame::main(graph);
+        let mut initializer = vec![false; graph.values.len()];
+        let mut resident = 0;
+        for t in &graph.initializers {
+            let name = t.name.as_deref().unwrap_or("");
+            let Some(id) = graph.value_named(name) else { continue };
+            let value = Tensor::from_ir(t).map_err(|problem| RunError::Tensor { name: name.to_string(), problem })?;
+            resident += value.byte_size();
+            if let Some(old) = frame.values[idx(id)].replace(Value::Tensor(value)) {
+                resident -= old.byte_size();
+            }
+            initializer[idx(id)] = true;
+        }
+        let mut coverage = Coverage::default();
+        let mut steps = Vec::new();
+        let plan_program = |p: &Program, steps: &mut Vec<Planned>, coverage: &mut Coverage| {
+            match ready(model, p, &value_of) {
+                Some(r) => {
+                    coverage.programs += 1;
+                    coverage.fused_nodes += p.nodes.len();
+                    steps.push(Planned::Program(Box::new(r)));
+                }
+                None => {
+                    coverage.reference_nodes += p.nodes.len();
+                    steps.push(Planned::Nodes(p.nodes.clone()));
+                }
+            }
+        };
+        for step in &lowered.steps {
+            match step {
+                Step::Program(p) => plan_program(p, &mut steps, &mut coverage),
+                Step::Contraction(c) => {
+                    coverage.reference_nodes += 1;
+                    steps.push(fallback::contraction(c));
+                    if let Some(e) = &c.epilogue {
+                        plan_program(e, &mut steps, &mut coverage);
+                    }
+                }
+                Step::Node(n) => {
+                    coverage.reference_nodes += 1;
+                    steps.push(Planned::Nodes(vec![*n]));
+                }
+            }
+        }
+        let outputs = crate::exec::output_ids(graph)?;
+        let frees = frees(model, &steps, &outputs);
+        Ok(Session {
+            model,
+            frame,
+            steps,
+            frees,
+            fed: fed.to_vec(),
+            outputs,
+            initializer,
+            resident,
+            pool: Vec::new(),
+            simd: options.use_simd(),
+            coverage,
+        })
+    }
+
+    /// How the steps are carried out.
+    pub fn coverage(&self) -> &Coverage {
+        &self.coverage
+    }
+
+    /// Runs on `inputs`, which must have the shapes the session was made for.
+    pub fn run(&mut self, inputs: Vec<(String, Value)>) -> Result<SessionRun> {
+        let graph = self.frame.graph;
+        if inputs.len() != self.fed.len()
+            || inputs.iter().zip(&self.fed).any(|((n, v), (m, f))| n != m || Fed::of(v) != *f)
+        {
+            return Err(RunError::Input {
+                name: inputs.first().map_or_else(String::new, |(n, _)| n.clone()),
+                problem: "the inputs differ from those the session was prepared for".into(),
+            });
+        }
+        let mut live = self.resident;
+        let mut shadowed: Vec<(ValueId, Value)> = Vec::new();
+        for (name, value) in inputs {
+            let id = graph.value_named(&name).ok_or_else(|| RunError::Input {
+                name: name.clone(),
+                problem: "the model has no input of that name".into(),
+            })?;
+            live += value.byte_size();
+            if let Some(old) = self.frame.values[idx(id)].replace(value) {
+                live -= old.byte_size();
+                if self.initializer[idx(id)] {
+                    shadowed.push((id, old));
+                }
+            }
+        }
+        let mut peak = live;
+        let result = self.run_steps(&mut live, &mut peak);
+        let mut outputs = Vec::new();
+        if result.is_ok() {
+            for &id in &self.outputs {
+                let name = graph.value_name(id).to_string();
+                let value = if self.initializer[idx(id)] || self.fed.iter().any(|(n, _)| *n == name) {
+                    self.frame.values[idx(id)].clone()
+                } else {
+                    self.frame.values[idx(id)].take()
+                };
+                let value = value.ok_or_else(|| {
+                    RunError::InvalidModel(format!("graph output '{name}' is never computed"))
+                })?;
+                outputs.push((name, value));
+            }
+        }
+        for i in 0..self.frame.values.len() {
+            if !self.initializer[i] {
+                if let Some(old) = self.frame.values[i].take() {
+                    self.recycle(old);
+                }
+            }
+        }
+        for (id, v) in shadowed {
+            self.frame.values[idx(id)] = Some(v);
+        }
+        result?;
+        Ok(SessionRun { outputs, peak_bytes: peak })
+    }
+
+    fn run_steps(&mut self, live: &mut u64, peak: &mut u64) -> Result<()> {
+        let steps = std::mem::take(&mut self.steps);
+        let result = self.run_each(&steps, live, peak);
+        self.steps = steps;
+        result
+    }
+
+    fn run_each(&mut self, steps: &[Planned], live: &mut u64, peak: &mut u64) -> Result<()> {
+        for (s, step) in steps.iter().enumerate() {
+            let made = match step {
+                Planned::Program(r) => match self.run_program(r)? {
+                    Some(made) => made,
+                    None => self.run_nodes(&r.program.nodes, peak, *live)?,
+                },
+                Planned::Nodes(nodes) => self.run_nodes(nodes, peak, *live)?,
+            };
+            *live += made;
+            *peak = (*peak).max(*live);
+            for k in 0..self.frees[s].len() {
+                let id = self.frees[s][k];
+                if self.initializer[idx(id)] {
+                    continue;
+                }
+                if let Some(old) = self.frame.values[idx(id)].take() {
+                    *live -= old.byte_size();
+                    self.recycle(old);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `nodes` on the reference kernels; the bytes they added.
+    fn run_nodes(&mut self, nodes: &[NodeId], peak: &mut u64, live: u64) -> Result<u64> {
+        let graph = self.frame.graph;
+        let mut made = 0;
+        for &n in nodes {
+            let (computed, inner) = run_one(self.model, graph, &graph.nodes[n], &self.frame)?;
+            *peak = (*peak).max(live + made + inner);
+            for (o, value) in computed {
+                made += value.byte_size();
+                if let Some(old) = self.frame.values[idx(o)].replace(value) {
+                    made -= old.byte_size();
+                }
+            }
+        }
+        Ok(made)
+    }
+
+    /// Runs a bound program; `None` when its operands are not what it was
+    /// bound for (the caller runs its nodes instead).
+    fn run_program(&mut self, r: &Ready) -> Result<Option<u64>> {
+        let mut srcs = Vec::with_capacity(r.operands.len());
+        for (k, &id) in r.operands.iter().enumerate() {
+            let Some(Value::Tensor(t)) = self.frame.values[idx(id)].as_ref() else { return Ok(None) };
+            let src = match (&t.data, r.program.operands[k].elem) {
+                (Data::F32(v), ElemType::Float) if v.len() == r.bound.operand_lens[k] => Src::F32(v.as_ptr()),
+                (Data::Bool(v), ElemType::Bool) if v.len() == r.bound.operand_lens[k] => Src::Bool(v.as_ptr()),
+                _ => return Ok(None),
+            };
+            srcs.push(src);
+        }
+        let mut bufs: Vec<Data> = Vec::with_capacity(r.outputs.len());
+        let mut dsts = Vec::with_capacity(r.outputs.len());
+        for (j, out) in r.program.outputs.iter().enumerate() {
+            let len: usize = r.bound.output_shapes[j].iter().product();
+            match out.view.elem {
+                ElemType::Float => {
+                    let mut v = self.take_buffer(len);
+                    dsts.push(Dst::F32(v.as_mut_ptr()));
+                    bufs.push(Data::F32(v));
+                }
+                _ => {
+                    let mut v = vec![false; len];
+                    dsts.push(Dst::Bool(v.as_mut_ptr()));
+                    bufs.push(Data::Bool(v));
+                }
+            }
+        }
+        // SAFETY: the bound program's views were checked against these
+        // lengths; each output buffer has capacity for its elements, and
+        // every element is written (outputs are dense over their axes).
+        unsafe {
+            if r.program.reduce.is_empty() {
+                elementwise::run(&r.program, &r.bound, &srcs, &dsts, self.simd);
+            } else {
+                reduce::run(&r.program, &r.bound, &srcs, &dsts, self.simd);
+            }
+        }
+        let mut made = 0;
+        for (j, mut data) in bufs.into_iter().enumerate() {
+            let shape = r.bound.output_shapes[j].clone();
+            let len: usize = shape.iter().product();
+            if let Data::F32(v) = &mut data {
+                // SAFETY: the program wrote all `len` elements.
+                unsafe { v.set_len(len) };
+            }
+            let value = Value::Tensor(Tensor { shape, data });
+            made += value.byte_size();
+            if let Some(old) = self.frame.values[idx(r.outputs[j])].replace(value) {
+                made -= old.byte_size();
+            }
+        }
+        Ok(Some(made))
+    }
+
+    /// An empty buffer with capacity for `len` floats, from the pool when
+    /// one fits.
+    fn take_buffer(&mut self, len: usize) -> Vec<f32> {
+        let best = (0..self.pool.len())
+            .filter(|&i| self.pool[i].capacity() >= len)
+            .min_by_key(|&i| self.pool[i].capacity());
+        match best {
+            Some(i) => {
+                let mut v = self.pool.swap_remove(i);
+                v.clear();
+                v
+            }
+            None => Vec::with_capacity(len),
+        }
+    }
+
+    fn recycle(&mut self, v: Value) {
+        if let Value::Tensor(Tensor { data: Data::F32(buf), .. }) = v {
+            if buf.capacity() > 0 {
+                self.pool.push(buf);
+            }
+        }
+    }
+}
+
+/// Binds `p`, or `None` when the SIMD executor cannot run it.
+fn ready(model: &Model, p: &Program, value_of: &dyn Fn(&str) -> Option<i64>) -> Option<Ready> {
+    let graph = model.main_graph()?;
+    let simd_type = |e: ElemType| matches!(e, ElemType::Float | ElemType::Bool);
+    if verify(p).is_err()
+        || !p.body.iter().all(|i| simd_type(i.ty))
+        || !p.operands.iter().all(|o| simd_type(o.elem))
+        || !p.outputs.iter().all(|o| simd_type(o.view.elem))
+    {
+        return None;
+    }
+    let bound = bind(p, value_of).ok()?;
+    if bound.empty && !p.reduce.is_empty() {
+        return None;
+    }
+    let operands = p.operands.iter().map(|o| graph.value_named(&o.value)).collect::<Option<Vec<_>>>()?;
+    let outputs = p.outputs.iter().map(|o| graph.value_named(&o.view.value)).collect::<Option<Vec<_>>>()?;
+    Some(Ready { program: p.clone(), bound, operands, outputs })
+}
+
+/// After each step, the values whose last reader it was, and the values it
+/// made that nothing reads (graph outputs kept).
+fn frees(model: &Model, steps: &[Planned], outputs: &[ValueId]) -> Vec<Vec<ValueId>> {
+    let Some(graph) = model.main_graph() else { return vec![Vec::new(); steps.len()] };
+    let nodes_of = |s: &Planned| -> Vec<NodeId> {
+        match s {
+            Planned::Program(r) => r.program.nodes.clone(),
+            Planned::Nodes(n) => n.clone(),
+        }
+    };
+    let mut step_reads: Vec<Vec<ValueId>> = Vec::new();
+    let mut step_made: Vec<Vec<ValueId>> = Vec::new();
+    for s in steps {
+        let nodes = nodes_of(s);
+        let made: Vec<ValueId> = nodes.iter().flat_map(|&n| graph.nodes[n].outputs.iter().copied()).collect();
+        let made_set: HashSet<ValueId> = made.iter().copied().collect();
+        let mut r: Vec<ValueId> = Vec::new();
+        for &n in &nodes {
+            for id in reads(model, graph, &graph.nodes[n]) {
+                if !made_set.contains(&id) && !r.contains(&id) {
+                    r.push(id);
+                }
+            }
+        }
+        if let Planned::Program(p) = s {
+            for &id in &p.operands {
+                if !r.contains(&id) {
+                    r.push(id);
+                }
+            }
+        }
+        step_reads.push(r);
+        step_made.push(made);
+    }
+    let mut last: HashMap<ValueId, usize> = HashMap::new();
+    for (s, r) in step_reads.iter().enumerate() {
+        for &id in r {
+            last.insert(id, s);
+        }
+    }
+    let kept: HashSet<ValueId> = outputs.iter().copied().collect();
+    (0..steps.len())
+        .map(|s| {
+            let mut f: Vec<ValueId> = Vec::new();
+            let dead = step_reads[s].iter().filter(|id| last.get(id) == Some(&s));
+            let unread = step_made[s].iter().filter(|id| !last.contains_key(id));
+            for &id in dead.chain(unread) {
+                if !kept.contains(&id) && !f.contains(&id) {
+                    f.push(id);
+                }
+            }
+            f
+        })
+        .collect()
+}

@@ -1,0 +1,194 @@
+//! The SIMD backend against the reference executor: every fixture model
+//! (light models and the export, runtime and optimize fixtures) gives the
+//! reference's outputs, and every node-suite case the reference executor
+//! passes passes on the SIMD backend too, with the AVX2 code paths and with
+//! the portable ones (what `DIAMOND_SIMD=off` forces; the light models,
+//! whose convolutions run on the reference kernels, only with the first).
+
+mod common;
+mod simd;
+
+use diamond_runtime::{Tensor, Value};
+use simd::{agree, modes, random_inputs, run_reference, run_simd, run_simd_counted};
+use std::path::{Path, PathBuf};
+
+/// Node-suite cases that pass on the SIMD backend; raise as it grows.
+/// Equal to the cases this harness passes on the reference executor
+/// (tensor data only: sequence and optional cases are not read here).
+const NODE_RATCHET: usize = 1832;
+
+/// Passing cases in which at least one program ran (the rest run wholly on
+/// the reference kernels); raise as more operators fuse.
+const FUSED_RATCHET: usize = 560;
+
+/// Model-level tolerance: programs compute in `f32` where the reference
+/// rounds each node's `f64` result, so differences of a few ulps per node
+/// accumulate over the depth of a network.
+const MODEL_RTOL: f64 = 1e-3;
+const MODEL_ATOL: f64 = 1e-4;
+
+fn read(path: &Path) -> Result<Tensor, String> {
+    let t = diamond_importers::tensor_file::read_tensor_file(path).map_err(|e| e.to_string())?;
+    Tensor::from_ir(&t)
+}
+
+/// The stored inputs of an export (`<stem>.input_<i>.npy` for the i-th declared input).
+fn export_inputs(model: &diamond_ir::Model, path: &Path) -> Option<Vec<(String, Value)>> {
+    let graph = model.main_graph()?;
+    let stem = path.file_stem()?.to_string_lossy().into_owned();
+    let initialized: Vec<&str> = graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
+    let names: Vec<&str> = graph
+        .inputs
+        .iter()
+        .filter_map(|i| i.value)
+        .map(|v| graph.value_name(v))
+        .filter(|n| !initialized.contains(n))
+        .collect();
+    let mut out = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let file = path.with_file_name(format!("{stem}.input_{i}.npy"));
+        out.push((name.to_string(), Value::Tensor(read(&file).ok()?)));
+    }
+    Some(out)
+}
+
+fn models(dir: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(common::root().join(dir))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "onnx"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn fixture_models_agree_with_the_reference() {
+    let mut ran = 0;
+    let mut failures = Vec::new();
+    let all: Vec<PathBuf> = ["fixtures/light", "fixtures/exports", "fixtures/runtime", "fixtures/optimize"]
+        .iter()
+        .flat_map(|d| models(d))
+        .collect();
+    for path in &all {
+        let Ok(model) = diamond_importers::onnx::load_model(path) else { continue };
+        let inputs = match export_inputs(&model, path) {
+            Some(i) if path.to_string_lossy().contains("exports") => Some(i),
+            _ => random_inputs(&model, 7),
+        };
+        let Some(inputs) = inputs else { continue };
+        let Ok(want) = run_reference(&model, &inputs) else { continue };
+        ran += 1;
+        // The light models' convolutions run on the reference kernels and
+        // take most of the time: their portable run is left to the
+        // property tests and the other fixtures.
+        let light = path.to_string_lossy().contains("fixtures/light");
+        for options in modes().into_iter().filter(|o| o.simd || !light) {
+            match run_simd(&model, &inputs, &options) {
+                Err(e) => failures.push(format!("{} (simd {}): {e}", path.display(), options.simd)),
+                Ok(got) => {
+                    for ((name, g), (_, w)) in got.iter().zip(&want) {
+                        if let Err(e) = agree(g, w, MODEL_RTOL, MODEL_ATOL) {
+                            failures.push(format!("{} (simd {}) output '{name}': {e}", path.display(), options.simd));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} disagreement(s):\n{}", failures.len(), failures.join("\n"));
+    assert!(ran >= 80, "only {ran} fixture models ran on the reference executor");
+}
+
+/// The node suite's comparison with stored outputs (rtol 1e-3, atol 1e-7,
+/// two ulps of the 16-bit floats).
+fn matches_stored(got: &Value, want: &Tensor) -> bool {
+    let Value::Tensor(g) = got else { return false };
+    if g.elem() != want.elem() || g.shape != want.shape {
+        return false;
+    }
+    if !g.is_float() {
+        return g.data == want.data;
+    }
+    let mantissa = match g.elem() {
+        diamond_ir::ElemType::Bfloat16 => Some(7),
+        diamond_ir::ElemType::Float16 => Some(10),
+        _ => None,
+    };
+    let (a, b) = (g.to_f64s().unwrap_or_default(), want.to_f64s().unwrap_or_default());
+    a.iter().zip(&b).all(|(&x, &y)| {
+        let mut tol = 1e-7 + 1e-3 * y.abs();
+        if let Some(m) = mantissa.filter(|_| y != 0.0 && y.is_finite()) {
+            tol = tol.max(2.0 * 2f64.powi(y.abs().log2().floor() as i32 - m));
+        }
+        (x.is_nan() && y.is_nan()) || x == y || (x - y).abs() <= tol
+    })
+}
+
+/// Stored outputs with an absolute noise floor above 1e-7 (as the reference's node-suite test).
+const FLOAT32_NOISE: &[&str] = &["test_dft_inverse", "test_dft_inverse_opset19"];
+
+#[test]
+fn node_suite_cases_the_reference_passes_pass_on_the_simd_backend() {
+    std::panic::set_hook(Box::new(|_| {}));
+    let (mut reference_pass, mut simd_pass, mut fused_cases) = (0, 0, 0);
+    let mut wrong = Vec::new();
+    for case in common::node_cases() {
+        let name = common::case_name(&case);
+        if FLOAT32_NOISE.contains(&name.as_str()) || name.starts_with("test_bernoulli") || name.contains("training_dropout") {
+            continue;
+        }
+        let Ok(model) = diamond_importers::onnx::load_model(&case.join("model.onnx")) else { continue };
+        let Some(graph) = model.main_graph() else { continue };
+        let initialized: Vec<&str> = graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
+        let names: Vec<String> = graph
+            .inputs
+            .iter()
+            .filter_map(|i| i.value)
+            .map(|v| graph.value_name(v).to_string())
+            .filter(|n| !initialized.contains(&n.as_str()))
+            .collect();
+        let Ok(inputs) = common::data_files(&case, "input")
+            .iter()
+            .zip(&names)
+            .map(|(p, n)| read(p).map(|t| (n.clone(), Value::Tensor(t))))
+            .collect::<Result<Vec<_>, _>>()
+        else {
+            continue;
+        };
+        let Ok(expected) = common::data_files(&case, "output").iter().map(|p| read(p)).collect::<Result<Vec<_>, _>>()
+        else {
+            continue;
+        };
+        let passes = |outs: &[(String, Value)]| {
+            outs.len() == expected.len() && outs.iter().zip(&expected).all(|((_, g), w)| matches_stored(g, w))
+        };
+        match run_reference(&model, &inputs) {
+            Ok(outs) if passes(&outs) => reference_pass += 1,
+            _ => continue,
+        }
+        let mut ok = true;
+        for options in modes() {
+            match run_simd_counted(&model, &inputs, &options, true) {
+                Ok((outs, fused)) if passes(&outs) => fused_cases += usize::from(fused > 0 && options.simd),
+                Ok(_) => {
+                    ok = false;
+                    wrong.push(format!("{name} (simd {}): outputs differ from the stored ones", options.simd));
+                }
+                Err(e) => {
+                    ok = false;
+                    wrong.push(format!("{name} (simd {}): {e}", options.simd));
+                }
+            }
+        }
+        simd_pass += usize::from(ok);
+    }
+    eprintln!("node suite: reference {reference_pass} pass, simd {simd_pass} pass, {fused_cases} of them with fused programs");
+    for w in &wrong {
+        eprintln!("WRONG {w}");
+    }
+    assert!(wrong.is_empty(), "{} case(s) fail on the SIMD backend:\n{}", wrong.len(), wrong.join("\n"));
+    assert_eq!(simd_pass, reference_pass);
+    assert!(fused_cases >= FUSED_RATCHET, "{fused_cases} cases ran fused programs, fewer than {FUSED_RATCHET}");
+    assert!(simd_pass >= NODE_RATCHET, "{simd_pass} cases pass, fewer than the ratchet {NODE_RATCHET}");
+}
