@@ -25,6 +25,7 @@ pub mod ops;
 pub mod plan;
 pub mod rng;
 pub mod schedule;
+pub mod simd;
 pub mod tensor;
 
 pub use error::RunError;
