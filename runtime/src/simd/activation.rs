@@ -39,10 +39,10 @@ fn apply_body(act: &Activation, xs: &mut [f32]) {
         Activation::Clip { min, max } => xs.iter_mut().for_each(|x| *x = clamp(*x, min, max)),
         Activation::Sigmoid => xs.iter_mut().for_each(|x| *x = sigmoid(*x)),
         Activation::Tanh => xs.iter_mut().for_each(|x| *x = tanh(*x)),
-        Activation::HardSigmoid { alpha, beta } => {
-            xs.iter_mut().for_each(|x| *x = clamp(alpha * *x + beta, 0.0, 1.0))
+        Activation::HardSigmoid { alpha, beta } => xs.iter_mut().for_each(|x| *x = clamp(alpha * *x + beta, 0.0, 1.0)),
+        Activation::Gelu => {
+            xs.iter_mut().for_each(|x| *x = 0.5 * *x * (1.0 + erf(*x * std::f32::consts::FRAC_1_SQRT_2)))
         }
-        Activation::Gelu => xs.iter_mut().for_each(|x| *x = 0.5 * *x * (1.0 + erf(*x * std::f32::consts::FRAC_1_SQRT_2))),
         Activation::GeluTanh => xs.iter_mut().for_each(|x| {
             let v = *x;
             *x = 0.5 * v * (1.0 + tanh(SQRT_2_OVER_PI * (v + 0.044715 * v * v * v)))

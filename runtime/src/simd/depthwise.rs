@@ -12,7 +12,14 @@ use super::epilogue::Epilogue;
 use rayon::prelude::*;
 
 /// `out = epilogue(depthwise(input, weight))` over `n × c` planes of `oh × ow`.
-pub(crate) fn conv(input: &[f32], weight: &[f32], p: &Conv2d, (oh, ow): (usize, usize), out: &mut [f32], ep: &Epilogue) {
+pub(crate) fn conv(
+    input: &[f32],
+    weight: &[f32],
+    p: &Conv2d,
+    (oh, ow): (usize, usize),
+    out: &mut [f32],
+    ep: &Epilogue,
+) {
     let plane = oh * ow;
     let channels = p.c_out;
     let one = |index: usize, dst: &mut [f32]| {

@@ -240,13 +240,17 @@ impl BatchPlan {
         let a_batch = ash[..ash.len() - 2].to_vec();
         let b_batch = bsh[..bsh.len() - 2].to_vec();
         let rank = a_batch.len().max(b_batch.len());
-        let pad = |s: &[usize]| -> Vec<usize> { std::iter::repeat_n(1, rank - s.len()).chain(s.iter().copied()).collect() };
+        let pad =
+            |s: &[usize]| -> Vec<usize> { std::iter::repeat_n(1, rank - s.len()).chain(s.iter().copied()).collect() };
         let (a_batch, b_batch) = (pad(&a_batch), pad(&b_batch));
         let batch: Vec<usize> = a_batch
             .iter()
             .zip(&b_batch)
             .map(|(&x, &y)| {
-                assert!(x == y || x == 1 || y == 1, "batched_matmul: batch axes {a_shape:?} and {b_shape:?} do not broadcast");
+                assert!(
+                    x == y || x == 1 || y == 1,
+                    "batched_matmul: batch axes {a_shape:?} and {b_shape:?} do not broadcast"
+                );
                 if x == 1 {
                     y
                 } else {

@@ -10,7 +10,17 @@ use super::gemm::View;
 /// # Safety
 /// `a` (m×k) and `b` (k×n) are readable through their strides; `c` is writable over the tile.
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn gemm(m: usize, n: usize, k: usize, c: *mut f32, ldc: usize, read: bool, a: View, b: View, alpha: f32) {
+pub(crate) unsafe fn gemm(
+    m: usize,
+    n: usize,
+    k: usize,
+    c: *mut f32,
+    ldc: usize,
+    read: bool,
+    a: View,
+    b: View,
+    alpha: f32,
+) {
     let mut packed = vec![0.0f32; k * n];
     for p in 0..k {
         for j in 0..n {

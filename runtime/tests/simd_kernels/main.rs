@@ -46,8 +46,20 @@ struct EpilogueSpec {
 }
 
 fn epilogue_spec() -> impl Strategy<Value = EpilogueSpec> {
-    (prop_oneof![Just(1.0f32), -2.0f32..2.0], prop_oneof![Just(1.0f32), -2.0f32..2.0], 0u8..5, 0..ACTIVATIONS.len(), any::<bool>())
-        .prop_map(|(alpha, beta, bias, activation, residual)| EpilogueSpec { alpha, beta, bias, activation, residual })
+    (
+        prop_oneof![Just(1.0f32), -2.0f32..2.0],
+        prop_oneof![Just(1.0f32), -2.0f32..2.0],
+        0u8..5,
+        0..ACTIVATIONS.len(),
+        any::<bool>(),
+    )
+        .prop_map(|(alpha, beta, bias, activation, residual)| EpilogueSpec {
+            alpha,
+            beta,
+            bias,
+            activation,
+            residual,
+        })
 }
 
 /// The epilogue's data for an m×n result (`rows` bias values per row, `cols` per column,
