@@ -6,6 +6,8 @@
 //! command line is wrong. Every failure prints one `error:` line naming the
 //! file and the problem.
 
+mod bench;
+mod bench_tract;
 mod bind;
 mod check_report;
 mod commands;
@@ -215,6 +217,40 @@ enum Command {
         #[arg(long = "input-shape", value_name = "NAME=DIMS")]
         input_shape: Vec<diamond_importers::torch::lower::InputShape>,
     },
+    /// Measure a model's latency (median, p90, min over --runs after --warmup), throughput and peak of live
+    /// bytes on a backend, on a pool of --threads threads, beside the same model in tract (optimized,
+    /// single-threaded) in the same process. Inputs as for run; those not given are random (--input-shape).
+    Bench {
+        /// The model: ONNX, a TorchScript archive (.pt) or TorchScript IR text.
+        model: PathBuf,
+        /// The backend measured.
+        #[arg(long, value_enum, default_value_t = run::Backend::Simd)]
+        backend: run::Backend,
+        /// Threads the backend runs on (default: the machine's cores; tract runs on one).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Measured runs.
+        #[arg(long, default_value_t = 10)]
+        runs: usize,
+        /// Unmeasured runs before them.
+        #[arg(long, default_value_t = 2)]
+        warmup: usize,
+        /// An input: NAME=FILE or a bare FILE/DIR, as for run.
+        #[arg(long = "input", value_name = "NAME=FILE")]
+        inputs: Vec<String>,
+        /// The shape of a generated input: NAME=D0,D1,... (unstated symbolic sizes default to 1).
+        #[arg(long = "input-shape", value_name = "NAME=DIMS")]
+        input_shape: Vec<diamond_importers::torch::lower::InputShape>,
+        /// Seed of the generated inputs.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+        /// Print the backend's time per kernel group.
+        #[arg(long)]
+        profile: bool,
+    },
 }
 
 /// A failure and the exit code it maps to.
@@ -308,6 +344,9 @@ fn main() -> ExitCode {
                 dump,
                 dump_all,
             })
+        }
+        Command::Bench { model, backend, threads, runs, warmup, inputs, input_shape, seed, json, profile } => {
+            bench::run(&bench::Args { model, backend, threads, runs, warmup, inputs, input_shape, seed, json, profile })
         }
         Command::Check {
             model,

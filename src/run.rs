@@ -40,7 +40,8 @@ pub enum Backend {
 }
 
 impl Backend {
-    fn name(self) -> &'static str {
+    /// The name `--backend` takes.
+    pub fn name(self) -> &'static str {
         match self {
             Backend::Simd => "simd",
             Backend::Reference => "reference",
@@ -83,18 +84,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     let path = &args.model;
     let model = diamond_importers::torch::load::load_any(path, &args.input_shape).map_err(bad)?;
     let graph = model.main_graph().ok_or_else(|| bad(format!("{}: the model has no graph", path.display())))?;
-    let initialized: HashSet<&str> = graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
-    let declared: Vec<&str> = graph
-        .inputs
-        .iter()
-        .filter_map(|i| i.value)
-        .map(|v| graph.value_name(v))
-        .filter(|n| !initialized.contains(n))
-        .collect();
-    let mut fed = read_inputs(graph, &declared, &args.inputs)?;
-    if args.random {
-        generate(graph, &declared, &mut fed, &args.input_shape, args.seed)?;
-    }
+    let fed = gather_inputs(graph, &args.inputs, &args.input_shape, args.random.then_some(args.seed))?;
     let dump = if args.dump_all {
         Some(DumpSet::All)
     } else if !args.dump.is_empty() {
@@ -150,6 +140,29 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+/// The values to feed: the `--input` arguments read, then (with a seed) the
+/// declared inputs nothing fed generated at random (shapes from `shapes`).
+pub(crate) fn gather_inputs(
+    graph: &Graph,
+    inputs: &[String],
+    shapes: &[InputShape],
+    random_seed: Option<u64>,
+) -> Result<Vec<(String, Value)>, Failure> {
+    let initialized: HashSet<&str> = graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
+    let declared: Vec<&str> = graph
+        .inputs
+        .iter()
+        .filter_map(|i| i.value)
+        .map(|v| graph.value_name(v))
+        .filter(|n| !initialized.contains(n))
+        .collect();
+    let mut fed = read_inputs(graph, &declared, inputs)?;
+    if let Some(seed) = random_seed {
+        generate(graph, &declared, &mut fed, shapes, seed)?;
+    }
+    Ok(fed)
 }
 
 /// Reads the `--input` arguments. `NAME=PATH` feeds graph input NAME; a

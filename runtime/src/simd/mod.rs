@@ -8,15 +8,26 @@
 //! AVX2+FMA, chosen at run time when the processor has them
 //! (`is_x86_feature_detected!`), and once portable; [`Options::simd`]
 //! (the CLI sets it from `DIAMOND_SIMD=off`) forces the portable one.
-//! Programs computing other types than `f32` and bool, contractions (until
-//! the fast kernels land, [`fallback`]) and every other node run on the
-//! reference kernels. A [`Session`] prepares a model once for given input
+//! Contractions run on the fast kernels ([`contraction`]: MatMul and Gemm
+//! through [`gemm`], 2-D Conv through [`conv`] with its depthwise and
+//! pointwise cases) and their fused elementwise program after them;
+//! programs computing other types than `f32` and bool, contractions the
+//! kernels do not cover, and every other node run on the reference
+//! kernels. A [`Session`] prepares a model once for given input
 //! shapes and runs it many times.
 
+pub mod activation;
 pub mod bind;
+pub mod contraction;
+pub mod conv;
+pub mod cpu;
+pub mod depthwise;
 pub mod elementwise;
-pub mod fallback;
+pub mod epilogue;
+pub mod gemm;
+pub mod im2col;
 pub mod math;
+pub mod portable_gemm;
 pub mod reduce;
 pub mod session;
 pub mod tile;

@@ -13,10 +13,10 @@
 
 use super::bind::{bind, Bound};
 use super::tile::{Dst, Src};
-use super::{elementwise, fallback, reduce, Options};
+use super::{contraction, elementwise, reduce, Options};
 use crate::error::{Result, RunError};
 use crate::exec::{run_one, Frame};
-use crate::kernel::{verify::verify, LoweredModel, Program, Step};
+use crate::kernel::{verify::verify, ContractionOp, LoweredModel, Program, Step};
 use crate::plan::{Fed, Plan};
 use crate::schedule::reads;
 use crate::tensor::{Data, Tensor, Value};
@@ -38,6 +38,9 @@ pub(crate) enum Planned {
     Program(Box<Ready>),
     /// Graph nodes, on the reference kernels.
     Nodes(Vec<NodeId>),
+    /// A contraction node on the fast kernels (the reference kernels when
+    /// they do not cover it).
+    Contraction(NodeId, ContractionOp),
 }
 
 /// What one run produced.
@@ -58,6 +61,8 @@ pub struct Coverage {
     pub fused_nodes: usize,
     /// Graph nodes run by the reference kernels.
     pub reference_nodes: usize,
+    /// Contraction nodes (MatMul, Gemm, Conv) given to the fast kernels.
+    pub contractions: usize,
 }
 
 /// A model prepared for repeated runs on inputs of fixed shapes.
@@ -121,8 +126,8 @@ impl<'m> Session<'m> {
             match step {
                 Step::Program(p) => plan_program(p, &mut steps, &mut coverage),
                 Step::Contraction(c) => {
-                    coverage.reference_nodes += 1;
-                    steps.push(fallback::contraction(c));
+                    coverage.contractions += 1;
+                    steps.push(Planned::Contraction(c.node, c.op));
                     if let Some(e) = &c.epilogue {
                         plan_program(e, &mut steps, &mut coverage);
                     }
@@ -227,6 +232,7 @@ impl<'m> Session<'m> {
                     None => self.run_nodes(&r.program.nodes, peak, *live)?,
                 },
                 Planned::Nodes(nodes) => self.run_nodes(nodes, peak, *live)?,
+                Planned::Contraction(node, op) => self.run_contraction(*node, *op, peak, *live)?,
             };
             *live += made;
             *peak = (*peak).max(*live);
@@ -257,6 +263,28 @@ impl<'m> Session<'m> {
                     made -= old.byte_size();
                 }
             }
+        }
+        Ok(made)
+    }
+
+    /// Runs contraction `n` on the fast kernels, or on the reference kernels
+    /// when they do not cover its operands; the bytes it added.
+    fn run_contraction(&mut self, n: NodeId, op: ContractionOp, peak: &mut u64, live: u64) -> Result<u64> {
+        let graph = self.frame.graph;
+        let node = &graph.nodes[n];
+        let mut inputs = Vec::with_capacity(node.inputs.len());
+        for &v in &node.inputs {
+            match self.frame.values[idx(v)].as_ref() {
+                Some(Value::Tensor(t)) => inputs.push(Some(t)),
+                None if graph.value_name(v).is_empty() => inputs.push(None),
+                _ => return self.run_nodes(&[n], peak, live),
+            }
+        }
+        let Some(t) = contraction::compute(op, node, &inputs) else { return self.run_nodes(&[n], peak, live) };
+        let value = Value::Tensor(t);
+        let mut made = value.byte_size();
+        if let Some(old) = self.frame.values[idx(node.outputs[0])].replace(value) {
+            made -= old.byte_size();
         }
         Ok(made)
     }
@@ -371,6 +399,7 @@ fn frees(model: &Model, steps: &[Planned], outputs: &[ValueId]) -> Vec<Vec<Value
         match s {
             Planned::Program(r) => r.program.nodes.clone(),
             Planned::Nodes(n) => n.clone(),
+            Planned::Contraction(n, _) => vec![*n],
         }
     };
     let mut step_reads: Vec<Vec<ValueId>> = Vec::new();

@@ -1,0 +1,174 @@
+//! The SIMD backend's GEMM and convolution kernels against the machine's
+//! measured limit: an FMA loop that keeps 12 AVX2 accumulators in
+//! registers gives the single-thread peak (FLOP/s), and each kernel's
+//! FLOP/s is quoted as a share of it, measured in the same run.
+//! `cargo bench -p diamond-runtime --bench simd_gemm`; after criterion's
+//! own figures, a table of "% of peak" (best of several runs each) is
+//! printed. Goals: sgemm 512×512×512 on one thread ≥ 75% of peak;
+//! transformer shapes (M = 128, K and N in 64–512) ≥ 50%.
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use diamond_runtime::simd::conv::{conv2d, Conv2d};
+use diamond_runtime::simd::epilogue::{Activation, Bias, Epilogue};
+use diamond_runtime::simd::gemm::{sgemm, MatRef};
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+/// Iterations of the FMA loop (each: 12 vector FMAs, 192 FLOP).
+const FMA_ITERS: u64 = 1 << 22;
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn fma_loop(iters: u64, seed: f32) -> f32 {
+    use std::arch::x86_64::*;
+    let x = _mm256_set1_ps(seed);
+    let y = _mm256_set1_ps(0.999_999);
+    let mut acc = [_mm256_set1_ps(1.0); 12];
+    for _ in 0..iters {
+        for a in &mut acc {
+            *a = _mm256_fmadd_ps(*a, y, x);
+        }
+    }
+    let mut sum = _mm256_setzero_ps();
+    for a in acc {
+        sum = _mm256_add_ps(sum, a);
+    }
+    let mut out = [0.0f32; 8];
+    _mm256_storeu_ps(out.as_mut_ptr(), sum);
+    out.iter().sum()
+}
+
+fn fma_peak() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: only reached after the check.
+    if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+        black_box(unsafe { fma_loop(black_box(FMA_ITERS), black_box(1e-3)) });
+    }
+}
+
+const FMA_FLOP: u64 = FMA_ITERS * 12 * 8 * 2;
+
+/// One measured kernel: its name, FLOP per call, and the call.
+struct Case {
+    name: String,
+    flop: u64,
+    run: Box<dyn FnMut()>,
+}
+
+fn gemm_case(m: usize, k: usize, n: usize, ep: &'static str) -> Case {
+    let a: Vec<f32> = (0..m * k).map(|i| (i % 13) as f32 * 0.01).collect();
+    let b: Vec<f32> = (0..k * n).map(|i| (i % 7) as f32 * 0.01).collect();
+    let bias: Vec<f32> = (0..n).map(|i| i as f32 * 0.001).collect();
+    let mut c = vec![0.0f32; m * n];
+    Case {
+        name: format!("sgemm {m}x{k}x{n}{ep}"),
+        flop: 2 * (m * k * n) as u64,
+        run: Box::new(move || {
+            let epilogue = if ep.is_empty() {
+                Epilogue::default()
+            } else {
+                Epilogue { bias: Bias::PerCol(&bias), activation: Activation::Gelu, ..Epilogue::default() }
+            };
+            sgemm(MatRef::row_major(&a, m, k), MatRef::row_major(&b, k, n), &mut c, &epilogue);
+            black_box(&c);
+        }),
+    }
+}
+
+fn conv_case(name: &str, p: Conv2d) -> Case {
+    let (oh, ow) = p.output_hw().expect("the kernel fits");
+    let input: Vec<f32> = (0..p.n * p.c_in * p.h * p.w).map(|i| (i % 17) as f32 * 0.01).collect();
+    let weight: Vec<f32> = (0..p.c_out * p.c_in / p.group * p.kh * p.kw).map(|i| (i % 5) as f32 * 0.01).collect();
+    let bias: Vec<f32> = (0..p.c_out).map(|i| i as f32 * 0.001).collect();
+    let mut out = vec![0.0f32; p.n * p.c_out * oh * ow];
+    let flop = 2 * (p.n * p.c_out * oh * ow * (p.c_in / p.group) * p.kh * p.kw) as u64;
+    Case {
+        name: name.to_string(),
+        flop,
+        run: Box::new(move || {
+            let ep = Epilogue { bias: Bias::PerRow(&bias), activation: Activation::Relu, ..Epilogue::default() };
+            conv2d(&input, &weight, &p, &mut out, &ep);
+            black_box(&out);
+        }),
+    }
+}
+
+fn conv(c_in: usize, hw: usize, c_out: usize, k: usize, stride: usize, group: usize) -> Conv2d {
+    let pad = k / 2;
+    Conv2d {
+        n: 1,
+        c_in,
+        h: hw,
+        w: hw,
+        c_out,
+        kh: k,
+        kw: k,
+        stride: [stride; 2],
+        dilation: [1, 1],
+        pads: [pad; 4],
+        group,
+    }
+}
+
+fn cases() -> Vec<Case> {
+    let mut cases = vec![gemm_case(512, 512, 512, ""), gemm_case(512, 512, 512, " +bias+gelu")];
+    for k in [64, 128, 256, 512] {
+        for n in [64, 128, 256, 512] {
+            cases.push(gemm_case(128, k, n, ""));
+        }
+    }
+    cases.extend([
+        conv_case("resnet50 conv1 7x7/2 3->64 224", conv(3, 224, 64, 7, 2, 1)),
+        conv_case("resnet50 3x3 64->64 56", conv(64, 56, 64, 3, 1, 1)),
+        conv_case("resnet50 1x1 256->64 56", conv(256, 56, 64, 1, 1, 1)),
+        conv_case("resnet50 3x3 256->256 14", conv(256, 14, 256, 3, 1, 1)),
+        conv_case("mobilenet dw 3x3 32 112", conv(32, 112, 32, 3, 1, 32)),
+        conv_case("mobilenet dw 3x3/2 144 56", conv(144, 56, 144, 3, 2, 144)),
+        conv_case("mobilenet 1x1 32->64 112", conv(32, 112, 64, 1, 1, 1)),
+    ]);
+    cases
+}
+
+/// Best time of `f` over at least `min_time` and 5 calls.
+fn best(mut f: impl FnMut(), min_time: Duration) -> Duration {
+    let start = Instant::now();
+    let mut best = Duration::MAX;
+    let mut calls = 0;
+    while calls < 5 || start.elapsed() < min_time {
+        let t = Instant::now();
+        f();
+        best = best.min(t.elapsed());
+        calls += 1;
+    }
+    best
+}
+
+fn kernels(c: &mut Criterion) {
+    // every figure is for one thread: the kernels take their threads from the global pool
+    let _ = rayon::ThreadPoolBuilder::new().num_threads(1).build_global();
+    let mut group = c.benchmark_group("simd");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(FMA_FLOP));
+    group.bench_function("fma peak (FLOP)", |b| b.iter(fma_peak));
+    for mut case in cases() {
+        group.throughput(Throughput::Elements(case.flop));
+        group.bench_function(format!("{} (FLOP, 1 thread)", case.name), |b| b.iter(&mut case.run));
+    }
+    group.finish();
+    percent_of_peak();
+}
+
+/// The table of each kernel's share of the FMA peak, measured now.
+fn percent_of_peak() {
+    let peak = FMA_FLOP as f64 / best(fma_peak, Duration::from_millis(300)).as_secs_f64();
+    eprintln!("\nFMA peak, 1 thread: {:.1} GFLOP/s", peak / 1e9);
+    eprintln!("{:<40} {:>10} {:>8}", "kernel (1 thread)", "GFLOP/s", "% peak");
+    for mut case in cases() {
+        let t = best(&mut case.run, Duration::from_millis(300));
+        let rate = case.flop as f64 / t.as_secs_f64();
+        eprintln!("{:<40} {:>10.1} {:>7.1}%", case.name, rate / 1e9, 100.0 * rate / peak);
+    }
+}
+
+criterion_group!(benches, kernels);
+criterion_main!(benches);

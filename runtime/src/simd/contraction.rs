@@ -1,0 +1,193 @@
+//! Contractions on the fast kernels: MatMul through [`super::gemm::batched_matmul`],
+//! Gemm through [`super::gemm::sgemm`] (its `alpha`, `beta · C` and
+//! transposes as the kernel's epilogue and operand views) and 2-D Conv
+//! through [`super::conv::conv2d`] (its bias as the per-channel epilogue),
+//! all on `f32`. The elementwise program fused after the node runs next, as
+//! its own step. Anything else — other element types, 1-D or 3-D
+//! convolutions, `auto_pad`, a C that does not broadcast one way — runs on
+//! the reference kernels, as before.
+
+use super::conv::{conv2d, Conv2d};
+use super::epilogue::{Bias, Epilogue};
+use super::gemm::{batched_matmul, sgemm, MatRef};
+use crate::kernel::ContractionOp;
+use crate::tensor::{Data, Tensor};
+use diamond_ir::{AttrValue, Node};
+
+/// The `f32` slice of a tensor.
+fn floats(t: &Tensor) -> Option<&[f32]> {
+    match &t.data {
+        Data::F32(v) => Some(v),
+        _ => None,
+    }
+}
+
+fn int_attr(node: &Node, name: &str, default: i64) -> Option<i64> {
+    match node.attribute(name).and_then(|a| a.value()) {
+        None => Some(default),
+        Some(AttrValue::Int(v)) => Some(v),
+        _ => None,
+    }
+}
+
+fn float_attr(node: &Node, name: &str, default: f32) -> Option<f32> {
+    match node.attribute(name).and_then(|a| a.value()) {
+        None => Some(default),
+        Some(AttrValue::Float(v)) => Some(v),
+        _ => None,
+    }
+}
+
+fn ints_attr(node: &Node, name: &str) -> Option<Option<Vec<i64>>> {
+    match node.attribute(name).and_then(|a| a.value()) {
+        None => Some(None),
+        Some(AttrValue::Ints(v)) => Some(Some(v.to_vec())),
+        _ => None,
+    }
+}
+
+/// Computes `node` (a contraction `op`) on `inputs` (the node's operands,
+/// `None` where omitted) into a new tensor, or `None` when the fast kernels
+/// do not cover it.
+pub(crate) fn compute(op: ContractionOp, node: &Node, inputs: &[Option<&Tensor>]) -> Option<Tensor> {
+    match op {
+        ContractionOp::MatMul => matmul(inputs),
+        ContractionOp::Gemm => gemm(node, inputs),
+        ContractionOp::Conv => conv(node, inputs),
+    }
+}
+
+fn matmul(inputs: &[Option<&Tensor>]) -> Option<Tensor> {
+    let (a, b) = (inputs.first().copied()??, inputs.get(1).copied()??);
+    let (ad, bd) = (floats(a)?, floats(b)?);
+    let shape = matmul_shape(&a.shape, &b.shape)?;
+    let mut out = vec![0.0f32; shape.iter().product()];
+    batched_matmul(ad, &a.shape, bd, &b.shape, &mut out, &Epilogue::default());
+    Tensor::new(shape, Data::F32(out))
+}
+
+/// NumPy `matmul`'s result shape (`None` when the operands do not multiply).
+fn matmul_shape(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
+    if a.is_empty() || b.is_empty() {
+        return None;
+    }
+    let (a2, b2) = (if a.len() == 1 { vec![1, a[0]] } else { a.to_vec() }, if b.len() == 1 { vec![b[0], 1] } else { b.to_vec() });
+    let (m, k, k2, n) = (a2[a2.len() - 2], a2[a2.len() - 1], b2[b2.len() - 2], b2[b2.len() - 1]);
+    if k != k2 {
+        return None;
+    }
+    let (ba, bb) = (&a2[..a2.len() - 2], &b2[..b2.len() - 2]);
+    let rank = ba.len().max(bb.len());
+    let mut shape = Vec::with_capacity(rank + 2);
+    for i in 0..rank {
+        let x = if i + ba.len() >= rank { ba[i + ba.len() - rank] } else { 1 };
+        let y = if i + bb.len() >= rank { bb[i + bb.len() - rank] } else { 1 };
+        shape.push(match (x, y) {
+            (x, y) if x == y => x,
+            (1, y) => y,
+            (x, 1) => x,
+            _ => return None,
+        });
+    }
+    if a.len() > 1 {
+        shape.push(m);
+    }
+    if b.len() > 1 {
+        shape.push(n);
+    }
+    Some(shape)
+}
+
+fn gemm(node: &Node, inputs: &[Option<&Tensor>]) -> Option<Tensor> {
+    let (a, b) = (inputs.first().copied()??, inputs.get(1).copied()??);
+    if a.shape.len() != 2 || b.shape.len() != 2 {
+        return None;
+    }
+    let (trans_a, trans_b) = (int_attr(node, "transA", 0)? != 0, int_attr(node, "transB", 0)? != 0);
+    let (alpha, beta) = (float_attr(node, "alpha", 1.0)?, float_attr(node, "beta", 1.0)?);
+    let mut am = MatRef::row_major(floats(a)?, a.shape[0], a.shape[1]);
+    let mut bm = MatRef::row_major(floats(b)?, b.shape[0], b.shape[1]);
+    if trans_a {
+        am = am.t();
+    }
+    if trans_b {
+        bm = bm.t();
+    }
+    let (m, k, k2, n) = (am.rows, am.cols, bm.rows, bm.cols);
+    if k != k2 {
+        return None;
+    }
+    let c = inputs.get(2).copied().flatten();
+    let bias = match c {
+        None => Bias::None,
+        Some(c) => {
+            let cd = floats(c)?;
+            match c.shape.as_slice() {
+                [] | [1] | [1, 1] => Bias::Scalar(cd[0]),
+                [x] | [1, x] if *x == n => Bias::PerCol(cd),
+                [x, 1] if *x == m => Bias::PerRow(cd),
+                [x, y] if *x == m && *y == n => Bias::Full(cd),
+                _ => return None,
+            }
+        }
+    };
+    let mut out = vec![0.0f32; m * n];
+    let ep = Epilogue { alpha, bias, beta, ..Epilogue::default() };
+    sgemm(am, bm, &mut out, &ep);
+    Tensor::new(vec![m, n], Data::F32(out))
+}
+
+fn conv(node: &Node, inputs: &[Option<&Tensor>]) -> Option<Tensor> {
+    let (x, w) = (inputs.first().copied()??, inputs.get(1).copied()??);
+    if x.shape.len() != 4 || w.shape.len() != 4 {
+        return None;
+    }
+    let auto_pad = match node.attribute("auto_pad").and_then(|a| a.value()) {
+        None => true,
+        Some(AttrValue::String(s)) => s.as_ref() == b"NOTSET",
+        _ => false,
+    };
+    if !auto_pad {
+        return None;
+    }
+    let group = usize::try_from(int_attr(node, "group", 1)?).ok()?;
+    let pair = |name: &str| -> Option<[usize; 2]> {
+        match ints_attr(node, name)? {
+            None => Some([1, 1]),
+            Some(v) if v.len() == 2 && v.iter().all(|&x| x >= 1) => Some([v[0] as usize, v[1] as usize]),
+            _ => None,
+        }
+    };
+    let (stride, dilation) = (pair("strides")?, pair("dilations")?);
+    let pads = match ints_attr(node, "pads")? {
+        None => [0; 4],
+        // ONNX: [top, left, bottom, right].
+        Some(v) if v.len() == 4 && v.iter().all(|&x| x >= 0) => [v[0] as usize, v[1] as usize, v[2] as usize, v[3] as usize],
+        _ => return None,
+    };
+    let p = Conv2d {
+        n: x.shape[0],
+        c_in: x.shape[1],
+        h: x.shape[2],
+        w: x.shape[3],
+        c_out: w.shape[0],
+        kh: w.shape[2],
+        kw: w.shape[3],
+        stride,
+        dilation,
+        pads,
+        group,
+    };
+    if group == 0 || p.c_in % group != 0 || p.c_out % group != 0 || w.shape[1] * group != p.c_in {
+        return None;
+    }
+    let (oh, ow) = p.output_hw()?;
+    let bias = match inputs.get(2).copied().flatten() {
+        None => Bias::None,
+        Some(b) if b.shape == [p.c_out] => Bias::PerRow(floats(b)?),
+        Some(_) => return None,
+    };
+    let mut out = vec![0.0f32; p.output_len()?];
+    conv2d(floats(x)?, floats(w)?, &p, &mut out, &Epilogue { bias, ..Epilogue::default() });
+    Tensor::new(vec![p.n, p.c_out, oh, ow], Data::F32(out))
+}

@@ -1,0 +1,130 @@
+//! 2-D convolution (NCHW, weights `c_out × c_in/group × kh × kw`) with a
+//! fused [`Epilogue`], by the cheapest route the shape allows:
+//! - **pointwise** (1×1, stride 1, no padding): each image is already the
+//!   `c_in × h·w` matrix the GEMM wants — a plain [`sgemm`] per group;
+//! - **depthwise** (group = c_in = c_out): a direct per-channel kernel
+//!   ([`depthwise`](super::depthwise));
+//! - otherwise (grouped included) **im2col**: each group's input patches are
+//!   laid out as a `c_in/group·kh·kw × oh·ow` matrix
+//!   ([`im2col`](super::im2col)) and multiplied by the group's weights.
+//!
+//! For the epilogue, each image's result is the matrix `c_out × oh·ow`: a
+//! per-row bias is per output channel, a per-column one per output
+//! position; a full bias and the residual have the whole output's layout.
+
+use super::epilogue::Epilogue;
+use super::gemm::{sgemm, MatRef};
+use super::{depthwise, im2col};
+
+/// The sizes and attributes of one 2-D convolution.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Conv2d {
+    /// Batch size.
+    pub n: usize,
+    /// Input channels.
+    pub c_in: usize,
+    /// Input height.
+    pub h: usize,
+    /// Input width.
+    pub w: usize,
+    /// Output channels.
+    pub c_out: usize,
+    /// Kernel height.
+    pub kh: usize,
+    /// Kernel width.
+    pub kw: usize,
+    /// Stride along height, width.
+    pub stride: [usize; 2],
+    /// Dilation along height, width.
+    pub dilation: [usize; 2],
+    /// Padding: top, left, bottom, right.
+    pub pads: [usize; 4],
+    /// Number of groups (divides `c_in` and `c_out`).
+    pub group: usize,
+}
+
+impl Conv2d {
+    /// Output height and width; `None` when the (dilated) kernel does not fit the padded input
+    /// or a stride or dilation is 0.
+    pub fn output_hw(&self) -> Option<(usize, usize)> {
+        let side = |size: usize, pad: usize, k: usize, stride: usize, dilation: usize| {
+            let span = dilation.checked_mul(k.checked_sub(1)?)?.checked_add(1)?;
+            let padded = size + pad;
+            (stride > 0 && dilation > 0 && padded >= span).then(|| (padded - span) / stride + 1)
+        };
+        Some((
+            side(self.h, self.pads[0] + self.pads[2], self.kh, self.stride[0], self.dilation[0])?,
+            side(self.w, self.pads[1] + self.pads[3], self.kw, self.stride[1], self.dilation[1])?,
+        ))
+    }
+
+    /// Number of output values.
+    pub fn output_len(&self) -> Option<usize> {
+        self.output_hw().map(|(oh, ow)| self.n * self.c_out * oh * ow)
+    }
+
+    /// Input channels per group.
+    pub(crate) fn group_in(&self) -> usize {
+        self.c_in / self.group
+    }
+
+    /// Output channels per group.
+    pub(crate) fn group_out(&self) -> usize {
+        self.c_out / self.group
+    }
+
+    fn is_pointwise(&self) -> bool {
+        self.kh == 1 && self.kw == 1 && self.stride == [1, 1] && self.pads == [0; 4]
+    }
+
+    fn is_depthwise(&self) -> bool {
+        self.group > 1 && self.group == self.c_in && self.group == self.c_out
+    }
+
+    /// Panics unless the attributes are consistent and the buffers big enough (a caller's bug).
+    fn check(&self, input: &[f32], weight: &[f32], out: &[f32]) -> (usize, usize) {
+        assert!(
+            self.group > 0 && self.c_in % self.group == 0 && self.c_out % self.group == 0,
+            "conv2d: group {} does not divide {} input and {} output channels",
+            self.group,
+            self.c_in,
+            self.c_out
+        );
+        let (oh, ow) = self.output_hw().unwrap_or_else(|| panic!("conv2d: the kernel does not fit: {self:?}"));
+        assert!(input.len() >= self.n * self.c_in * self.h * self.w, "conv2d: input too short for {self:?}");
+        assert!(weight.len() >= self.c_out * self.group_in() * self.kh * self.kw, "conv2d: weight too short");
+        assert!(out.len() >= self.n * self.c_out * oh * ow, "conv2d: output too short");
+        (oh, ow)
+    }
+}
+
+/// `out = epilogue(conv(input, weight))`, NCHW; `Bias::PerRow` is per output channel.
+/// Panics when the buffers or attributes are inconsistent.
+pub fn conv2d(input: &[f32], weight: &[f32], p: &Conv2d, out: &mut [f32], ep: &Epilogue) {
+    let (oh, ow) = p.check(input, weight, out);
+    let plane = oh * ow;
+    ep.check(p.c_out, plane);
+    if let Some(r) = ep.residual {
+        assert!(r.len() >= p.n * p.c_out * plane, "conv2d: residual too short");
+    }
+    if p.is_depthwise() {
+        return depthwise::conv(input, weight, p, (oh, ow), &mut out[..p.n * p.c_out * plane], ep);
+    }
+    let (cig, cog) = (p.group_in(), p.group_out());
+    let patch = cig * p.kh * p.kw;
+    let mut columns = if p.is_pointwise() { Vec::new() } else { vec![0.0; patch * plane] };
+    for image in 0..p.n {
+        for g in 0..p.group {
+            let src = &input[(image * p.c_in + g * cig) * p.h * p.w..][..cig * p.h * p.w];
+            let b = if p.is_pointwise() {
+                MatRef::row_major(src, cig, plane)
+            } else {
+                im2col::fill(src, p, (oh, ow), &mut columns);
+                MatRef::row_major(&columns, patch, plane)
+            };
+            let a = MatRef::row_major(&weight[g * cog * patch..][..cog * patch], cog, patch);
+            let offset = (image * p.c_out + g * cog) * plane;
+            sgemm(a, b, &mut out[offset..offset + cog * plane], &ep.shifted(g * cog, offset));
+        }
+    }
+}

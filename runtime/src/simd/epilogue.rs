@@ -1,0 +1,205 @@
+//! What a GEMM or convolution does to its product before it is stored:
+//! `y = activation(alpha · (A·B) + beta · bias) + residual`. The kernels
+//! apply it per tile of C right after that tile's product, while the tile
+//! is in cache: the bias is written into the tile first and the product
+//! accumulated onto it (so the GEMM reads it for free), then activation and
+//! residual run over the tile's rows.
+
+use super::activation;
+
+/// The activation applied after scale and bias.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Activation {
+    /// Identity.
+    None,
+    /// `max(x, 0)`.
+    Relu,
+    /// `x` if `x ≥ 0`, else `alpha · x`.
+    LeakyRelu(f32),
+    /// `min(max(x, min), max)`.
+    Clip {
+        /// Lower bound.
+        min: f32,
+        /// Upper bound.
+        max: f32,
+    },
+    /// `1 / (1 + e^{−x})`.
+    Sigmoid,
+    /// `tanh x`.
+    Tanh,
+    /// `clip(alpha · x + beta, 0, 1)`.
+    HardSigmoid {
+        /// Slope.
+        alpha: f32,
+        /// Offset.
+        beta: f32,
+    },
+    /// `x · Φ(x)` (the exact, erf form).
+    Gelu,
+    /// GELU's tanh approximation.
+    GeluTanh,
+    /// `x · sigmoid(x)` (Swish with alpha 1).
+    Silu,
+}
+
+/// The bias added to the scaled product, broadcast over C (m×n, row-major).
+#[derive(Clone, Copy, Debug)]
+pub enum Bias<'a> {
+    /// No bias.
+    None,
+    /// One value for every element.
+    Scalar(f32),
+    /// One value per row (m values; for a convolution, per output channel).
+    PerRow(&'a [f32]),
+    /// One value per column (n values).
+    PerCol(&'a [f32]),
+    /// One value per element, in C's layout.
+    Full(&'a [f32]),
+}
+
+/// The fused epilogue of a GEMM or convolution.
+#[derive(Clone, Copy, Debug)]
+pub struct Epilogue<'a> {
+    /// Scale of the product.
+    pub alpha: f32,
+    /// The bias.
+    pub bias: Bias<'a>,
+    /// Scale of the bias.
+    pub beta: f32,
+    /// The activation.
+    pub activation: Activation,
+    /// Added after the activation, in C's layout.
+    pub residual: Option<&'a [f32]>,
+}
+
+impl Default for Epilogue<'_> {
+    /// The plain product: alpha 1, no bias, no activation, no residual.
+    fn default() -> Self {
+        Epilogue { alpha: 1.0, bias: Bias::None, beta: 1.0, activation: Activation::None, residual: None }
+    }
+}
+
+/// A rectangle of an m×n row-major matrix C: rows `row0..row0 + rows`, columns `col0..col0 + cols`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Tile {
+    pub row0: usize,
+    pub rows: usize,
+    pub col0: usize,
+    pub cols: usize,
+    /// n: C's row length.
+    pub n: usize,
+}
+
+impl<'a> Epilogue<'a> {
+    /// Panics unless the bias and the residual fit an m×n C (a caller's bug, not bad input).
+    pub(crate) fn check(&self, m: usize, n: usize) {
+        let fits = match self.bias {
+            Bias::None | Bias::Scalar(_) => true,
+            Bias::PerRow(b) => b.len() >= m,
+            Bias::PerCol(b) => b.len() >= n,
+            Bias::Full(b) => b.len() >= m * n,
+        };
+        assert!(fits, "epilogue bias too short for a {m}×{n} result");
+        assert!(self.residual.is_none_or(|r| r.len() >= m * n), "epilogue residual too short for a {m}×{n} result");
+    }
+
+    /// True when a bias is added (and so [`Self::prefill`] writes the tile before the product).
+    pub(crate) fn has_bias(&self) -> bool {
+        !matches!(self.bias, Bias::None)
+    }
+
+    /// The same epilogue for the sub-matrix of C starting at `offset` (elements) with `rows` rows
+    /// of `n`: a per-row bias shifted by `first_row`, a full bias and the residual by `offset`.
+    pub(crate) fn shifted(&self, first_row: usize, offset: usize) -> Epilogue<'a> {
+        let bias = match self.bias {
+            Bias::PerRow(b) => Bias::PerRow(&b[first_row..]),
+            Bias::Full(b) => Bias::Full(&b[offset..]),
+            other => other,
+        };
+        Epilogue { bias, residual: self.residual.map(|r| &r[offset..]), ..*self }
+    }
+
+    /// Writes `beta · bias` into the tile.
+    ///
+    /// # Safety
+    /// `c` points to an m×n matrix (m ≥ `t.row0 + t.rows`) that no one else touches inside the tile.
+    pub(crate) unsafe fn prefill(&self, c: *mut f32, t: &Tile) {
+        for r in t.row0..t.row0 + t.rows {
+            let row = row_of(c, t, r);
+            match self.bias {
+                Bias::None => {}
+                Bias::Scalar(s) => row.fill(self.beta * s),
+                Bias::PerRow(b) => row.fill(self.beta * b[r]),
+                Bias::PerCol(b) => scaled_copy(row, &b[t.col0..t.col0 + t.cols], self.beta),
+                Bias::Full(b) => scaled_copy(row, &b[r * t.n + t.col0..r * t.n + t.col0 + t.cols], self.beta),
+            }
+        }
+    }
+
+    /// The activation and the residual over a tile that already holds `alpha · product + beta · bias`.
+    ///
+    /// # Safety
+    /// As for [`Self::prefill`].
+    pub(crate) unsafe fn finish(&self, c: *mut f32, t: &Tile) {
+        if matches!(self.activation, Activation::None) && self.residual.is_none() {
+            return;
+        }
+        for r in t.row0..t.row0 + t.rows {
+            let row = row_of(c, t, r);
+            activation::apply(&self.activation, row);
+            if let Some(res) = self.residual {
+                let start = r * t.n + t.col0;
+                row.iter_mut().zip(&res[start..start + t.cols]).for_each(|(y, x)| *y += x);
+            }
+        }
+    }
+
+    /// The whole epilogue over a tile that holds the bare product.
+    ///
+    /// # Safety
+    /// As for [`Self::prefill`].
+    pub(crate) unsafe fn apply_tile(&self, c: *mut f32, t: &Tile) {
+        for r in t.row0..t.row0 + t.rows {
+            let row = row_of(c, t, r);
+            let (alpha, beta) = (self.alpha, self.beta);
+            match self.bias {
+                Bias::None if alpha == 1.0 => {}
+                Bias::None => row.iter_mut().for_each(|y| *y *= alpha),
+                Bias::Scalar(s) => row.iter_mut().for_each(|y| *y = alpha * *y + beta * s),
+                Bias::PerRow(b) => row.iter_mut().for_each(|y| *y = alpha * *y + beta * b[r]),
+                Bias::PerCol(b) => {
+                    row.iter_mut().zip(&b[t.col0..t.col0 + t.cols]).for_each(|(y, x)| *y = alpha * *y + beta * x)
+                }
+                Bias::Full(b) => {
+                    let start = r * t.n + t.col0;
+                    row.iter_mut().zip(&b[start..start + t.cols]).for_each(|(y, x)| *y = alpha * *y + beta * x)
+                }
+            }
+        }
+        self.finish(c, t);
+    }
+
+    /// Applies the whole epilogue to an m×n row-major `c` that holds the bare product.
+    pub fn apply(&self, c: &mut [f32], m: usize, n: usize) {
+        assert!(c.len() >= m * n, "epilogue: C holds {} values, not {m}×{n}", c.len());
+        self.check(m, n);
+        // SAFETY: `c` is borrowed mutably and holds the whole m×n tile.
+        unsafe { self.apply_tile(c.as_mut_ptr(), &Tile { row0: 0, rows: m, col0: 0, cols: n, n }) }
+    }
+}
+
+/// Row `r` of the tile, as a slice.
+///
+/// # Safety
+/// As for [`Epilogue::prefill`].
+unsafe fn row_of<'t>(c: *mut f32, t: &Tile, r: usize) -> &'t mut [f32] {
+    std::slice::from_raw_parts_mut(c.add(r * t.n + t.col0), t.cols)
+}
+
+fn scaled_copy(dst: &mut [f32], src: &[f32], scale: f32) {
+    if scale == 1.0 {
+        dst.copy_from_slice(src);
+    } else {
+        dst.iter_mut().zip(src).for_each(|(d, s)| *d = scale * s);
+    }
+}

@@ -1,0 +1,404 @@
+//! The SIMD backend's GEMM and convolution kernels agree with the reference
+//! executor's MatMul, Gemm and Conv followed by the epilogue's operators, on
+//! random shapes (size-1 and odd sizes included), transposed and strided
+//! views, every bias and activation, groups, depthwise and pointwise
+//! convolutions, padding, strides and dilations; on one thread and on
+//! several (so that C is cut into tiles both ways). The portable kernels
+//! are checked the same way by re-running these tests with
+//! `DIAMOND_SIMD=off` in a child process.
+
+mod oracle;
+
+use diamond_runtime::simd::conv::{conv2d, Conv2d};
+use diamond_runtime::simd::epilogue::{Activation, Bias, Epilogue};
+use diamond_runtime::simd::gemm::{batched_matmul, sgemm, MatRef};
+use diamond_runtime::SplitMix64;
+use oracle::{assert_close, int, ints, Net};
+use proptest::prelude::*;
+
+fn values(seed: u64, len: usize) -> Vec<f32> {
+    let mut rng = SplitMix64(seed);
+    (0..len).map(|_| (rng.unit() * 2.0 - 1.0) as f32).collect()
+}
+
+const ACTIVATIONS: [Activation; 10] = [
+    Activation::None,
+    Activation::Relu,
+    Activation::LeakyRelu(0.1),
+    Activation::Clip { min: -0.5, max: 0.75 },
+    Activation::Sigmoid,
+    Activation::Tanh,
+    Activation::HardSigmoid { alpha: 0.2, beta: 0.5 },
+    Activation::Gelu,
+    Activation::GeluTanh,
+    Activation::Silu,
+];
+
+/// What the epilogue holds, drawn by proptest; the data comes from the seed.
+#[derive(Clone, Copy, Debug)]
+struct EpilogueSpec {
+    alpha: f32,
+    beta: f32,
+    /// 0 none, 1 scalar, 2 per row, 3 per column, 4 full.
+    bias: u8,
+    activation: usize,
+    residual: bool,
+}
+
+fn epilogue_spec() -> impl Strategy<Value = EpilogueSpec> {
+    (
+        prop_oneof![Just(1.0f32), -2.0f32..2.0],
+        prop_oneof![Just(1.0f32), -2.0f32..2.0],
+        0u8..5,
+        0..ACTIVATIONS.len(),
+        any::<bool>(),
+    )
+        .prop_map(|(alpha, beta, bias, activation, residual)| EpilogueSpec {
+            alpha,
+            beta,
+            bias,
+            activation,
+            residual,
+        })
+}
+
+/// The epilogue's data for an m×n result (`rows` bias values per row, `cols` per column,
+/// `full` values for the full bias and residual).
+struct EpilogueData {
+    bias: Vec<f32>,
+    residual: Vec<f32>,
+}
+
+impl EpilogueData {
+    fn new(seed: u64, full: usize) -> EpilogueData {
+        EpilogueData { bias: values(seed ^ 0xb1a5, full.max(1)), residual: values(seed ^ 0x7e5, full) }
+    }
+
+    fn epilogue(&self, spec: &EpilogueSpec) -> Epilogue<'_> {
+        let bias = match spec.bias {
+            0 => Bias::None,
+            1 => Bias::Scalar(self.bias[0]),
+            2 => Bias::PerRow(&self.bias),
+            3 => Bias::PerCol(&self.bias),
+            _ => Bias::Full(&self.bias),
+        };
+        Epilogue {
+            alpha: spec.alpha,
+            bias,
+            beta: spec.beta,
+            activation: ACTIVATIONS[spec.activation],
+            residual: spec.residual.then_some(&self.residual[..]),
+        }
+    }
+}
+
+/// How an operand is stored: row-major, transposed (its transpose row-major), or row-major with
+/// padded rows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Layout {
+    RowMajor,
+    Transposed,
+    Padded(usize),
+}
+
+fn layout() -> impl Strategy<Value = Layout> {
+    prop_oneof![Just(Layout::RowMajor), Just(Layout::Transposed), (1usize..5).prop_map(Layout::Padded)]
+}
+
+/// A rows×cols operand stored as `layout` says: (storage, view).
+fn operand(seed: u64, rows: usize, cols: usize, layout: Layout) -> Vec<f32> {
+    let len = match layout {
+        Layout::RowMajor | Layout::Transposed => rows * cols,
+        Layout::Padded(pad) => rows * (cols + pad),
+    };
+    values(seed, len)
+}
+
+fn view(data: &[f32], rows: usize, cols: usize, layout: Layout) -> MatRef<'_> {
+    match layout {
+        Layout::RowMajor => MatRef::row_major(data, rows, cols),
+        Layout::Transposed => MatRef::row_major(data, cols, rows).t(),
+        Layout::Padded(pad) => MatRef { data, rows, cols, row_stride: (cols + pad) as isize, col_stride: 1 },
+    }
+}
+
+fn dense(v: &MatRef) -> Vec<f32> {
+    let mut out = Vec::with_capacity(v.rows * v.cols);
+    for r in 0..v.rows {
+        for c in 0..v.cols {
+            out.push(v.data[(r as isize * v.row_stride + c as isize * v.col_stride) as usize]);
+        }
+    }
+    out
+}
+
+/// One sgemm case against the reference: Gemm (with transA/transB for transposed storage)
+/// when no operand is padded, else MatMul of dense copies.
+fn check_sgemm(m: usize, k: usize, n: usize, layouts: (Layout, Layout), spec: &EpilogueSpec, seed: u64) {
+    let a_data = operand(seed, m, k, layouts.0);
+    let b_data = operand(seed ^ 0xbbbb, k, n, layouts.1);
+    let (a, b) = (view(&a_data, m, k, layouts.0), view(&b_data, k, n, layouts.1));
+    let data = EpilogueData::new(seed, m * n);
+    let ep = data.epilogue(spec);
+    let mut got = vec![f32::NAN; m * n];
+    sgemm(a, b, &mut got, &ep);
+
+    let mut net = Net::new();
+    let padded = |l: Layout| matches!(l, Layout::Padded(_));
+    let product = if padded(layouts.0) || padded(layouts.1) {
+        let (x, y) = (net.input(&[m, k], &dense(&a)), net.input(&[k, n], &dense(&b)));
+        net.node("MatMul", &[&x, &y], vec![])
+    } else {
+        let stored = |l: Layout, r: usize, c: usize| if l == Layout::Transposed { [c, r] } else { [r, c] };
+        let x = net.input(&stored(layouts.0, m, k), &a_data);
+        let y = net.input(&stored(layouts.1, k, n), &b_data);
+        let trans = |l: Layout| i64::from(l == Layout::Transposed);
+        net.node("Gemm", &[&x, &y], vec![int("transA", trans(layouts.0)), int("transB", trans(layouts.1))])
+    };
+    let bias_shape = match spec.bias {
+        2 => vec![m, 1],
+        3 => vec![n],
+        _ => vec![m, n],
+    };
+    let out = net.epilogue(&product, &[m, n], &ep, &bias_shape);
+    let want = net.run(&out);
+    assert_close(&got, &want, k, &format!("sgemm {m}×{k}×{n} {layouts:?} {spec:?}"));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn sgemm_matches_the_reference(
+        m in 1usize..40, k in 1usize..40, n in 1usize..40,
+        la in layout(), lb in layout(), spec in epilogue_spec(), seed in any::<u64>(),
+    ) {
+        check_sgemm(m, k, n, (la, lb), &spec, seed);
+    }
+
+    #[test]
+    fn batched_matmul_broadcasts_as_the_reference(
+        batch in prop::collection::vec(1usize..4, 0..3),
+        (a_drop, b_drop) in (0usize..3, 0usize..3),
+        (a_ones, b_ones) in (any::<u8>(), any::<u8>()),
+        m in 1usize..9, k in 1usize..9, n in 1usize..9,
+        a_vector in any::<bool>(), b_vector in any::<bool>(),
+        spec in epilogue_spec(), seed in any::<u64>(),
+    ) {
+        check_batched(&batch, (a_drop, b_drop), (a_ones, b_ones), (m, k, n), (a_vector, b_vector), spec, seed);
+    }
+}
+
+/// The batch axes of one operand: `batch` less its first `drop` axes, with the axes whose bit is
+/// set in `ones` made 1 (broadcast).
+fn operand_batch(batch: &[usize], drop: usize, ones: u8) -> Vec<usize> {
+    let kept = &batch[drop.min(batch.len())..];
+    kept.iter().enumerate().map(|(i, &d)| if ones >> i & 1 == 1 { 1 } else { d }).collect()
+}
+
+fn check_batched(
+    batch: &[usize],
+    drops: (usize, usize),
+    ones: (u8, u8),
+    (m, k, n): (usize, usize, usize),
+    vectors: (bool, bool),
+    mut spec: EpilogueSpec,
+    seed: u64,
+) {
+    let (a_batch, b_batch) = (operand_batch(batch, drops.0, ones.0), operand_batch(batch, drops.1, ones.1));
+    let a_shape: Vec<usize> = if vectors.0 { vec![k] } else { a_batch.iter().copied().chain([m, k]).collect() };
+    let b_shape: Vec<usize> = if vectors.1 { vec![k] } else { b_batch.iter().copied().chain([k, n]).collect() };
+    // the result's batch axes: the longer list, each axis the larger of the two
+    let (a_b, b_b) = (if vectors.0 { vec![] } else { a_batch }, if vectors.1 { vec![] } else { b_batch });
+    let rank = a_b.len().max(b_b.len());
+    let at = |s: &[usize], i: usize| if i + s.len() >= rank { s[i + s.len() - rank] } else { 1 };
+    let mut out_shape: Vec<usize> = (0..rank).map(|i| at(&a_b, i).max(at(&b_b, i))).collect();
+    if !vectors.0 {
+        out_shape.push(m);
+    }
+    if !vectors.1 {
+        out_shape.push(n);
+    }
+    let total: usize = out_shape.iter().product();
+    // a per-row or per-column bias only where the result keeps both matrix axes
+    if matches!(spec.bias, 2 | 3) && (vectors.0 || vectors.1) {
+        spec.bias = 1;
+    }
+    let a = values(seed, a_shape.iter().product());
+    let b = values(seed ^ 0xbbbb, b_shape.iter().product());
+    let data = EpilogueData::new(seed, total);
+    let ep = data.epilogue(&spec);
+    let mut got = vec![f32::NAN; total];
+    batched_matmul(&a, &a_shape, &b, &b_shape, &mut got, &ep);
+
+    let mut net = Net::new();
+    let (x, y) = (net.input(&a_shape, &a), net.input(&b_shape, &b));
+    let product = net.node("MatMul", &[&x, &y], vec![]);
+    let bias_shape = match spec.bias {
+        2 => vec![m, 1],
+        3 => vec![n],
+        _ => out_shape.clone(),
+    };
+    let out = net.epilogue(&product, &out_shape, &ep, &bias_shape);
+    let want = net.run(&out);
+    assert_close(&got, &want, k, &format!("batched {a_shape:?} × {b_shape:?} {spec:?}"));
+}
+
+/// One convolution, as proptest draws it.
+#[derive(Clone, Copy, Debug)]
+struct ConvSpec {
+    n: usize,
+    group: usize,
+    group_in: usize,
+    group_out: usize,
+    h: usize,
+    w: usize,
+    kh: usize,
+    kw: usize,
+    stride: [usize; 2],
+    dilation: [usize; 2],
+    pads: [usize; 4],
+}
+
+fn conv_spec() -> impl Strategy<Value = ConvSpec> {
+    (
+        (1usize..3, 1usize..4, 1usize..4, 1usize..4),
+        (1usize..10, 1usize..10, 1usize..4, 1usize..4),
+        ([1usize..3, 1usize..3], [1usize..3, 1usize..3], [0usize..3, 0usize..3, 0usize..3, 0usize..3]),
+        // 0: as drawn; 1: made depthwise (group = c_in = c_out); 2: made pointwise (1×1, stride 1, no pad)
+        0u8..3,
+    )
+        .prop_map(|((n, group, group_in, group_out), (h, w, kh, kw), (stride, dilation, pads), shape)| {
+            let mut s = ConvSpec { n, group, group_in, group_out, h, w, kh, kw, stride, dilation, pads };
+            match shape {
+                1 => {
+                    s.group = s.group.max(2);
+                    (s.group_in, s.group_out) = (1, 1);
+                }
+                2 => {
+                    (s.kh, s.kw, s.stride, s.pads) = (1, 1, [1, 1], [0; 4]);
+                }
+                _ => {}
+            }
+            s
+        })
+}
+
+impl ConvSpec {
+    fn conv(&self) -> Conv2d {
+        Conv2d {
+            n: self.n,
+            c_in: self.group * self.group_in,
+            h: self.h,
+            w: self.w,
+            c_out: self.group * self.group_out,
+            kh: self.kh,
+            kw: self.kw,
+            stride: self.stride,
+            dilation: self.dilation,
+            pads: self.pads,
+            group: self.group,
+        }
+    }
+}
+
+fn check_conv(spec: &ConvSpec, ep_spec: &EpilogueSpec, seed: u64) {
+    let p = spec.conv();
+    let Some((oh, ow)) = p.output_hw() else { return };
+    let input = values(seed, p.n * p.c_in * p.h * p.w);
+    let weight = values(seed ^ 0x3e, p.c_out * spec.group_in * p.kh * p.kw);
+    let out_shape = [p.n, p.c_out, oh, ow];
+    let total = out_shape.iter().product();
+    let data = EpilogueData::new(seed, total);
+    let ep = data.epilogue(ep_spec);
+    let mut got = vec![f32::NAN; total];
+    conv2d(&input, &weight, &p, &mut got, &ep);
+
+    let mut net = Net::new();
+    let x = net.input(&[p.n, p.c_in, p.h, p.w], &input);
+    let wt = net.input(&[p.c_out, spec.group_in, p.kh, p.kw], &weight);
+    let product = net.node(
+        "Conv",
+        &[&x, &wt],
+        vec![
+            int("group", p.group as i64),
+            ints("strides", &p.stride),
+            ints("dilations", &p.dilation),
+            ints("pads", &[p.pads[0], p.pads[1], p.pads[2], p.pads[3]]),
+            ints("kernel_shape", &[p.kh, p.kw]),
+        ],
+    );
+    let bias_shape = match ep_spec.bias {
+        2 => vec![p.c_out, 1, 1],
+        3 => vec![oh, ow],
+        _ => out_shape.to_vec(),
+    };
+    let out = net.epilogue(&product, &out_shape, &ep, &bias_shape);
+    let want = net.run(&out);
+    assert_close(&got, &want, spec.group_in * p.kh * p.kw, &format!("{p:?} {ep_spec:?}"));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    #[test]
+    fn conv2d_matches_the_reference(spec in conv_spec(), ep in epilogue_spec(), seed in any::<u64>()) {
+        check_conv(&spec, &ep, seed);
+    }
+}
+
+/// Runs `f` on a rayon pool of `threads` threads.
+fn on_threads(threads: usize, f: impl FnOnce() + Send) {
+    rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a thread pool").install(f);
+}
+
+#[test]
+fn large_products_cut_into_tiles_match_the_reference_on_one_and_several_threads() {
+    let full = EpilogueSpec { alpha: 0.5, beta: 2.0, bias: 3, activation: 9, residual: true };
+    let per_row = EpilogueSpec { bias: 2, activation: 1, ..full };
+    for threads in [1, 3] {
+        on_threads(threads, || {
+            // tall (cut along rows), wide (cut along columns), and C bigger than one tile
+            check_sgemm(300, 70, 33, (Layout::RowMajor, Layout::Transposed), &full, 1);
+            check_sgemm(21, 90, 500, (Layout::Padded(3), Layout::RowMajor), &per_row, 2);
+            check_sgemm(600, 16, 520, (Layout::RowMajor, Layout::RowMajor), &full, 3);
+            let conv = ConvSpec {
+                n: 2,
+                group: 1,
+                group_in: 5,
+                group_out: 24,
+                h: 30,
+                w: 27,
+                kh: 3,
+                kw: 3,
+                stride: [1, 1],
+                dilation: [1, 1],
+                pads: [1, 1, 1, 1],
+            };
+            check_conv(&conv, &per_row, 4);
+            check_conv(&ConvSpec { group: 24, group_in: 1, group_out: 1, stride: [2, 2], ..conv }, &full, 5);
+            check_batched(&[6], (0, 0), (0, 0), (40, 30, 50), (false, false), full, 6);
+        });
+    }
+}
+
+/// `DIAMOND_SIMD=off` in the environment of this test binary (set by the test below).
+fn forced_portable() -> bool {
+    std::env::var("DIAMOND_SIMD").is_ok_and(|v| v == "off")
+}
+
+#[test]
+fn the_portable_kernels_give_the_same_results() {
+    if forced_portable() {
+        // the child: the switch took effect
+        assert!(!diamond_runtime::simd::cpu::avx2_fma());
+        return;
+    }
+    let exe = std::env::current_exe().expect("the test binary");
+    let status = std::process::Command::new(exe)
+        .env("DIAMOND_SIMD", "off")
+        .args(["--test-threads", "2"])
+        .status()
+        .expect("the test binary runs again");
+    assert!(status.success(), "the tests fail with DIAMOND_SIMD=off");
+}

@@ -1,0 +1,218 @@
+//! `diamond bench`: latency of a model on one backend, and of the same
+//! model in tract in the same process.
+//!
+//! Inputs are read as `diamond run` reads them (`--input`), the rest
+//! generated at random (`--input-shape` for symbolic sizes). The model runs
+//! `--warmup` times unmeasured, then `--runs` times, on a rayon pool of
+//! `--threads` threads (the kernels take their threads from it); the report
+//! gives the median, 90th percentile and minimum latency, the throughput at
+//! the median, and the executor's peak of live bytes. tract runs the same
+//! inputs, optimized (`into_optimized`, inputs fixed to the fed shapes),
+//! single-threaded; when it cannot load or run the model its latency is
+//! `null` and the reason is given.
+
+use crate::bench_tract;
+use crate::run::{gather_inputs, Backend};
+use crate::Failure;
+use diamond_importers::torch::lower::InputShape;
+use diamond_ir::Model;
+use diamond_runtime::simd::Session;
+use diamond_runtime::{run_planned, Fed, Plan, RunError, RunOptions, Value};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// The options of `diamond bench`.
+pub struct Args {
+    /// The model.
+    pub model: PathBuf,
+    /// The backend measured.
+    pub backend: Backend,
+    /// Threads of the pool the backend runs on (default: the machine's cores).
+    pub threads: Option<usize>,
+    /// Measured runs.
+    pub runs: usize,
+    /// Unmeasured runs first.
+    pub warmup: usize,
+    /// `--input` arguments, as for `run`.
+    pub inputs: Vec<String>,
+    /// Shapes of the generated inputs.
+    pub input_shape: Vec<InputShape>,
+    /// Seed of the generated inputs.
+    pub seed: u64,
+    /// Print JSON.
+    pub json: bool,
+    /// Print the backend's per-kernel time breakdown.
+    pub profile: bool,
+}
+
+fn bad(message: impl std::fmt::Display) -> Failure {
+    Failure { code: 2, message: message.to_string() }
+}
+
+/// Median, 90th percentile and minimum of a set of run times.
+#[derive(Clone, Copy, Debug)]
+pub struct Latency {
+    pub median: Duration,
+    pub p90: Duration,
+    pub min: Duration,
+}
+
+impl Latency {
+    /// The statistics of `times` (not empty).
+    pub fn of(mut times: Vec<Duration>) -> Latency {
+        times.sort();
+        let at = |q: f64| times[((q * times.len() as f64).ceil() as usize).clamp(1, times.len()) - 1];
+        Latency { median: at(0.5), p90: at(0.9), min: times[0] }
+    }
+
+    fn json(&self) -> serde_json::Value {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        serde_json::json!({ "median": ms(self.median), "p90": ms(self.p90), "min": ms(self.min) })
+    }
+
+    fn text(&self) -> String {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        format!("median {:.3} ms, p90 {:.3} ms, min {:.3} ms", ms(self.median), ms(self.p90), ms(self.min))
+    }
+}
+
+/// What one measured run of the backend returns.
+struct Measured {
+    peak_bytes: u64,
+    /// Time per kernel or group, where the backend keeps it.
+    profile: Option<Vec<(String, Duration)>>,
+    /// The executor that actually ran.
+    executor: &'static str,
+}
+
+/// A model made ready for its backend, once, before the runs.
+enum Prepared<'m> {
+    /// A SIMD session (kernel programs bound to the fed shapes, initializers decoded).
+    Simd(Box<Session<'m>>),
+    /// The reference executor (nothing to prepare).
+    Reference,
+}
+
+/// Runs the model once — the one place a backend is called.
+fn execute(prepared: &mut Prepared<'_>, model: &Model, plan: &Plan, fed: Vec<(String, Value)>) -> Result<Measured, RunError> {
+    match prepared {
+        Prepared::Simd(session) => {
+            let run = session.run(fed)?;
+            Ok(Measured { peak_bytes: run.peak_bytes, profile: None, executor: "simd" })
+        }
+        Prepared::Reference => {
+            let result = run_planned(model, plan, fed, &RunOptions::default())?;
+            Ok(Measured { peak_bytes: result.peak_bytes, profile: None, executor: "reference" })
+        }
+    }
+}
+
+/// `diamond bench MODEL [--backend B] [--threads N] [--runs N] [--warmup N] [--input-shape ...] [--json]`.
+pub fn run(args: &Args) -> Result<(), Failure> {
+    let path = &args.model;
+    if args.runs == 0 {
+        return Err(bad("--runs must be at least 1"));
+    }
+    let threads = match args.threads {
+        Some(0) => return Err(bad("--threads must be at least 1")),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, usize::from),
+    };
+    let model = diamond_importers::torch::load::load_any(path, &args.input_shape).map_err(bad)?;
+    let graph = model.main_graph().ok_or_else(|| bad(format!("{}: the model has no graph", path.display())))?;
+    let fed = gather_inputs(graph, &args.inputs, &args.input_shape, Some(args.seed))?;
+    let refused = |e: RunError| match e {
+        RunError::Input { .. } | RunError::Binding { .. } => bad(e),
+        other => Failure { code: 1, message: format!("{}: cannot run: {other}", path.display()) },
+    };
+    let shapes: Vec<(String, Fed)> = fed.iter().map(|(n, v)| (n.clone(), Fed::of(v))).collect();
+    let plan = Plan::new(&model, &shapes).map_err(refused)?;
+    let lowered;
+    let mut prepared = match args.backend {
+        Backend::Reference => Prepared::Reference,
+        Backend::Simd => {
+            lowered = diamond_optimize::lower::lower(&model)
+                .ok_or_else(|| bad(format!("{}: the model has no graph", path.display())))?;
+            let options = diamond_runtime::simd::Options::from_env();
+            Prepared::Simd(Box::new(Session::new(&model, &lowered, &shapes, &options).map_err(refused)?))
+        }
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| bad(format!("cannot start {threads} threads: {e}")))?;
+    let (latency, last) = pool
+        .install(|| {
+            let mut times = Vec::with_capacity(args.runs);
+            let mut last = None;
+            for i in 0..args.warmup + args.runs {
+                let inputs = fed.clone();
+                let start = Instant::now();
+                let measured = execute(&mut prepared, &model, &plan, inputs)?;
+                if i >= args.warmup {
+                    times.push(start.elapsed());
+                }
+                last = Some(measured);
+            }
+            Ok::<_, RunError>((Latency::of(times), last.expect("at least one run")))
+        })
+        .map_err(refused)?;
+    let tract = bench_tract::measure(path, &fed, args.warmup, args.runs);
+    report(args, threads, &latency, &last, &tract);
+    Ok(())
+}
+
+fn report(args: &Args, threads: usize, latency: &Latency, last: &Measured, tract: &Result<Latency, String>) {
+    let throughput = 1.0 / latency.median.as_secs_f64().max(1e-12);
+    let profile = |p: &[(String, Duration)]| -> Vec<(String, f64)> {
+        p.iter().map(|(name, d)| (name.clone(), d.as_secs_f64() * 1e3)).collect()
+    };
+    if args.json {
+        let value = serde_json::json!({
+            "model": args.model.display().to_string(),
+            "backend": args.backend.name(),
+            "executor": last.executor,
+            "threads": threads,
+            "runs": args.runs,
+            "warmup": args.warmup,
+            "latency_ms": latency.json(),
+            "throughput_per_s": throughput,
+            "peak_bytes": last.peak_bytes,
+            "tract_threads": 1,
+            "tract_latency_ms": tract.as_ref().ok().map(Latency::json),
+            "tract_error": tract.as_ref().err(),
+            "profile_ms": if args.profile { last.profile.as_deref().map(profile) } else { None },
+        });
+        crate::emit(&format!("{value:#}\n"));
+        return;
+    }
+    let mut text = format!(
+        "{}\n  {} ({} executor), {threads} thread(s), {} runs after {} warm-up\n  latency: {}\n  throughput: {throughput:.2} runs/s\n  peak live bytes: {}\n",
+        args.model.display(),
+        args.backend.name(),
+        last.executor,
+        args.runs,
+        args.warmup,
+        latency.text(),
+        last.peak_bytes,
+    );
+    match tract {
+        Ok(t) => text.push_str(&format!(
+            "  tract (1 thread): {}\n  diamond / tract (median): {:.2}\n",
+            t.text(),
+            latency.median.as_secs_f64() / t.median.as_secs_f64().max(1e-12)
+        )),
+        Err(reason) => text.push_str(&format!("  tract: not run: {reason}\n")),
+    }
+    if args.profile {
+        match &last.profile {
+            Some(p) => {
+                for (name, ms) in profile(p) {
+                    text.push_str(&format!("  {ms:>10.3} ms  {name}\n"));
+                }
+            }
+            None => text.push_str(&format!("  profile: the {} executor keeps no per-kernel times\n", last.executor)),
+        }
+    }
+    crate::emit(&text);
+}

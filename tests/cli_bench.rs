@@ -1,0 +1,123 @@
+//! `diamond bench` end to end: `--json` prints one object with the model,
+//! backend, threads, runs, latency statistics (min ≤ median ≤ p90), peak
+//! bytes and tract's latency beside it; symbolic inputs take their sizes
+//! from `--input-shape`; bad input (no such model, zero runs or threads, an
+//! input file that does not exist, a shape the model contradicts) exits 2.
+
+use diamond_onnx_proto::tensor_shape_proto::{dimension, Dimension};
+use diamond_onnx_proto::{
+    type_proto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorShapeProto, TypeProto, ValueInfoProto,
+};
+use prost::Message;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn diamond(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_diamond")).args(args).output().expect("runs diamond")
+}
+
+fn tensor_info(name: &str, dims: &[&str]) -> ValueInfoProto {
+    let dim = dims
+        .iter()
+        .map(|d| Dimension {
+            denotation: None,
+            value: Some(match d.parse::<i64>() {
+                Ok(n) => dimension::Value::DimValue(n),
+                Err(_) => dimension::Value::DimParam(d.to_string()),
+            }),
+        })
+        .collect();
+    ValueInfoProto {
+        name: Some(name.into()),
+        r#type: Some(TypeProto {
+            denotation: None,
+            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
+                elem_type: Some(1),
+                shape: Some(TensorShapeProto { dim }),
+            })),
+        }),
+        ..Default::default()
+    }
+}
+
+/// `y = Relu(x)` with x: float[batch, 3].
+fn relu_model(dir: &Path) -> PathBuf {
+    let node = NodeProto {
+        input: vec!["x".into()],
+        output: vec!["y".into()],
+        op_type: Some("Relu".into()),
+        ..Default::default()
+    };
+    let graph = GraphProto {
+        name: Some("relu".into()),
+        node: vec![node],
+        input: vec![tensor_info("x", &["batch", "3"])],
+        output: vec![tensor_info("y", &["batch", "3"])],
+        ..Default::default()
+    };
+    let model = ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![OperatorSetIdProto { domain: Some(String::new()), version: Some(13) }],
+        graph: Some(graph),
+        ..Default::default()
+    };
+    let path = dir.join("relu.onnx");
+    std::fs::write(&path, model.encode_to_vec()).unwrap();
+    path
+}
+
+#[test]
+fn json_gives_latency_peak_and_tract_side_by_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = relu_model(dir.path());
+    let args = ["--json", "--runs", "5", "--warmup", "1", "--threads", "2", "--input-shape", "x=64,3"];
+    for backend in ["reference", "simd"] {
+        let out = diamond(&[&["bench", model.to_str().unwrap(), "--backend", backend][..], &args].concat());
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+        assert_eq!(v["model"], model.to_str().unwrap());
+        assert_eq!(v["backend"], backend);
+        assert_eq!(v["threads"], 2);
+        assert_eq!(v["runs"], 5);
+        for key in ["latency_ms", "tract_latency_ms"] {
+            let l = &v[key];
+            let (min, median, p90) =
+                (l["min"].as_f64().unwrap(), l["median"].as_f64().unwrap(), l["p90"].as_f64().unwrap());
+            assert!(0.0 < min && min <= median && median <= p90, "{key}: {l}");
+        }
+        assert!(v["tract_error"].is_null());
+        // the input (64×3 floats) and the output are live together
+        assert!(v["peak_bytes"].as_u64().unwrap() >= 2 * 64 * 3 * 4, "{v}");
+    }
+}
+
+#[test]
+fn text_report_names_both_engines() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = relu_model(dir.path());
+    let out = diamond(&["bench", model.to_str().unwrap(), "--runs", "2", "--backend", "reference"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("latency: median") && text.contains("tract (1 thread): median"), "{text}");
+}
+
+#[test]
+fn bad_input_exits_2_with_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = relu_model(dir.path());
+    let m = model.to_str().unwrap();
+    let missing = dir.path().join("missing.onnx");
+    let cases: [(&[&str], &str); 5] = [
+        (&["bench", missing.to_str().unwrap()], "missing.onnx"),
+        (&["bench", m, "--runs", "0"], "--runs"),
+        (&["bench", m, "--threads", "0"], "--threads"),
+        (&["bench", m, "--input", "x=/no/such.npy"], "x"),
+        (&["bench", m, "--input-shape", "x=2,5"], "x"),
+    ];
+    for (args, needle) in cases {
+        let out = diamond(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
