@@ -86,7 +86,7 @@ pub(crate) fn exp(x: f32) -> f32 {
     p = p * r + 5.000_000_1e-1;
     let e = p * r * r + r + 1.0;
     // 2^n built in the exponent bits; n is in [-126, 128] after the clamp
-    let scale = f32::from_bits(((n as i32 + 127).max(0) as u32) << 23);
+    let scale = f32::from_bits(((n as i32).wrapping_add(127).max(0) as u32) << 23);
     e * scale
 }
 
