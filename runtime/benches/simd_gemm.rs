@@ -147,7 +147,7 @@ fn kernels(c: &mut Criterion) {
     // every figure is for one thread: the kernels take their threads from the global pool
     let _ = rayon::ThreadPoolBuilder::new().num_threads(1).build_global();
     let mut group = c.benchmark_group("simd");
-    group.sample_size(10);
+    group.sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(1));
     group.throughput(Throughput::Elements(FMA_FLOP));
     group.bench_function("fma peak (FLOP)", |b| b.iter(fma_peak));
     for mut case in cases() {
