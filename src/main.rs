@@ -10,7 +10,6 @@ mod bind;
 mod check_report;
 mod commands;
 mod convert;
-mod html;
 mod optimize_cmd;
 mod render;
 mod run;
