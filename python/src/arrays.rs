@@ -21,10 +21,11 @@ use pyo3::types::{PyBytes, PyList, PyString};
 fn elements<T: Element + Copy>(obj: &Bound<'_, PyAny>) -> PyResult<Vec<T>> {
     let typed = obj.cast::<PyArrayDyn<T>>()?;
     let view = typed.readonly();
-    Ok(match view.as_slice() {
-        Ok(contiguous) => contiguous.to_vec(),
-        Err(_) => view.as_array().iter().copied().collect(),
-    })
+    // `as_slice` also accepts Fortran order, whose memory is not C order.
+    match view.as_slice() {
+        Ok(contiguous) if typed.is_c_contiguous() => Ok(contiguous.to_vec()),
+        _ => Ok(view.as_array().iter().copied().collect()),
+    }
 }
 
 /// The strings of a bytes, str or object array, in C order, as ONNX stores them (UTF-8 bytes).
