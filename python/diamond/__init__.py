@@ -177,15 +177,23 @@ def run(
         ModelError: a node's operands break its operator's contract.
         NotImplementedError: an operator the executor lacks.
     """
-    import numpy
-
     source, _ = as_source(model)
     fed = []
     for name, value in inputs.items():
         if value is None:
             fed.append((name, None))
         elif isinstance(value, (list, tuple)):
-            fed.append((name, [numpy.asarray(v) for v in value]))
+            fed.append((name, [_native_array(v) for v in value]))
         else:
-            fed.append((name, numpy.asarray(value)))
+            fed.append((name, _native_array(value)))
     return _native.run(source, fed, shape_texts(input_shapes))
+
+
+def _native_array(value: Any) -> "numpy.ndarray":
+    """``value`` as an array in the machine's byte order (the executor's)."""
+    import numpy
+
+    array = numpy.asarray(value)
+    if not array.dtype.isnative:
+        array = array.astype(array.dtype.newbyteorder("="))
+    return array
