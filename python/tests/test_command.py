@@ -111,7 +111,7 @@ def compare_one(path):
 
 def test_the_api_reports_what_the_command_reports_on_every_fixture():
     models = fixture_models()
-    assert len(models) > 2000
+    assert len(models) >= 2163
     with ThreadPoolExecutor(max_workers=4) as pool:
         problems = [p for p in pool.map(compare_one, models) if p is not None]
     assert not problems, "\n".join(problems[:20])
@@ -125,3 +125,21 @@ def test_bytes_and_paths_differ_only_in_the_model_name(name):
     assert by_bytes.pop("model") == "<bytes>"
     by_command.pop("model")
     assert by_bytes == by_command
+
+
+def test_bind_and_strict_units_match_the_command(tmp_path):
+    import numpy as np
+    import onnx
+
+    from test_check import reshape_model
+
+    model = tmp_path / "reshape.onnx"
+    onnx.save(reshape_model(), str(model))
+    np.save(tmp_path / "shape.npy", np.array([3, 2], dtype=np.int64))
+    by_command = json.loads(cli("check", model, "--json", "--bind", tmp_path / "shape.npy").stdout)
+    by_api = diamond.check(model, bind={"shape": np.array([3, 2], dtype=np.int64)})
+    assert as_document(by_api) == by_command
+    assert by_command["values"]["y"]["shape"] == [3, 2]
+    stated = fixture("check/stated_unit.onnx")
+    strict = json.loads(cli("check", stated, "--json", "--strict-units").stdout)
+    assert as_document(diamond.check(stated, strict_units=True)) == strict
