@@ -1,8 +1,8 @@
 //! The exceptions the native functions raise, defined in Python
 //! (`diamond/_errors.py`) so that users catch one class hierarchy: a model
-//! that cannot be read is a `ReadError`. `ModelError`, which carries the
-//! check report, is raised by the Python layer from what these functions
-//! return.
+//! that cannot be read is a `ReadError`; a model with errors a `ModelError`,
+//! raised with the `Checked` report as its second argument, which the
+//! Python class wraps into a `Report`.
 
 use pyo3::PyErr;
 
