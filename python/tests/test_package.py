@@ -41,3 +41,21 @@ def test_the_stubs_describe_the_native_module():
 
 def test_the_package_is_typed():
     assert (Path(diamond.__file__).parent / "py.typed").exists()
+
+
+def test_paths_and_bytes_need_no_onnx():
+    import subprocess
+    import sys
+
+    from conftest import fixture
+
+    script = (
+        "import sys; sys.modules['onnx'] = None\n"
+        "import diamond\n"
+        f"path = {str(fixture('check/exported_transformer.onnx'))!r}\n"
+        "assert diamond.check(path).ok\n"
+        "assert isinstance(diamond.convert(open(path, 'rb').read()), bytes)\n"
+        "assert 'onnx' not in [m for m in sys.modules if sys.modules[m] is not None]\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
