@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import io
 import os
-from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _native
 from ._batch import ConvertResult, convert_many
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 __version__: str = _native.__version__
 
 #: The optimizer's passes, in the order ``optimize`` runs them by default.
-PASSES: tuple = tuple(_native.PASS_NAMES)
+PASSES: Tuple[str, ...] = tuple(_native.PASS_NAMES)
 
 __all__ = [
     "check",
@@ -52,8 +52,10 @@ __all__ = [
     "PASSES",
 ]
 
-#: What the functions accept as a model.
-ModelLike = Union[str, "os.PathLike[str]", bytes, Any]
+#: What the functions accept as a model: a path (``str`` or ``os.PathLike``),
+#: ``bytes``, or an ``onnx.ModelProto`` — typed ``Any`` so that ``onnx`` need
+#: not be installed.
+ModelLike = Any
 
 
 def _npy_bytes(array: Any) -> bytes:
