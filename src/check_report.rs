@@ -1,56 +1,9 @@
-//! Rendering a [`CheckReport`] as the JSON documented in the README, and the
-//! values table that opens the text report (the rest is `render::text`).
+//! The values table that opens the text report (the rest is `render::text`)
+//! and the summary's count of values. The JSON document is
+//! `diamond_exporters::report::json`, shared with the Python package.
 
-use diamond_infer::graph::report_json_dtype;
 use diamond_infer::CheckReport;
-use serde_json::{json, Map, Value};
 use std::fmt::Write;
-use std::path::Path;
-
-/// The `--json` document.
-pub fn to_json(report: &CheckReport, path: &Path) -> Value {
-    let values: Map<String, Value> = report
-        .values
-        .iter()
-        .map(|v| {
-            let mut o = Map::new();
-            if v.kind != "tensor" {
-                o.insert("kind".into(), json!(v.kind));
-            }
-            o.insert("dtype".into(), v.dtype.map_or(Value::Null, |t| json!(report_json_dtype(t))));
-            o.insert("shape".into(), serde_json::to_value(&v.shape).unwrap_or(Value::Null));
-            (v.name.clone(), Value::Object(o))
-        })
-        .collect();
-    let diagnostics: Vec<Value> = report
-        .diagnostics
-        .iter()
-        .map(|d| {
-            json!({
-                "severity": d.severity,
-                "code": d.code,
-                "node": d.node,
-                "op": d.op,
-                "node_index": d.node_index,
-                "graph": d.graph,
-                "operand": d.operand,
-                "axis": d.axis,
-                "message": d.message,
-                "chain": d.notes,
-                "help": d.help,
-            })
-        })
-        .collect();
-    json!({
-        "model": path.display().to_string(),
-        "inputs": report.inputs,
-        "outputs": report.outputs,
-        "values": values,
-        "inferred_from_use": report.inferred_from_use,
-        "from_declaration": report.from_declaration,
-        "diagnostics": diagnostics,
-    })
-}
 
 /// The values table of the text report: each graph input and computed value
 /// (initializers left out) with its element type and shape, then the inputs

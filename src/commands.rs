@@ -97,13 +97,9 @@ pub fn check(
     let model = load_any(path, shapes).map_err(unreadable)?;
     let graph = model.main_graph().ok_or_else(|| unreadable(format!("{}: the model has no graph", path.display())))?;
     let options = diamond_infer::CheckOptions { bind: crate::bind::bind_inputs(graph, bind)?, strict_units };
-    let mut report = diamond_infer::check_model(&model, &options);
-    if report.errors() == 0 {
-        let ones = diamond_optimize::audit::ones_vectors(&model, &report);
-        report.diagnostics.extend(ones);
-    }
+    let report = diamond_optimize::audit::check(&model, &options);
     if let Some(out) = html {
-        crate::html::write_report(out, &model, &report, path)?;
+        diamond_exporters::report::html::write_report(out, &model, &report, path).map_err(unreadable)?;
     }
     if let Some(sarif) = &render.sarif {
         let document = crate::render::sarif::document(&report, path);
@@ -111,7 +107,7 @@ pub fn check(
             .map_err(|e| unreadable(format!("cannot write SARIF to {}: {e}", sarif.display())))?;
     }
     if json {
-        let text = serde_json::to_string_pretty(&crate::check_report::to_json(&report, path)).map_err(unreadable)?;
+        let text = serde_json::to_string_pretty(&diamond_exporters::report::json::check_json(&report, &path.display().to_string())).map_err(unreadable)?;
         crate::emit(&format!("{text}\n"));
     } else {
         let painter = crate::render::colour::Painter::new(render.color.enabled());

@@ -12,7 +12,6 @@ mod bind;
 mod check_report;
 mod commands;
 mod convert;
-mod html;
 mod lower_cmd;
 mod optimize_cmd;
 mod render;

@@ -93,6 +93,12 @@ impl Code {
         }
     }
 
+    /// Whether a diagnostic of this code records an assumption the check
+    /// went on under (its results hold only if the assumption does).
+    pub fn is_assumption(self) -> bool {
+        matches!(self, Code::DynamicAxisSpecialized | Code::ImpliedBound | Code::Divisibility)
+    }
+
     /// The severity this code always has.
     pub fn severity(self) -> Severity {
         match self {

@@ -12,6 +12,18 @@ use diamond_infer::graph::CheckReport;
 use diamond_infer::{Code, Diagnostic, Severity};
 use diamond_ir::Model;
 
+/// `diamond check`'s report: the checker's, with the `ones-vector` notes
+/// added when it found no errors. The command line and the Python package
+/// both check through this, so they report the same diagnostics.
+pub fn check(model: &Model, options: &diamond_infer::CheckOptions) -> CheckReport {
+    let mut report = diamond_infer::check_model(model, options);
+    if report.errors() == 0 {
+        let ones = ones_vectors(model, &report);
+        report.diagnostics.extend(ones);
+    }
+    report
+}
+
 /// The `ones-vector` notes for `model`, given its check report.
 pub fn ones_vectors(model: &Model, report: &CheckReport) -> Vec<Diagnostic> {
     let Some(a) = Analysis::with_report(model, report) else { return Vec::new() };

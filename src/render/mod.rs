@@ -1,7 +1,8 @@
 //! How `diamond check` presents its findings: the text report in the manner
 //! of rustc (header, `-->` location, `= note:` chain, `= help:`), colour for
 //! terminals, and SARIF 2.1.0 for code-scanning tools. The JSON document
-//! stays in `check_report`; the solver's diagnostics are only read here.
+//! and the HTML page are `diamond_exporters::report`; the solver's
+//! diagnostics are only read here.
 
 pub mod colour;
 pub mod location;

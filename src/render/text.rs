@@ -6,7 +6,7 @@
 
 use super::colour::{Painter, Style};
 use super::{location, notes};
-use diamond_infer::{CheckReport, Code, Diagnostic, Severity};
+use diamond_infer::{CheckReport, Diagnostic, Severity};
 use std::fmt::Write;
 
 /// The whole text report; at most `max` diagnostics are rendered in full.
@@ -94,7 +94,7 @@ fn resolved_dims(report: &CheckReport, painter: Painter, limit: usize) -> String
 
 /// Whether `d` records an assumption the check went on under.
 fn is_assumption(d: &Diagnostic) -> bool {
-    matches!(d.code, Code::DynamicAxisSpecialized | Code::ImpliedBound | Code::Divisibility)
+    d.code.is_assumption()
 }
 
 /// The assumptions section (empty when the check assumed nothing): one line per assumption, at most `limit`.
@@ -118,6 +118,7 @@ fn assumptions(report: &CheckReport, painter: Painter, limit: usize) -> String {
 mod tests {
     use super::*;
     use crate::render::location::tests::at_node;
+    use diamond_infer::Code;
 
     fn report(diagnostics: Vec<Diagnostic>) -> CheckReport {
         CheckReport { diagnostics, ..CheckReport::default() }

@@ -10,7 +10,6 @@ mod neighbourhood;
 mod sections;
 mod svg;
 
-use crate::Failure;
 use diamond_infer::CheckReport;
 use diamond_ir::Model;
 use std::fmt::Write;
@@ -60,14 +59,14 @@ pub fn render(model: &Model, report: &CheckReport, model_path: &Path) -> String 
 }
 
 /// Writes the report page to `out`, atomically: a failure leaves no file (and any previous one as it was).
-pub fn write_report(out: &Path, model: &Model, report: &CheckReport, model_path: &Path) -> Result<(), Failure> {
-    let cannot =
-        |why: String| Failure { code: 2, message: format!("cannot write the HTML report {}: {why}", out.display()) };
+/// The error is the sentence to show: `cannot write the HTML report OUT: why`.
+pub fn write_report(out: &Path, model: &Model, report: &CheckReport, model_path: &Path) -> Result<(), String> {
+    let cannot = |why: String| format!("cannot write the HTML report {}: {why}", out.display());
     if out.is_dir() {
         return Err(cannot("it is a directory; give a file name".into()));
     }
     let page = render(model, report, model_path);
-    diamond_exporters::atomic::write_with(out, |file| std::io::Write::write_all(file, page.as_bytes()))
+    crate::atomic::write_with(out, |file| std::io::Write::write_all(file, page.as_bytes()))
         .map_err(|e| cannot(e.to_string()))
 }
 
