@@ -132,11 +132,14 @@ impl HostProgram {
         });
         let mut stdout = child.stdout.take().ok_or("no stdout")?;
         let mut results = Vec::new();
-        for n in counts {
+        for (j, n) in counts.into_iter().enumerate() {
             let mut buffers = Vec::with_capacity(n);
             for _ in 0..n {
                 let mut len = [0u8; 8];
-                stdout.read_exact(&mut len).map_err(|e| format!("the host kernels stopped early: {e}"))?;
+                if stdout.read_exact(&mut len).is_err() {
+                    let status = child.wait().map_err(|e| e.to_string())?;
+                    return Err(format!("the host kernels stopped in job {j} ({status})"));
+                }
                 let mut b = vec![0u8; u64::from_le_bytes(len) as usize];
                 stdout.read_exact(&mut b).map_err(|e| e.to_string())?;
                 buffers.push(b);

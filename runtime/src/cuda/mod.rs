@@ -8,6 +8,7 @@
 
 pub mod artifact;
 pub mod codegen;
+pub mod device;
 pub mod host;
 pub mod launch;
 pub mod nvrtc;
