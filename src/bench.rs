@@ -129,6 +129,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     let plan = Plan::new(&model, &shapes).map_err(refused)?;
     let lowered;
     let mut prepared = match args.backend {
+        Backend::Cuda => return Err(bad(diamond_runtime::cuda::device::unavailable())),
         Backend::Reference => Prepared::Reference,
         Backend::Simd => {
             lowered = diamond_optimize::lower::lower(&model)

@@ -1,6 +1,7 @@
 //! `diamond lower MODEL --emit kernels`: the fusion groups of a model as
 //! kernel programs in text form (the nodes left to the reference kernels
-//! listed between them), printed or written one file per program.
+//! listed between them), printed or written one file per program; with
+//! `--target cuda`, the CUDA artifact (`lower_cuda.rs`).
 
 use crate::Failure;
 use diamond_ir::{Model, NodeId};
@@ -22,10 +23,14 @@ pub fn run(
     if emit != "kernels" {
         return Err(bad(format!("--emit {emit}: only `kernels` is emitted")));
     }
-    if target != "cpu" {
-        return Err(bad(format!("--target {target}: only `cpu` is a target")));
+    if target != "cpu" && target != "cuda" {
+        return Err(bad(format!("--target {target}: the targets are `cpu` and `cuda`")));
     }
     let model = diamond_importers::torch::load::load_any(path, shapes).map_err(bad)?;
+    if target == "cuda" {
+        let dir = output.ok_or_else(|| bad("--target cuda writes an artifact: give its folder with -o DIR"))?;
+        return crate::lower_cuda::run(path, &model, dir, &label);
+    }
     let lowered = diamond_optimize::lower::lower(&model)
         .ok_or_else(|| bad(format!("{}: the model has no graph", path.display())))?;
     let label = |n: NodeId| label(&model, n);

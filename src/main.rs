@@ -13,6 +13,7 @@ mod check_report;
 mod commands;
 mod convert;
 mod lower_cmd;
+mod lower_cuda;
 mod optimize_cmd;
 mod render;
 mod run;
@@ -206,7 +207,8 @@ enum Command {
         /// What to print: `kernels` (the programs in text form, with the nodes left to the reference kernels).
         #[arg(long, value_name = "WHAT", default_value = "kernels")]
         emit: String,
-        /// The target: `cpu`.
+        /// The target: `cpu` (kernel programs as text) or `cuda` (with -o DIR: the optimized model, each
+        /// kernel's CUDA C, PTX and sm_80/sm_90 CUBINs, and manifest.json; needs NVRTC and ptxas).
         #[arg(long, default_value = "cpu")]
         target: String,
         /// Write each program as DIR/NAME.txt instead of printing.

@@ -37,6 +37,8 @@ pub enum Backend {
     Simd,
     /// The reference executor.
     Reference,
+    /// Fused kernel programs as CUDA kernels on an NVIDIA GPU.
+    Cuda,
 }
 
 impl Backend {
@@ -45,6 +47,7 @@ impl Backend {
         match self {
             Backend::Simd => "simd",
             Backend::Reference => "reference",
+            Backend::Cuda => "cuda",
         }
     }
 }
@@ -104,6 +107,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     // Dumps name intermediate values, which fused programs do not hold: they come from the reference executor.
     let backend = if dump.is_some() { Backend::Reference } else { args.backend };
     let result = match backend {
+        Backend::Cuda => return Err(bad(diamond_runtime::cuda::device::unavailable())),
         Backend::Reference => run_planned(&model, &plan, fed, &RunOptions { dump }).map_err(refused)?,
         Backend::Simd => {
             let lowered = diamond_optimize::lower::lower(&model)

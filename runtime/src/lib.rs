@@ -17,6 +17,7 @@
 //! refused with a [`RunError`] naming the node and the reason; nothing here
 //! panics on a bad model.
 
+pub mod cuda;
 pub mod error;
 pub mod exec;
 pub mod exotic;
