@@ -5,7 +5,8 @@
 //! tensors the reference executor computed for its operands, and write what
 //! the reference executor computed for its outputs (within the rounding of
 //! `f32` arithmetic and of FMA contraction). The same translation units
-//! compile with NVRTC and assemble with ptxas for sm_80 and sm_90 with no
+//! (every distinct kernel of every fixture, one translation unit) compile with
+//! NVRTC and assemble with ptxas for sm_80 and sm_90 with no
 //! spills (that test fails when `REQUIRE_NVRTC=1` and NVRTC is missing, and
 //! is skipped with a message otherwise).
 
@@ -178,4 +179,35 @@ fn every_fixture_kernel_runs_on_the_host_shim_to_the_reference_values() {
     if std::env::var("CUDA_HOST_ONLY").is_err() {
         assert!(programs_checked >= 500, "only {programs_checked} programs checked");
     }
+}
+
+#[test]
+fn every_fixture_kernel_compiles_with_nvrtc_and_assembles_for_sm_80_and_sm_90_without_spills() {
+    if !cuda::nvrtc::available() {
+        assert!(std::env::var("REQUIRE_NVRTC").as_deref() != Ok("1"), "{}", cuda::nvrtc::MISSING);
+        eprintln!("skipped: {}", cuda::nvrtc::MISSING);
+        return;
+    }
+    // Every distinct kernel of every fixture model, as one translation unit.
+    let mut kernels = Kernels { kernels: Vec::new(), by_source: HashMap::new() };
+    let mut programs = 0;
+    for path in models() {
+        let Ok(model) = diamond_importers::onnx::load_model(&path) else { continue };
+        let Some(lowered) = diamond_optimize::lower::lower(&model) else { continue };
+        for p in lowered.programs() {
+            kernels.add(p).unwrap_or_else(|e| panic!("{}: {}: {e}", path.display(), p.name));
+            programs += 1;
+        }
+    }
+    let built = cuda::artifact::build(&kernels.kernels, Some(&cache())).unwrap_or_else(|e| panic!("{e}"));
+    for arch in cuda::artifact::ARCHS {
+        for k in &kernels.kernels {
+            let u = built.usage.iter().find(|u| u.kernel == k.name && u.arch == arch);
+            let u = u.unwrap_or_else(|| panic!("ptxas reported nothing for {} on {arch}", k.name));
+            assert!(u.spill_stores == 0 && u.spill_loads == 0, "{} spills on {arch}: {u:?}\n{}", k.name, k.source);
+        }
+    }
+    let most = built.usage.iter().map(|u| u.registers).max().unwrap_or(0);
+    eprintln!("{programs} programs, {} distinct kernels; at most {most} registers a thread", kernels.kernels.len());
+    assert!(kernels.kernels.len() >= 100, "only {} distinct kernels", kernels.kernels.len());
 }
