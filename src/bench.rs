@@ -94,7 +94,12 @@ enum Prepared<'m> {
 }
 
 /// Runs the model once — the one place a backend is called.
-fn execute(prepared: &mut Prepared<'_>, model: &Model, plan: &Plan, fed: Vec<(String, Value)>) -> Result<Measured, RunError> {
+fn execute(
+    prepared: &mut Prepared<'_>,
+    model: &Model,
+    plan: &Plan,
+    fed: Vec<(String, Value)>,
+) -> Result<Measured, RunError> {
     match prepared {
         Prepared::Simd(session) => {
             let run = session.run(fed)?;

@@ -107,7 +107,11 @@ pub fn check(
             .map_err(|e| unreadable(format!("cannot write SARIF to {}: {e}", sarif.display())))?;
     }
     if json {
-        let text = serde_json::to_string_pretty(&diamond_exporters::report::json::check_json(&report, &path.display().to_string())).map_err(unreadable)?;
+        let text = serde_json::to_string_pretty(&diamond_exporters::report::json::check_json(
+            &report,
+            &path.display().to_string(),
+        ))
+        .map_err(unreadable)?;
         crate::emit(&format!("{text}\n"));
     } else {
         let painter = crate::render::colour::Painter::new(render.color.enabled());

@@ -382,7 +382,14 @@ fn shape_text(t: &Tensor) -> String {
 /// The longest list of reasons a partial prediction prints.
 const MAX_REASONS: usize = 10;
 
-fn report(args: &Args, backend: Backend, result: &RunResult, plan: &Plan, comparison: Option<&[Mismatch]>, written: &[Written]) {
+fn report(
+    args: &Args,
+    backend: Backend,
+    result: &RunResult,
+    plan: &Plan,
+    comparison: Option<&[Mismatch]>,
+    written: &[Written],
+) {
     let status = |name: &str| comparison.and_then(|c| c.iter().find(|m| m.name == name));
     let peak = result.peak_bytes;
     let predicted = plan.predicted_peak_bytes();

@@ -28,7 +28,9 @@ fn lower_target_cuda_writes_the_artifact_and_its_manifest() {
     let dir = tempfile::tempdir().unwrap();
     let out = diamond(&["lower", &model(), "--target", "cuda", "-o", dir.path().to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    for file in ["model.onnx", "kernels.cu", "kernels.ptx", "kernels.sm_80.cubin", "kernels.sm_90.cubin", "manifest.json"] {
+    for file in
+        ["model.onnx", "kernels.cu", "kernels.ptx", "kernels.sm_80.cubin", "kernels.sm_90.cubin", "manifest.json"]
+    {
         assert!(dir.path().join(file).is_file(), "{file} not written");
     }
     let manifest: serde_json::Value =

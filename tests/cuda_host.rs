@@ -50,7 +50,12 @@ fn inputs_of(model: &diamond_ir::Model, path: &Path) -> Option<Vec<(String, Valu
     let stem = path.file_stem()?.to_string_lossy().into_owned();
     if path.to_string_lossy().contains("exports") {
         let initialized: Vec<&str> = graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
-        let names = graph.inputs.iter().filter_map(|i| i.value).map(|v| graph.value_name(v)).filter(|n| !initialized.contains(n));
+        let names = graph
+            .inputs
+            .iter()
+            .filter_map(|i| i.value)
+            .map(|v| graph.value_name(v))
+            .filter(|n| !initialized.contains(n));
         let mut out = Vec::new();
         for (i, name) in names.enumerate() {
             let file = path.with_file_name(format!("{stem}.input_{i}.npy"));
@@ -145,7 +150,12 @@ fn every_fixture_kernel_runs_on_the_host_shim_to_the_reference_values() {
                     job.grid = job.grid.min(8);
                     jobs_kernel.push(index);
                     jobs.push(job);
-                    wants.push((p.name.clone(), p.operands.len(), outs, p.outputs.iter().map(|o| o.view.value.clone()).collect::<Vec<_>>()));
+                    wants.push((
+                        p.name.clone(),
+                        p.operands.len(),
+                        outs,
+                        p.outputs.iter().map(|o| o.view.value.clone()).collect::<Vec<_>>(),
+                    ));
                 }
                 Err(e) => failures.push(format!("{}: {}: {e}", path.display(), p.name)),
             }
@@ -154,7 +164,9 @@ fn every_fixture_kernel_runs_on_the_host_shim_to_the_reference_values() {
         let results = match host.run(jobs) {
             Ok(r) => r,
             Err(e) => {
-                if let Some(j) = e.split("job ").nth(1).and_then(|t| t.split(' ').next()).and_then(|t| t.parse::<usize>().ok()) {
+                if let Some(j) =
+                    e.split("job ").nth(1).and_then(|t| t.split(' ').next()).and_then(|t| t.parse::<usize>().ok())
+                {
                     if let Some(p) = lowered.programs().find(|p| p.name == wants[j].0) {
                         eprintln!("{}", diamond_runtime::kernel::print::program(p, &|n| format!("{n:?}")));
                         eprintln!("{}", kernels.kernels[jobs_kernel[j]].source);

@@ -135,7 +135,10 @@ fn node_suite_cases_the_reference_passes_pass_on_the_simd_backend() {
     let mut wrong = Vec::new();
     for case in common::node_cases() {
         let name = common::case_name(&case);
-        if FLOAT32_NOISE.contains(&name.as_str()) || name.starts_with("test_bernoulli") || name.contains("training_dropout") {
+        if FLOAT32_NOISE.contains(&name.as_str())
+            || name.starts_with("test_bernoulli")
+            || name.contains("training_dropout")
+        {
             continue;
         }
         let Ok(model) = diamond_importers::onnx::load_model(&case.join("model.onnx")) else { continue };
@@ -183,7 +186,9 @@ fn node_suite_cases_the_reference_passes_pass_on_the_simd_backend() {
         }
         simd_pass += usize::from(ok);
     }
-    eprintln!("node suite: reference {reference_pass} pass, simd {simd_pass} pass, {fused_cases} of them with fused programs");
+    eprintln!(
+        "node suite: reference {reference_pass} pass, simd {simd_pass} pass, {fused_cases} of them with fused programs"
+    );
     for w in &wrong {
         eprintln!("WRONG {w}");
     }

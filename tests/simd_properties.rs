@@ -10,8 +10,8 @@ mod simd;
 
 use diamond_onnx_proto::tensor_shape_proto::{dimension, Dimension};
 use diamond_onnx_proto::{
-    attribute_proto::AttributeType, type_proto, AttributeProto, GraphProto, ModelProto, NodeProto,
-    OperatorSetIdProto, TensorProto, TensorShapeProto, TypeProto, ValueInfoProto,
+    attribute_proto::AttributeType, type_proto, AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto,
+    TensorProto, TensorShapeProto, TypeProto, ValueInfoProto,
 };
 use diamond_runtime::{Data, SplitMix64, Tensor, Value};
 use proptest::prelude::*;
@@ -50,7 +50,20 @@ struct Case {
     seed: u64,
 }
 
-const UNARY: &[&str] = &["Relu", "Sigmoid", "Tanh", "Exp", "Abs", "Neg", "Erf", "LeakyRelu", "HardSigmoid", "Softsign", "Identity", "Sqrt"];
+const UNARY: &[&str] = &[
+    "Relu",
+    "Sigmoid",
+    "Tanh",
+    "Exp",
+    "Abs",
+    "Neg",
+    "Erf",
+    "LeakyRelu",
+    "HardSigmoid",
+    "Softsign",
+    "Identity",
+    "Sqrt",
+];
 const BINARY: &[&str] = &["Add", "Sub", "Mul", "Div", "Max", "Min"];
 const REDUCE: &[&str] = &["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"];
 
@@ -137,7 +150,12 @@ fn ints(name: &str, v: Vec<i64>) -> AttributeProto {
 }
 
 fn int(name: &str, v: i64) -> AttributeProto {
-    AttributeProto { name: Some(name.into()), r#type: Some(AttributeType::Int as i32), i: Some(v), ..Default::default() }
+    AttributeProto {
+        name: Some(name.into()),
+        r#type: Some(AttributeType::Int as i32),
+        i: Some(v),
+        ..Default::default()
+    }
 }
 
 fn floats(name: &str, dims: Vec<i64>, v: Vec<f32>) -> TensorProto {
@@ -200,7 +218,8 @@ fn build(c: &Case) -> (diamond_ir::Model, Vec<(String, Value)>, usize) {
     // Extra inputs broadcasting into x: leading axes dropped, others kept or 1.
     for (k, (drop, keep)) in c.extras.iter().enumerate() {
         let name = format!("e{k}");
-        let dims: Vec<String> = (*drop.min(&(r - 1))..r).map(|i| if keep[i] { full[i].clone() } else { "1".into() }).collect();
+        let dims: Vec<String> =
+            (*drop.min(&(r - 1))..r).map(|i| if keep[i] { full[i].clone() } else { "1".into() }).collect();
         let sizes: Vec<usize> = (*drop.min(&(r - 1))..r).map(|i| if keep[i] { c.dims[i].0 } else { 1 }).collect();
         inputs.push(info(&name, &dims));
         feeds.push((name, sizes));
@@ -296,8 +315,9 @@ fn build(c: &Case) -> (diamond_ir::Model, Vec<(String, Value)>, usize) {
         ..Default::default()
     };
     let bytes = bytes::Bytes::from(proto.encode_to_vec());
-    let model = diamond_importers::onnx::decode_model(bytes, std::path::Path::new("random.onnx"), std::path::Path::new("."))
-        .expect("the generated model imports");
+    let model =
+        diamond_importers::onnx::decode_model(bytes, std::path::Path::new("random.onnx"), std::path::Path::new("."))
+            .expect("the generated model imports");
     let fed = feeds
         .into_iter()
         .map(|(n, shape)| {

@@ -47,9 +47,8 @@ fn strings(name: &str, obj: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u8>>> {
 /// The tensor `obj` (a NumPy array) holds, fed as input `name`.
 pub fn tensor_from_array(name: &str, obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     let py = obj.py();
-    let array = obj
-        .cast::<PyUntypedArray>()
-        .map_err(|_| bad_argument(format!("input '{name}': expected a numpy.ndarray")))?;
+    let array =
+        obj.cast::<PyUntypedArray>().map_err(|_| bad_argument(format!("input '{name}': expected a numpy.ndarray")))?;
     let shape = array.shape().to_vec();
     let dtype = array.dtype();
     macro_rules! numeric {

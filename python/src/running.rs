@@ -63,7 +63,8 @@ pub fn run<'py>(
     let shapes = self::input_shapes(input_shapes)?;
     let loaded = load_detached(py, &source, &shapes)?;
     let label = source.label();
-    let graph = loaded.main_graph().ok_or_else(|| crate::errors::unreadable(format!("{label}: the model has no graph")))?;
+    let graph =
+        loaded.main_graph().ok_or_else(|| crate::errors::unreadable(format!("{label}: the model has no graph")))?;
     let mut fed = Vec::with_capacity(inputs.len());
     for (name, obj) in &inputs {
         fed.push((name.clone(), fed_value(graph, name, obj)?));

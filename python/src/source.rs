@@ -47,10 +47,8 @@ impl Source {
     pub fn load(&self, shapes: &[InputShape]) -> Result<Model, String> {
         match self {
             Source::Path(p) => diamond_importers::torch::load::load_any(p, shapes).map_err(|e| e.to_string()),
-            Source::Bytes(b) => {
-                diamond_importers::onnx::decode_model(b.clone(), Path::new("<bytes>"), Path::new("."))
-                    .map_err(|e| e.to_string())
-            }
+            Source::Bytes(b) => diamond_importers::onnx::decode_model(b.clone(), Path::new("<bytes>"), Path::new("."))
+                .map_err(|e| e.to_string()),
         }
     }
 }

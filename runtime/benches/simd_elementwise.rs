@@ -20,7 +20,12 @@ const N: usize = 16 << 20;
 /// `y = sub(max(min(mul(add(relu(add(mul(x, 1.5), 0.25)), 0.5), 0.75), 4), -4), 0.125)`: 8 operators.
 fn chain() -> Program {
     let f = ElemType::Float;
-    let view = |name: &str| View { value: name.into(), elem: f, dims: vec![Extent::Known(N as u64)], view: vec![ViewDim::follow(0)] };
+    let view = |name: &str| View {
+        value: name.into(),
+        elem: f,
+        dims: vec![Extent::Known(N as u64)],
+        view: vec![ViewDim::follow(0)],
+    };
     let mut body = vec![Instr { inst: Inst::Load(0), ty: f }];
     let mut push = |inst: Inst| {
         body.push(Instr { inst, ty: f });
@@ -62,7 +67,9 @@ fn copy(x: &[f32], y: &mut [f32]) {
     if rayon::current_num_threads() == 1 {
         y.copy_from_slice(x);
     } else {
-        y.par_chunks_mut(elementwise::CHUNK).zip(x.par_chunks(elementwise::CHUNK)).for_each(|(d, s)| d.copy_from_slice(s));
+        y.par_chunks_mut(elementwise::CHUNK)
+            .zip(x.par_chunks(elementwise::CHUNK))
+            .for_each(|(d, s)| d.copy_from_slice(s));
     }
 }
 

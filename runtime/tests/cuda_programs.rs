@@ -38,7 +38,12 @@ fn elementwise() -> Program {
         operands: vec![
             view("x", f, vec![Extent::Known(2), seq()], vec![ViewDim::follow(0), ViewDim::follow(1)]),
             view("b", f, vec![seq()], vec![ViewDim::follow(1)]),
-            view("cond", ElemType::Bool, vec![Extent::Known(2), Extent::Known(1)], vec![ViewDim::follow(0), ViewDim::fixed()]),
+            view(
+                "cond",
+                ElemType::Bool,
+                vec![Extent::Known(2), Extent::Known(1)],
+                vec![ViewDim::follow(0), ViewDim::fixed()],
+            ),
         ],
         body: vec![
             ins(Inst::Load(0), f),
@@ -82,7 +87,12 @@ fn softmax(rows: u64) -> Program {
                 source: 5,
             },
             Output {
-                view: view("m", f, vec![Extent::Known(rows), Extent::Known(1)], vec![ViewDim::follow(0), ViewDim::fixed()]),
+                view: view(
+                    "m",
+                    f,
+                    vec![Extent::Known(rows), Extent::Known(1)],
+                    vec![ViewDim::follow(0), ViewDim::fixed()],
+                ),
                 source: 1,
             },
         ],

@@ -43,7 +43,11 @@ fn tanh_sigmoid_and_gelu_follow_their_definitions() {
         assert!(ulps(sigmoid(x), s) <= 4.0, "sigmoid({x}) = {} vs {s}", sigmoid(x));
         let xd = f64::from(x);
         let g = 0.5 * xd * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (xd + 0.044715 * xd * xd * xd)).tanh());
-        assert!((f64::from(gelu_tanh(x)) - g).abs() <= 1e-5 * g.abs().max(1e-6), "gelu_tanh({x}) = {} vs {g}", gelu_tanh(x));
+        assert!(
+            (f64::from(gelu_tanh(x)) - g).abs() <= 1e-5 * g.abs().max(1e-6),
+            "gelu_tanh({x}) = {} vs {g}",
+            gelu_tanh(x)
+        );
     }
     assert_eq!(tanh(0.0), 0.0);
     assert_eq!(tanh(f32::INFINITY), 1.0);

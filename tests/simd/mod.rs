@@ -84,7 +84,8 @@ pub fn random_inputs(model: &Model, seed: u64) -> Option<Vec<(String, Value)>> {
         if initialized.contains(&name) {
             continue;
         }
-        let Some(TypeValue::Tensor { elem: Some(elem), shape: Some(shape) }) = info.ty.as_ref().and_then(|t| t.value.as_ref())
+        let Some(TypeValue::Tensor { elem: Some(elem), shape: Some(shape) }) =
+            info.ty.as_ref().and_then(|t| t.value.as_ref())
         else {
             return None;
         };

@@ -123,7 +123,13 @@ impl Group {
         let mut args = Vec::new();
         for (k, &v) in ins.iter().enumerate() {
             // Normalization parameters broadcast into the full space.
-            let target = if k == 0 { &data_frame } else if full_frame { &data_frame } else { &frame };
+            let target = if k == 0 {
+                &data_frame
+            } else if full_frame {
+                &data_frame
+            } else {
+                &frame
+            };
             let inst = match self.values.get(&v) {
                 Some(x) => {
                     if !fits(&x.frame, target) {
@@ -262,7 +268,8 @@ impl Group {
             }
             let inst = *results.get(k)?;
             let (frame, full) = if k == 0 { (frame.clone(), full) } else { (keep.clone(), false) };
-            if cx.a.shape(cx.model, o)? != self.shape_of(&frame).as_slice() || cx.a.dtype(cx.model, o)? != self.body[inst].ty
+            if cx.a.shape(cx.model, o)? != self.shape_of(&frame).as_slice()
+                || cx.a.dtype(cx.model, o)? != self.body[inst].ty
             {
                 return None;
             }
@@ -321,7 +328,9 @@ impl Group {
                 }
                 let r = in_shape.len();
                 let perm: Vec<usize> = match mv.attribute("perm").and_then(|a| a.value()) {
-                    Some(diamond_ir::AttrValue::Ints(p)) => p.iter().map(|&i| usize::try_from(i).ok()).collect::<Option<_>>()?,
+                    Some(diamond_ir::AttrValue::Ints(p)) => {
+                        p.iter().map(|&i| usize::try_from(i).ok()).collect::<Option<_>>()?
+                    }
                     _ => (0..r).rev().collect(),
                 };
                 if perm.len() != r || op.view.len() != r {
@@ -379,11 +388,8 @@ fn slice_steps(cx: &Cx<'_>, n: &diamond_ir::Node, in_shape: &[DimReport]) -> Opt
             Some(v) => Some(Some(cx.a.constant(cx.model, v)?.as_i64s()?)),
         }
     };
-    let (starts, axes, steps) = if opset < 10 {
-        (ints_attr("starts")?, ints_attr("axes"), None)
-    } else {
-        (input(1)??, input(3)?, input(4)?)
-    };
+    let (starts, axes, steps) =
+        if opset < 10 { (ints_attr("starts")?, ints_attr("axes"), None) } else { (input(1)??, input(3)?, input(4)?) };
     let axes: Vec<i64> = axes.unwrap_or_else(|| (0..starts.len() as i64).collect());
     let steps: Vec<i64> = steps.unwrap_or_else(|| vec![1; starts.len()]);
     if axes.len() != starts.len() || steps.len() != starts.len() {

@@ -297,9 +297,14 @@ fn assemble(
     let first_pos = |g: usize| -> usize {
         match &kinds[g] {
             Kind::Plain(n) | Kind::Contraction(n, _) => position[n],
-            Kind::Fused(group, c) => {
-                group.nodes.iter().chain(&group.absorbed).chain(c.iter().map(|(n, _)| n)).map(|n| position[n]).min().unwrap_or(0)
-            }
+            Kind::Fused(group, c) => group
+                .nodes
+                .iter()
+                .chain(&group.absorbed)
+                .chain(c.iter().map(|(n, _)| n))
+                .map(|n| position[n])
+                .min()
+                .unwrap_or(0),
             Kind::Gone => 0,
         }
     };
@@ -445,8 +450,17 @@ fn program(
     for o in &mut outputs {
         o.source = new_index[o.source];
     }
-    let reduce = if body.iter().any(|i| matches!(i.inst, Inst::Reduce(..))) { group.reduce.clone() } else { Vec::new() };
+    let reduce =
+        if body.iter().any(|i| matches!(i.inst, Inst::Reduce(..))) { group.reduce.clone() } else { Vec::new() };
     let mut nodes: Vec<NodeId> = group.nodes.iter().chain(&group.absorbed).copied().collect();
     nodes.sort_by_key(|n| position[n]);
-    Some(Program { name: String::new(), axes: group.space.iter().map(extent).collect(), reduce, operands, body, outputs, nodes })
+    Some(Program {
+        name: String::new(),
+        axes: group.space.iter().map(extent).collect(),
+        reduce,
+        operands,
+        body,
+        outputs,
+        nodes,
+    })
 }

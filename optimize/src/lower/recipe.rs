@@ -100,8 +100,7 @@ pub(super) fn recipe(model: &Model, a: &Analysis, n: &Node) -> Option<(Recipe, V
     let present = |i: usize| n.inputs.get(i).copied().filter(|&v| !graph.value_name(v).is_empty());
     let dtype = |v: ValueId| a.dtype(model, v);
     let fits = |t: Option<ElemType>| matches!(t, Some(ElemType::Float | ElemType::Bool));
-    let named_outputs: Vec<ValueId> =
-        n.outputs.iter().copied().filter(|&v| !graph.value_name(v).is_empty()).collect();
+    let named_outputs: Vec<ValueId> = n.outputs.iter().copied().filter(|&v| !graph.value_name(v).is_empty()).collect();
     if named_outputs.is_empty() || !named_outputs.iter().all(|&v| fits(dtype(v)) && a.shape(model, v).is_some()) {
         return None;
     }
@@ -137,9 +136,7 @@ pub(super) fn recipe(model: &Model, a: &Analysis, n: &Node) -> Option<(Recipe, V
         "LeakyRelu" => unary(UnaryOp::LeakyRelu(float(n, "alpha", 0.01))),
         "Elu" => unary(UnaryOp::Elu(float(n, "alpha", 1.0))),
         "Selu" => unary(UnaryOp::Selu { alpha: float(n, "alpha", 1.673_263_2), gamma: float(n, "gamma", 1.050_701) }),
-        "HardSigmoid" => {
-            unary(UnaryOp::HardSigmoid { alpha: float(n, "alpha", 0.2), beta: float(n, "beta", 0.5) })
-        }
+        "HardSigmoid" => unary(UnaryOp::HardSigmoid { alpha: float(n, "alpha", 0.2), beta: float(n, "beta", 0.5) }),
         "ThresholdedRelu" => unary(UnaryOp::ThresholdedRelu(float(n, "alpha", 1.0))),
         "Gelu" => match n.attribute("approximate").and_then(|x| x.value()) {
             None => unary(UnaryOp::Gelu),

@@ -170,7 +170,8 @@ fn attention(model: &Model, a: &Analysis, softmax_id: NodeId) -> Option<Match> {
     for x in [q, kt, v, pv.outputs[0]] {
         (a.dtype(model, x)? == ElemType::Float).then_some(())?;
     }
-    let (qs, ks, vs, ys) = (a.shape(model, q)?, a.shape(model, kt)?, a.shape(model, v)?, a.shape(model, pv.outputs[0])?);
+    let (qs, ks, vs, ys) =
+        (a.shape(model, q)?, a.shape(model, kt)?, a.shape(model, v)?, a.shape(model, pv.outputs[0])?);
     if qs.len() != 4 || ks.len() != 4 || vs.len() != 4 {
         return None;
     }
@@ -254,7 +255,11 @@ fn finite(model: &Model, a: &Analysis, m: ValueId) -> bool {
     }
     let Some(&id) = a.producer.get(&m) else { return false };
     let n = &a.graph(model).nodes[id];
-    n.op_type() == "Where" && n.domain().is_empty() && n.inputs.len() == 3 && all_finite(n.inputs[1]) && all_finite(n.inputs[2])
+    n.op_type() == "Where"
+        && n.domain().is_empty()
+        && n.inputs.len() == 3
+        && all_finite(n.inputs[1])
+        && all_finite(n.inputs[2])
 }
 
 /// The permutation a Transpose node applies (reversal when unstated).

@@ -52,7 +52,10 @@ pub fn manifest_entry(p: &Program, k: &CudaKernel, nodes: &[String], usage: &[Us
         .map(|(v, ty)| json!({ "kind": "input", "value": v.value, "type": ty }))
         .collect();
     args.extend(
-        p.outputs.iter().zip(&k.buffers[k.n_inputs..]).map(|(o, ty)| json!({ "kind": "output", "value": o.view.value, "type": ty })),
+        p.outputs
+            .iter()
+            .zip(&k.buffers[k.n_inputs..])
+            .map(|(o, ty)| json!({ "kind": "output", "value": o.view.value, "type": ty })),
     );
     args.extend(k.symbols.iter().map(|s| json!({ "kind": "size", "symbol": s, "type": "long long" })));
     let resources: Vec<Value> = usage
@@ -83,7 +86,9 @@ pub fn write(dir: &Path, kernels: &[CudaKernel], built: &Built, entries: Vec<Val
     let put = |name: &str, bytes: &[u8]| -> Result<(), String> {
         let path = dir.join(name);
         let tmp = dir.join(format!(".{name}.tmp"));
-        std::fs::write(&tmp, bytes).and_then(|_| std::fs::rename(&tmp, &path)).map_err(|e| format!("{}: {e}", path.display()))
+        std::fs::write(&tmp, bytes)
+            .and_then(|_| std::fs::rename(&tmp, &path))
+            .map_err(|e| format!("{}: {e}", path.display()))
     };
     put("kernels.cu", built.source.as_bytes())?;
     for k in kernels {

@@ -260,7 +260,13 @@ impl Gen<'_> {
 
     /// Emits instructions `wanted` (and what they read, unless `have`)
     /// with the axes in `axes` indexed; adds them to `have`.
-    fn emit(&mut self, indent: &str, wanted: &[usize], have: &mut BTreeSet<usize>, axes: &BTreeSet<usize>) -> Result<(), String> {
+    fn emit(
+        &mut self,
+        indent: &str,
+        wanted: &[usize],
+        have: &mut BTreeSet<usize>,
+        axes: &BTreeSet<usize>,
+    ) -> Result<(), String> {
         let mut need = BTreeSet::new();
         let mut stack: Vec<usize> = wanted.to_vec();
         while let Some(i) = stack.pop() {
@@ -337,8 +343,9 @@ impl Gen<'_> {
         self.decompose("    ", "o", &outer);
         let mut have: BTreeSet<usize> = BTreeSet::new();
         for depth in 1..=deepest {
-            let reductions: Vec<usize> =
-                (0..p.body.len()).filter(|&i| depths[i] == depth && matches!(p.body[i].inst, Inst::Reduce(..))).collect();
+            let reductions: Vec<usize> = (0..p.body.len())
+                .filter(|&i| depths[i] == depth && matches!(p.body[i].inst, Inst::Reduce(..)))
+                .collect();
             for &r in &reductions {
                 let Inst::Reduce(c, _) = p.body[r].inst else { continue };
                 let _ = writeln!(self.out, "    {} acc{r} = {};", self.types[r], identity(c, self.types[r]));
@@ -351,7 +358,11 @@ impl Gen<'_> {
             self.emit("      ", &args, &mut inner, &all)?;
             for (&r, &a) in reductions.iter().zip(&args) {
                 let Inst::Reduce(c, _) = p.body[r].inst else { continue };
-                let _ = writeln!(self.out, "      acc{r} = {};", combine(c, &format!("acc{r}"), &format!("v{a}"), self.types[r]));
+                let _ = writeln!(
+                    self.out,
+                    "      acc{r} = {};",
+                    combine(c, &format!("acc{r}"), &format!("v{a}"), self.types[r])
+                );
             }
             self.out.push_str("    }\n");
             for &r in &reductions {
@@ -490,7 +501,9 @@ fn unary(op: UnaryOp, a: &str, ty: &str) -> Result<String, String> {
         UnaryOp::Softplus => f("softplus"),
         UnaryOp::Gelu => f("gelu"),
         UnaryOp::GeluTanh => f("gelu_tanh"),
-        UnaryOp::HardSwish => format!("({a} * dm_clamp({a} / {} + {}, {}, {}))", lit(6.0), lit(0.5), lit(0.0), lit(1.0)),
+        UnaryOp::HardSwish => {
+            format!("({a} * dm_clamp({a} / {} + {}, {}, {}))", lit(6.0), lit(0.5), lit(0.0), lit(1.0))
+        }
         UnaryOp::LeakyRelu(s) => format!("({a} < {z} ? {} * {a} : {a})", lit(s), z = lit(0.0)),
         UnaryOp::Elu(al) => format!("({a} < {z} ? {} * dm_expm1({a}) : {a})", lit(al), z = lit(0.0)),
         UnaryOp::Selu { alpha, gamma } => format!(

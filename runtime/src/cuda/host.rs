@@ -98,7 +98,11 @@ impl HostProgram {
             .output()
             .map_err(|e| format!("{cxx}: {e}"))?;
         if !out.status.success() {
-            return Err(format!("{cxx} could not compile {}:\n{}", src.display(), String::from_utf8_lossy(&out.stderr)));
+            return Err(format!(
+                "{cxx} could not compile {}:\n{}",
+                src.display(),
+                String::from_utf8_lossy(&out.stderr)
+            ));
         }
         std::fs::rename(&tmp, &exe).map_err(|e| e.to_string())?;
         Ok(HostProgram { exe })

@@ -41,7 +41,8 @@ pub fn include_dirs() -> Vec<PathBuf> {
     if let Some(p) = std::env::var_os("DIAMOND_CUDA_INCLUDE") {
         return vec![PathBuf::from(p)];
     }
-    let libs = std::env::var_os("LD_LIBRARY_PATH").map(|p| std::env::split_paths(&p).collect::<Vec<_>>()).unwrap_or_default();
+    let libs =
+        std::env::var_os("LD_LIBRARY_PATH").map(|p| std::env::split_paths(&p).collect::<Vec<_>>()).unwrap_or_default();
     libs.iter()
         .filter_map(|l| Some(l.parent()?.parent()?.join("cuda_runtime/include")))
         .filter(|p| p.join("cuda_fp16.h").is_file())

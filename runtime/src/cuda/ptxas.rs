@@ -33,7 +33,8 @@ pub fn locate() -> Option<PathBuf> {
     if let Some(p) = dirs.iter().map(|d| d.join("ptxas")).find(|p| p.is_file()) {
         return Some(p);
     }
-    let libs = std::env::var_os("LD_LIBRARY_PATH").map(|p| std::env::split_paths(&p).collect::<Vec<_>>()).unwrap_or_default();
+    let libs =
+        std::env::var_os("LD_LIBRARY_PATH").map(|p| std::env::split_paths(&p).collect::<Vec<_>>()).unwrap_or_default();
     // .../site-packages/nvidia/cuda_nvrtc/lib → .../site-packages/nvidia/cuda_nvcc/bin/ptxas
     libs.iter().filter_map(|l| Some(l.parent()?.parent()?.join("cuda_nvcc/bin/ptxas"))).find(|p| p.is_file())
 }

@@ -64,11 +64,18 @@ pub fn job(
     operands: &[&Tensor],
     value_of: &dyn Fn(&str) -> Option<i64>,
 ) -> Result<(Job, Vec<(ElemType, Vec<usize>)>), String> {
-    let size = |e: &crate::kernel::Extent| e.eval(value_of).map(|n| n as usize).ok_or_else(|| format!("the size {e} is not bound"));
+    let size = |e: &crate::kernel::Extent| {
+        e.eval(value_of).map(|n| n as usize).ok_or_else(|| format!("the size {e} is not bound"))
+    };
     let mut buffers = Vec::new();
     for (view, t) in p.operands.iter().zip(operands) {
         if t.elem() != view.elem {
-            return Err(format!("operand '{}' is {}, the program reads {}", view.value, t.elem().name(), view.elem.name()));
+            return Err(format!(
+                "operand '{}' is {}, the program reads {}",
+                view.value,
+                t.elem().name(),
+                view.elem.name()
+            ));
         }
         let want: usize = view.dims.iter().map(&size).product::<Result<usize, _>>()?;
         if t.shape.iter().product::<usize>() != want {
@@ -83,8 +90,11 @@ pub fn job(
         buffers.push(vec![0u8; shape.iter().product::<usize>() * bytes]);
         outputs.push((o.view.elem, shape));
     }
-    let symbols: Vec<i64> =
-        k.symbols.iter().map(|s| size(&crate::kernel::Extent::Symbol(s.clone())).map(|n| n as i64)).collect::<Result<_, _>>()?;
+    let symbols: Vec<i64> = k
+        .symbols
+        .iter()
+        .map(|s| size(&crate::kernel::Extent::Symbol(s.clone())).map(|n| n as i64))
+        .collect::<Result<_, _>>()?;
     let outer: u64 = p
         .axes
         .iter()

@@ -80,11 +80,20 @@ pub enum UnaryOp {
     IsNaN,
     LeakyRelu(f64),
     Elu(f64),
-    Selu { alpha: f64, gamma: f64 },
-    HardSigmoid { alpha: f64, beta: f64 },
+    Selu {
+        alpha: f64,
+        gamma: f64,
+    },
+    HardSigmoid {
+        alpha: f64,
+        beta: f64,
+    },
     ThresholdedRelu(f64),
     /// `x` limited to `[min, max]`; NaN stays NaN.
-    Clip { min: f64, max: f64 },
+    Clip {
+        min: f64,
+        max: f64,
+    },
     /// `x^p` for a constant `p`.
     PowConst(f64),
 }

@@ -139,7 +139,12 @@ impl Program {
                 },
                 Inst::Const(_) => Level::Uniform,
                 Inst::Reduce(_, a) => levels.get(a).copied().unwrap_or(Level::Uniform).min(Level::Outer),
-                ref other => other.args().iter().map(|&a| levels.get(a).copied().unwrap_or(Level::Uniform)).max().unwrap_or(Level::Uniform),
+                ref other => other
+                    .args()
+                    .iter()
+                    .map(|&a| levels.get(a).copied().unwrap_or(Level::Uniform))
+                    .max()
+                    .unwrap_or(Level::Uniform),
             };
             levels.push(level);
         }

@@ -33,9 +33,7 @@ pub fn verify(p: &Program) -> Result<(), String> {
         match ins.inst {
             Inst::Load(k) => match p.operands.get(k) {
                 None => return Err(at(format!("loads in{k}, which does not exist"))),
-                Some(op) if op.elem != ins.ty => {
-                    return Err(at(format!("loads {} from in{k} as {}", op.elem, ins.ty)))
-                }
+                Some(op) if op.elem != ins.ty => return Err(at(format!("loads {} from in{k} as {}", op.elem, ins.ty))),
                 Some(_) => {}
             },
             Inst::Const(_) | Inst::Cast(_) => {}

@@ -96,8 +96,7 @@ pub fn bind(p: &Program, value_of: &dyn Fn(&str) -> Option<i64>) -> Result<Bound
     while i + 1 < extents.len() {
         let same_group = (i + 1 < n_outer) || (i >= n_outer);
         let inner = extents[i + 1] as isize;
-        let mergeable = same_group
-            && op_strides.iter().chain(out_strides.iter()).all(|s| s[i] == s[i + 1] * inner);
+        let mergeable = same_group && op_strides.iter().chain(out_strides.iter()).all(|s| s[i] == s[i + 1] * inner);
         if mergeable {
             extents[i + 1] *= extents[i];
             extents.remove(i);
@@ -125,16 +124,7 @@ pub fn bind(p: &Program, value_of: &dyn Fn(&str) -> Option<i64>) -> Result<Bound
                 .map_err(|e| format!("output '{}': {e}", p.outputs[k].view.value))?;
         }
     }
-    Ok(Bound {
-        extents,
-        n_outer,
-        operands,
-        operand_lens: lens,
-        outputs,
-        output_shapes: shapes,
-        reduce_count,
-        empty,
-    })
+    Ok(Bound { extents, n_outer, operands, operand_lens: lens, outputs, output_shapes: shapes, reduce_count, empty })
 }
 
 /// Whether every point `v` reaches over `extents` lies in `0..len`.

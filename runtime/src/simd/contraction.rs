@@ -71,7 +71,8 @@ fn matmul_shape(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
     if a.is_empty() || b.is_empty() {
         return None;
     }
-    let (a2, b2) = (if a.len() == 1 { vec![1, a[0]] } else { a.to_vec() }, if b.len() == 1 { vec![b[0], 1] } else { b.to_vec() });
+    let (a2, b2) =
+        (if a.len() == 1 { vec![1, a[0]] } else { a.to_vec() }, if b.len() == 1 { vec![b[0], 1] } else { b.to_vec() });
     let (m, k, k2, n) = (a2[a2.len() - 2], a2[a2.len() - 1], b2[b2.len() - 2], b2[b2.len() - 1]);
     if k != k2 {
         return None;
@@ -162,7 +163,9 @@ fn conv(node: &Node, inputs: &[Option<&Tensor>]) -> Option<Tensor> {
     let pads = match ints_attr(node, "pads")? {
         None => [0; 4],
         // ONNX: [top, left, bottom, right].
-        Some(v) if v.len() == 4 && v.iter().all(|&x| x >= 0) => [v[0] as usize, v[1] as usize, v[2] as usize, v[3] as usize],
+        Some(v) if v.len() == 4 && v.iter().all(|&x| x >= 0) => {
+            [v[0] as usize, v[1] as usize, v[2] as usize, v[3] as usize]
+        }
         _ => return None,
     };
     let p = Conv2d {

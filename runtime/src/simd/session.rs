@@ -87,7 +87,12 @@ fn idx(id: ValueId) -> usize {
 impl<'m> Session<'m> {
     /// Prepares `lowered` (a lowering of `model`'s main graph) for inputs
     /// shaped as `fed`.
-    pub fn new(model: &'m Model, lowered: &LoweredModel, fed: &[(String, Fed)], options: &Options) -> Result<Session<'m>> {
+    pub fn new(
+        model: &'m Model,
+        lowered: &LoweredModel,
+        fed: &[(String, Fed)],
+        options: &Options,
+    ) -> Result<Session<'m>> {
         let gid = model.graph.ok_or_else(|| RunError::InvalidModel("the model has no main graph".into()))?;
         let graph = &model.graphs[gid];
         let plan = Plan::new(model, fed)?;
@@ -109,8 +114,8 @@ impl<'m> Session<'m> {
         }
         let mut coverage = Coverage::default();
         let mut steps = Vec::new();
-        let plan_program = |p: &Program, steps: &mut Vec<Planned>, coverage: &mut Coverage| {
-            match ready(model, p, &value_of) {
+        let plan_program =
+            |p: &Program, steps: &mut Vec<Planned>, coverage: &mut Coverage| match ready(model, p, &value_of) {
                 Some(r) => {
                     coverage.programs += 1;
                     coverage.fused_nodes += p.nodes.len();
@@ -120,8 +125,7 @@ impl<'m> Session<'m> {
                     coverage.reference_nodes += p.nodes.len();
                     steps.push(Planned::Nodes(p.nodes.clone()));
                 }
-            }
-        };
+            };
         for step in &lowered.steps {
             match step {
                 Step::Program(p) => plan_program(p, &mut steps, &mut coverage),
@@ -197,9 +201,8 @@ impl<'m> Session<'m> {
                 } else {
                     self.frame.values[idx(id)].take()
                 };
-                let value = value.ok_or_else(|| {
-                    RunError::InvalidModel(format!("graph output '{name}' is never computed"))
-                })?;
+                let value =
+                    value.ok_or_else(|| RunError::InvalidModel(format!("graph output '{name}' is never computed")))?;
                 outputs.push((name, value));
             }
         }
@@ -349,9 +352,8 @@ impl<'m> Session<'m> {
     /// An empty buffer with capacity for `len` floats, from the pool when
     /// one fits.
     fn take_buffer(&mut self, len: usize) -> Vec<f32> {
-        let best = (0..self.pool.len())
-            .filter(|&i| self.pool[i].capacity() >= len)
-            .min_by_key(|&i| self.pool[i].capacity());
+        let best =
+            (0..self.pool.len()).filter(|&i| self.pool[i].capacity() >= len).min_by_key(|&i| self.pool[i].capacity());
         match best {
             Some(i) => {
                 let mut v = self.pool.swap_remove(i);

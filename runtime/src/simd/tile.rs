@@ -203,7 +203,15 @@ fn unary(op: UnaryOp, a: &[f32], out: &mut [f32]) {
         UnaryOp::Identity => out.copy_from_slice(a),
         UnaryOp::Neg => map1(out, a, |x| -x),
         UnaryOp::Abs => map1(out, a, f32::abs),
-        UnaryOp::Sign => map1(out, a, |x| if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { x * 0.0 + 0.0 * x }),
+        UnaryOp::Sign => map1(out, a, |x| {
+            if x > 0.0 {
+                1.0
+            } else if x < 0.0 {
+                -1.0
+            } else {
+                x * 0.0 + 0.0 * x
+            }
+        }),
         UnaryOp::Ceil => map1(out, a, f32::ceil),
         UnaryOp::Floor => map1(out, a, f32::floor),
         UnaryOp::Round => map1(out, a, f32::round_ties_even),
