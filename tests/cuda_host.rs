@@ -17,7 +17,7 @@ use diamond_runtime::cuda::{self, host::HostProgram, tensors, CudaKernel};
 use diamond_runtime::exec::{DumpSet, RunOptions};
 use diamond_runtime::kernel::Program;
 use diamond_runtime::{Fed, Plan, Tensor, Value};
-use simd::{agree, random_inputs};
+use simd::{agree, export_inputs, random_inputs};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -46,23 +46,8 @@ fn cache() -> PathBuf {
 
 /// The stored inputs of an export, else random ones.
 fn inputs_of(model: &diamond_ir::Model, path: &Path) -> Option<Vec<(String, Value)>> {
-    let graph = model.main_graph()?;
-    let stem = path.file_stem()?.to_string_lossy().into_owned();
     if path.to_string_lossy().contains("exports") {
-        let initialized: Vec<&str> = graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
-        let names = graph
-            .inputs
-            .iter()
-            .filter_map(|i| i.value)
-            .map(|v| graph.value_name(v))
-            .filter(|n| !initialized.contains(n));
-        let mut out = Vec::new();
-        for (i, name) in names.enumerate() {
-            let file = path.with_file_name(format!("{stem}.input_{i}.npy"));
-            let t = diamond_importers::tensor_file::read_tensor_file(&file).ok()?;
-            out.push((name.to_string(), Value::Tensor(Tensor::from_ir(&t).ok()?)));
-        }
-        return Some(out);
+        return export_inputs(model, path);
     }
     random_inputs(model, 7)
 }

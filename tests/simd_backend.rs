@@ -9,8 +9,8 @@ mod common;
 mod simd;
 
 use diamond_runtime::{Tensor, Value};
-use simd::{agree, modes, random_inputs, run_reference, run_simd, run_simd_counted};
-use std::path::{Path, PathBuf};
+use simd::{agree, export_inputs, modes, random_inputs, read, run_reference, run_simd, run_simd_counted};
+use std::path::PathBuf;
 
 /// Node-suite cases that pass on the SIMD backend; raise as it grows.
 /// Equal to the cases this harness passes on the reference executor
@@ -26,31 +26,6 @@ const FUSED_RATCHET: usize = 560;
 /// accumulate over the depth of a network.
 const MODEL_RTOL: f64 = 1e-3;
 const MODEL_ATOL: f64 = 1e-4;
-
-fn read(path: &Path) -> Result<Tensor, String> {
-    let t = diamond_importers::tensor_file::read_tensor_file(path).map_err(|e| e.to_string())?;
-    Tensor::from_ir(&t)
-}
-
-/// The stored inputs of an export (`<stem>.input_<i>.npy` for the i-th declared input).
-fn export_inputs(model: &diamond_ir::Model, path: &Path) -> Option<Vec<(String, Value)>> {
-    let graph = model.main_graph()?;
-    let stem = path.file_stem()?.to_string_lossy().into_owned();
-    let initialized: Vec<&str> = graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
-    let names: Vec<&str> = graph
-        .inputs
-        .iter()
-        .filter_map(|i| i.value)
-        .map(|v| graph.value_name(v))
-        .filter(|n| !initialized.contains(n))
-        .collect();
-    let mut out = Vec::new();
-    for (i, name) in names.iter().enumerate() {
-        let file = path.with_file_name(format!("{stem}.input_{i}.npy"));
-        out.push((name.to_string(), Value::Tensor(read(&file).ok()?)));
-    }
-    Some(out)
-}
 
 fn models(dir: &str) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(common::root().join(dir))

@@ -110,3 +110,29 @@ pub fn random_inputs(model: &Model, seed: u64) -> Option<Vec<(String, Value)>> {
     }
     Some(out)
 }
+
+/// A stored tensor (`.pb` or `.npy`) as a runtime tensor.
+pub fn read(path: &std::path::Path) -> Result<Tensor, String> {
+    let t = diamond_importers::tensor_file::read_tensor_file(path).map_err(|e| e.to_string())?;
+    Tensor::from_ir(&t)
+}
+
+/// The stored inputs of an export (`<stem>.input_<i>.npy` for the i-th declared input).
+pub fn export_inputs(model: &Model, path: &std::path::Path) -> Option<Vec<(String, Value)>> {
+    let graph = model.main_graph()?;
+    let stem = path.file_stem()?.to_string_lossy().into_owned();
+    let initialized: Vec<&str> = graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
+    let names: Vec<&str> = graph
+        .inputs
+        .iter()
+        .filter_map(|i| i.value)
+        .map(|v| graph.value_name(v))
+        .filter(|n| !initialized.contains(n))
+        .collect();
+    let mut out = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let file = path.with_file_name(format!("{stem}.input_{i}.npy"));
+        out.push((name.to_string(), Value::Tensor(read(&file).ok()?)));
+    }
+    Some(out)
+}
