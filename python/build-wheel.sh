@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 maturin="${MATURIN:-maturin}"
 release="${CARGO_TARGET_DIR:-target}/release"
-cargo build --release --bin diamond
+# Without tract (`diamond bench` then times diamond alone): it is most of the build.
+cargo build --release --bin diamond --no-default-features
 mkdir -p target/wheel-data/scripts
 if command -v strip >/dev/null 2>&1; then
     strip -o target/wheel-data/scripts/diamond "$release/diamond"

@@ -11,6 +11,7 @@
 //! single-threaded; when it cannot load or run the model its latency is
 //! `null` and the reason is given.
 
+#[cfg(feature = "tract")]
 use crate::bench_tract;
 use crate::run::{gather_inputs, Backend};
 use crate::Failure;
@@ -27,6 +28,8 @@ pub struct Args {
     pub model: PathBuf,
     /// The backend measured.
     pub backend: Backend,
+    /// Optimize the model before the simd backend lowers it.
+    pub optimize: bool,
     /// Threads of the pool the backend runs on (default: the machine's cores).
     pub threads: Option<usize>,
     /// Measured runs.
@@ -114,6 +117,7 @@ fn execute(
 
 /// `diamond bench MODEL [--backend B] [--threads N] [--runs N] [--warmup N] [--input-shape ...] [--json]`.
 pub fn run(args: &Args) -> Result<(), Failure> {
+    crate::keep_freed_memory();
     let path = &args.model;
     if args.runs == 0 {
         return Err(bad("--runs must be at least 1"));
@@ -133,14 +137,16 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     let shapes: Vec<(String, Fed)> = fed.iter().map(|(n, v)| (n.clone(), Fed::of(v))).collect();
     let plan = Plan::new(&model, &shapes).map_err(refused)?;
     let lowered;
+    let optimized;
     let mut prepared = match args.backend {
         Backend::Cuda => return Err(bad(diamond_runtime::cuda::device::unavailable())),
         Backend::Reference => Prepared::Reference,
         Backend::Simd => {
-            lowered = diamond_optimize::lower::lower(&model)
+            optimized = crate::run::simd_model(&model, args.optimize);
+            lowered = diamond_optimize::lower::lower(&optimized)
                 .ok_or_else(|| bad(format!("{}: the model has no graph", path.display())))?;
             let options = diamond_runtime::simd::Options::from_env();
-            Prepared::Simd(Box::new(Session::new(&model, &lowered, &shapes, &options).map_err(refused)?))
+            Prepared::Simd(Box::new(Session::new(&optimized, &lowered, &shapes, &options).map_err(refused)?))
         }
     };
     let pool = rayon::ThreadPoolBuilder::new()
@@ -163,7 +169,13 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             Ok::<_, RunError>((Latency::of(times), last.expect("at least one run")))
         })
         .map_err(refused)?;
+    #[cfg(feature = "tract")]
     let tract = bench_tract::measure(path, &fed, args.warmup, args.runs);
+    #[cfg(not(feature = "tract"))]
+    let tract: Result<Latency, String> = {
+        let _ = &fed;
+        Err("this diamond was built without the `tract` feature".to_string())
+    };
     report(args, threads, &latency, &last, &tract);
     Ok(())
 }

@@ -7,6 +7,7 @@
 //! file and the problem.
 
 mod bench;
+#[cfg(feature = "tract")]
 mod bench_tract;
 mod bind;
 mod check_report;
@@ -25,6 +26,22 @@ use clap::{Parser, Subcommand};
 /// time in them (measured with perf on a 180k-node model).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Tells mimalloc to keep freed memory rather than return it to the system
+/// after its 10 ms delay (`purge_delay` = -1). `run` and `bench` execute a
+/// model many times over: with purging, each run's buffers came back as
+/// fresh pages that the kernel zeroes again — a quarter of squeezenet's
+/// time under perf (`clear_page_erms`).
+pub fn keep_freed_memory() {
+    // `mi_option_purge_delay` in mimalloc's `mi_option_t` (the same in its v2 and v3).
+    const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
+    extern "C" {
+        fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
+    }
+    // SAFETY: mimalloc (linked as the global allocator above) exports this
+    // function; setting an option is thread-safe and takes effect at its next use.
+    unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, -1) }
+}
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -199,6 +216,10 @@ enum Command {
         /// forces the portable code) or `reference` (the plain kernels; also what --dump and --dump-all use).
         #[arg(long, value_enum, default_value_t = run::Backend::Simd)]
         backend: run::Backend,
+        /// Run the model as it is: by default the simd backend first applies `diamond optimize`'s passes
+        /// (as onnxruntime and tract optimize a model they load); the reference backend never does.
+        #[arg(long)]
+        no_optimize: bool,
     },
     /// Lower a model to kernel programs (fusion groups) and print them: `--emit kernels`.
     Lower {
@@ -251,6 +272,10 @@ enum Command {
         /// Print the backend's time per kernel group.
         #[arg(long)]
         profile: bool,
+        /// Run the model as it is: by default the simd backend first applies `diamond optimize`'s passes
+        /// (as onnxruntime and tract optimize a model they load); the reference backend never does.
+        #[arg(long)]
+        no_optimize: bool,
     },
 }
 
@@ -331,24 +356,58 @@ fn main() -> ExitCode {
         Command::Lower { model, emit, target, output, input_shape } => {
             lower_cmd::run(&model, &emit, &target, output.as_deref(), &input_shape)
         }
-        Command::Run { model, inputs, output, json, compare, seed, random, input_shape, dump, dump_all, backend } => {
-            run::run(&run::Args {
-                backend,
-                model,
-                inputs,
-                output_dir: output,
-                json,
-                compare,
-                seed,
-                random,
-                input_shape,
-                dump,
-                dump_all,
-            })
-        }
-        Command::Bench { model, backend, threads, runs, warmup, inputs, input_shape, seed, json, profile } => {
-            bench::run(&bench::Args { model, backend, threads, runs, warmup, inputs, input_shape, seed, json, profile })
-        }
+        Command::Run {
+            model,
+            inputs,
+            output,
+            json,
+            compare,
+            seed,
+            random,
+            input_shape,
+            dump,
+            dump_all,
+            backend,
+            no_optimize,
+        } => run::run(&run::Args {
+            backend,
+            optimize: !no_optimize,
+            model,
+            inputs,
+            output_dir: output,
+            json,
+            compare,
+            seed,
+            random,
+            input_shape,
+            dump,
+            dump_all,
+        }),
+        Command::Bench {
+            model,
+            backend,
+            threads,
+            runs,
+            warmup,
+            inputs,
+            input_shape,
+            seed,
+            json,
+            profile,
+            no_optimize,
+        } => bench::run(&bench::Args {
+            model,
+            backend,
+            optimize: !no_optimize,
+            threads,
+            runs,
+            warmup,
+            inputs,
+            input_shape,
+            seed,
+            json,
+            profile,
+        }),
         Command::Check {
             model,
             json,

@@ -19,9 +19,10 @@
 use crate::Failure;
 use diamond_importers::tensor_file::{read_sequence, read_tensor_file};
 use diamond_importers::torch::lower::{DimSpec, InputShape};
-use diamond_ir::{DimValue, ElemType, Graph, TypeValue};
+use diamond_ir::{DimValue, ElemType, Graph, Model, TypeValue};
 use diamond_runtime::exec::DumpSet;
 use diamond_runtime::{run_planned, Data, Fed, Plan, RunError, RunOptions, RunResult, Tensor, Value};
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -52,10 +53,27 @@ impl Backend {
     }
 }
 
+/// The model the SIMD backend lowers: `model` after the default passes of
+/// `diamond optimize` — as onnxruntime and tract optimize a model they load —
+/// unless `optimize` is false or the optimizer refuses the model (it then
+/// runs as it is). The passes keep the graph's inputs and outputs, and each
+/// is held to the reference executor by the optimizer's tests.
+pub fn simd_model(model: &Model, optimize: bool) -> Cow<'_, Model> {
+    if !optimize {
+        return Cow::Borrowed(model);
+    }
+    match diamond_optimize::optimize(model, &diamond_optimize::Options::default()) {
+        Ok(outcome) => Cow::Owned(outcome.model),
+        Err(_) => Cow::Borrowed(model),
+    }
+}
+
 /// The options of `diamond run`.
 pub struct Args {
     /// The executor.
     pub backend: Backend,
+    /// Optimize the model before the simd backend lowers it.
+    pub optimize: bool,
     /// The model.
     pub model: PathBuf,
     /// `NAME=FILE` pairs.
@@ -84,6 +102,7 @@ fn bad(message: impl std::fmt::Display) -> Failure {
 
 /// `diamond run MODEL [--input NAME=FILE]... [-o DIR] [--json] [--compare PATH] [--seed N] [--random]`.
 pub fn run(args: &Args) -> Result<(), Failure> {
+    crate::keep_freed_memory();
     let path = &args.model;
     let model = diamond_importers::torch::load::load_any(path, &args.input_shape).map_err(bad)?;
     let graph = model.main_graph().ok_or_else(|| bad(format!("{}: the model has no graph", path.display())))?;
@@ -110,6 +129,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         Backend::Cuda => return Err(bad(diamond_runtime::cuda::device::unavailable())),
         Backend::Reference => run_planned(&model, &plan, fed, &RunOptions { dump }).map_err(refused)?,
         Backend::Simd => {
+            let model = simd_model(&model, args.optimize);
             let lowered = diamond_optimize::lower::lower(&model)
                 .ok_or_else(|| bad(format!("{}: the model has no graph", path.display())))?;
             let options = diamond_runtime::simd::Options::from_env();

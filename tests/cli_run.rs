@@ -287,13 +287,34 @@ fn light_models_match_their_stored_outputs() {
     // The light models compute their weights with ConstantOfShape, so the
     // stored output does not depend on the (unshipped) input: random inputs
     // reproduce it.
+    // The simd backend runs the optimized model by default, the model as it is with --no-optimize.
     for name in ["light_squeezenet", "light_densenet121"] {
         let dir = common::root().join("fixtures/light");
         let model = dir.join(format!("{name}.onnx"));
         let stored = dir.join(format!("{name}_output_0.pb"));
-        let out = diamond(&["run", model.to_str().unwrap(), "--random", "--compare", stored.to_str().unwrap()]);
-        assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
-        assert!(stdout(&out).contains("(matches stored)"), "{name}: {}", stdout(&out));
+        for flag in [None, Some("--no-optimize")] {
+            let mut args = vec!["run", model.to_str().unwrap(), "--random", "--compare", stored.to_str().unwrap()];
+            args.extend(flag);
+            let out = diamond(&args);
+            assert_eq!(out.status.code(), Some(0), "{name} {flag:?}: {}", stderr(&out));
+            assert!(stdout(&out).contains("(matches stored)"), "{name} {flag:?}: {}", stdout(&out));
+        }
+    }
+}
+
+#[test]
+fn an_export_optimized_for_the_simd_backend_matches_its_stored_output() {
+    let dir = common::root().join("fixtures/exports");
+    let model = dir.join("bert.legacy.onnx");
+    let stored = dir.join("bert.legacy.output_0.npy");
+    for flag in [None, Some("--no-optimize")] {
+        let mut args: Vec<String> = vec!["run".into(), model.to_str().unwrap().into()];
+        args.extend(export_inputs("bert.legacy", &BERT_INPUTS));
+        args.extend(["--compare".to_string(), stored.to_str().unwrap().to_string()]);
+        args.extend(flag.map(String::from));
+        let out = diamond(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(out.status.code(), Some(0), "{flag:?}: {}", stderr(&out));
+        assert!(stdout(&out).contains("(matches stored)"), "{flag:?}: {}", stdout(&out));
     }
 }
 

@@ -172,3 +172,48 @@ fn node_suite_cases_the_reference_passes_pass_on_the_simd_backend() {
     assert!(fused_cases >= FUSED_RATCHET, "{fused_cases} cases ran fused programs, fewer than {FUSED_RATCHET}");
     assert!(simd_pass >= NODE_RATCHET, "{simd_pass} cases pass, fewer than the ratchet {NODE_RATCHET}");
 }
+
+/// A light model computes its weights with ConstantOfShape from constant
+/// shapes: the session computes those steps once, when it is prepared, and
+/// its runs — the first and a second on pooled buffers — still give the
+/// reference executor's outputs. An initializer that a fed input overrides
+/// is not a constant: feeding one keeps the steps that read it.
+#[test]
+fn constant_steps_are_computed_once_when_the_session_is_prepared() {
+    use diamond_runtime::simd::{Options, Session};
+    use diamond_runtime::Fed;
+    let path = common::root().join("fixtures/light/light_squeezenet.onnx");
+    let model = diamond_importers::onnx::load_model(&path).unwrap();
+    let inputs = random_inputs(&model, 7).unwrap();
+    let want = run_reference(&model, &inputs).unwrap();
+    let lowered = diamond_optimize::lower::lower(&model).unwrap();
+    let fed: Vec<(String, Fed)> = inputs.iter().map(|(n, v)| (n.clone(), Fed::of(v))).collect();
+    let options = Options::from_env();
+    let mut session = Session::new(&model, &lowered, &fed, &options).unwrap();
+    let constant_of_shape =
+        model.main_graph().unwrap().nodes.values().filter(|n| n.op_type.as_deref() == Some("ConstantOfShape")).count();
+    assert_eq!(constant_of_shape, 39);
+    assert_eq!(session.coverage().hoisted_steps, constant_of_shape);
+    for _ in 0..2 {
+        let got = session.run(inputs.clone()).unwrap();
+        agree(&got.outputs[0].1, &want[0].1, MODEL_RTOL, MODEL_ATOL).unwrap();
+    }
+    // The shape initializers are graph inputs (IR version 3): feeding one of
+    // them makes the ConstantOfShape that reads it an ordinary step.
+    let graph = model.main_graph().unwrap();
+    let shape_input = graph
+        .nodes
+        .values()
+        .find(|n| n.op_type.as_deref() == Some("ConstantOfShape"))
+        .map(|n| graph.value_name(n.inputs[0]).to_string())
+        .unwrap();
+    assert!(graph.inputs.iter().any(|i| i.value.is_some_and(|v| graph.value_name(v) == shape_input)));
+    let t = graph.initializers.iter().find(|t| t.name.as_deref() == Some(shape_input.as_str())).unwrap();
+    let mut fed2 = fed.clone();
+    fed2.push((shape_input.clone(), Fed::of(&Value::Tensor(Tensor::from_ir(t).unwrap()))));
+    let readers =
+        graph.nodes.values().filter(|n| n.inputs.first().is_some_and(|&v| graph.value_name(v) == shape_input)).count();
+    let session = Session::new(&model, &lowered, &fed2, &options).unwrap();
+    assert!(readers >= 1);
+    assert_eq!(session.coverage().hoisted_steps, constant_of_shape - readers);
+}

@@ -7,6 +7,7 @@ use super::shape_ops::each_index;
 use super::{one, NodeCtx, Outs};
 use crate::error::Result;
 use crate::tensor::{strides, Data, Tensor, Value};
+use rayon::prelude::*;
 
 pub(super) fn dispatch(ctx: &NodeCtx<'_>) -> Option<Result<Outs>> {
     Some(match ctx.op() {
@@ -332,7 +333,6 @@ fn pool(ctx: &NodeCtx<'_>, kind: Pool) -> Result<Outs> {
     if is_int && kind != Pool::Max {
         return Err(ctx.unsupported(format!("element type {}", x.elem())));
     }
-    let xv = x.to_f64s().ok_or_else(|| ctx.unsupported("string data"))?;
     let kernel: Vec<usize> = ctx
         .attr_ints("kernel_shape")
         .ok_or_else(|| ctx.err("kernel_shape is required"))?
@@ -342,7 +342,11 @@ fn pool(ctx: &NodeCtx<'_>, kind: Pool) -> Result<Outs> {
     let spatial = &x.shape[2..];
     let ceil = ctx.attr_i("ceil_mode", 0) != 0;
     let w = window(ctx, spatial, kernel, ceil)?;
-    let taps = taps(&w, spatial);
+    // The two-axis f32 path walks the window directly: no tap tables.
+    let fast = matches!((&x.data, kind), (Data::F32(_), Pool::Max | Pool::Avg))
+        && (kind == Pool::Avg || ctx.node.outputs.len() <= 1);
+    let direct = fast && spatial.len() == 2;
+    let taps = if direct { Vec::new() } else { taps(&w, spatial) };
     let count_pad = ctx.attr_i("count_include_pad", 0) != 0;
     let p = ctx.attr_i("p", 2) as f64;
     // positions inside the explicitly padded input (for count_include_pad)
@@ -370,6 +374,15 @@ fn pool(ctx: &NodeCtx<'_>, kind: Pool) -> Result<Outs> {
     let (n, c) = (x.shape[0], x.shape[1]);
     let in_size: usize = spatial.iter().product();
     let out_size: usize = w.out.iter().product();
+    if let (Data::F32(xs), true) = (&x.data, fast) {
+        if in_size > 0 && out_size > 0 {
+            let shape = [&[n, c][..], &w.out].concat();
+            let counts = count_pad.then_some(&padded_count[..]);
+            let out = pool_f32(xs, spatial, &w, &taps, kind, counts);
+            return Ok(vec![Some(Value::Tensor(Tensor { shape, data: Data::F32(out) }))]);
+        }
+    }
+    let xv = x.to_f64s().ok_or_else(|| ctx.unsupported("string data"))?;
     let mut out = vec![0.0; n * c * out_size];
     let mut arg = vec![0i64; n * c * out_size];
     let storage_col = ctx.attr_i("storage_order", 0) != 0;
@@ -421,6 +434,119 @@ fn pool(ctx: &NodeCtx<'_>, kind: Pool) -> Result<Outs> {
         outs.push(Some(Value::Tensor(Tensor { shape, data: Data::I64(arg) })));
     }
     Ok(outs)
+}
+
+/// Max or average pooling of `f32` planes (`in_size` values each) without
+/// widening the input: the same comparisons, and the same sums in `f64`
+/// in the same (kernel-index) order, as the general path, so the same
+/// results. Two spatial axes are walked directly, a row of outputs per
+/// kernel tap; other ranks go through the tap tables. Planes are spread
+/// over the current rayon pool when there is enough work.
+fn pool_f32(
+    xs: &[f32],
+    spatial: &[usize],
+    w: &Window,
+    taps: &[Vec<usize>],
+    kind: Pool,
+    padded_count: Option<&[usize]>,
+) -> Vec<f32> {
+    let in_size: usize = spatial.iter().product();
+    let out_size: usize = w.out.iter().product();
+    let plane = |(xin, out): (&[f32], &mut [f32])| {
+        if spatial.len() == 2 {
+            pool2d_plane(xin, out, spatial, w, kind, padded_count);
+        } else {
+            pool_plane_by_taps(xin, out, taps, kind, padded_count);
+        }
+    };
+    let mut out = vec![0f32; xs.len() / in_size * out_size];
+    if out.len() * w.kernel.iter().product::<usize>() >= 1 << 16 {
+        out.par_chunks_mut(out_size).zip(xs.par_chunks(in_size)).for_each(|(o, x)| plane((x, o)));
+    } else {
+        out.chunks_mut(out_size).zip(xs.chunks(in_size)).for_each(|(o, x)| plane((x, o)));
+    }
+    out
+}
+
+/// Output positions `lo..hi` along one axis whose input position
+/// `o·stride + offset − pad` lies in `0..size`.
+fn inside(count: usize, stride: usize, offset: usize, pad: i64, size: usize) -> (usize, usize) {
+    let at = |o: usize| (o * stride + offset) as i64 - pad;
+    let lo = (0..count).find(|&o| at(o) >= 0).unwrap_or(count);
+    let hi = (lo..count).find(|&o| at(o) >= size as i64).unwrap_or(count);
+    (lo, hi)
+}
+
+fn pool2d_plane(xin: &[f32], out: &mut [f32], spatial: &[usize], w: &Window, kind: Pool, padded: Option<&[usize]>) {
+    let (h, wd) = (spatial[0], spatial[1]);
+    let (oh, ow) = (w.out[0], w.out[1]);
+    let (mut sums, mut counts) = (vec![0f64; ow], vec![0usize; ow]);
+    for oy in 0..oh {
+        let row = &mut out[oy * ow..(oy + 1) * ow];
+        if kind == Pool::Max {
+            row.fill(f32::NEG_INFINITY);
+        } else {
+            sums.fill(0.0);
+            counts.fill(0);
+        }
+        for ki in 0..w.kernel[0] {
+            let iy = (oy * w.strides[0] + ki * w.dilations[0]) as i64 - w.pad_begin[0];
+            if iy < 0 || iy >= h as i64 {
+                continue;
+            }
+            let line = &xin[iy as usize * wd..(iy as usize + 1) * wd];
+            for kj in 0..w.kernel[1] {
+                let offset = kj * w.dilations[1];
+                let (lo, hi) = inside(ow, w.strides[1], offset, w.pad_begin[1], wd);
+                if lo >= hi {
+                    continue;
+                }
+                let first = ((lo * w.strides[1] + offset) as i64 - w.pad_begin[1]) as usize;
+                let sw = w.strides[1];
+                let taps = line[first..].iter().step_by(sw);
+                if kind == Pool::Max {
+                    // A select, not a branch: `maxps`.
+                    row[lo..hi].iter_mut().zip(taps).for_each(|(y, &v)| *y = if v > *y { v } else { *y });
+                } else {
+                    sums[lo..hi].iter_mut().zip(&mut counts[lo..hi]).zip(taps).for_each(|((s, c), &v)| {
+                        *s += f64::from(v);
+                        *c += 1;
+                    });
+                }
+            }
+        }
+        if kind == Pool::Avg {
+            for ox in 0..ow {
+                let n = padded.map_or(counts[ox], |p| p[oy * ow + ox]).max(1);
+                row[ox] = (sums[ox] / n as f64) as f32;
+            }
+        }
+    }
+}
+
+fn pool_plane_by_taps(xin: &[f32], out: &mut [f32], taps: &[Vec<usize>], kind: Pool, padded: Option<&[usize]>) {
+    for (o, y) in out.iter_mut().enumerate() {
+        *y = if kind == Pool::Max {
+            let mut acc = f32::NEG_INFINITY;
+            for tap in taps {
+                let i = tap[o];
+                if i != usize::MAX && xin[i] > acc {
+                    acc = xin[i];
+                }
+            }
+            acc
+        } else {
+            let (mut acc, mut cnt) = (0f64, 0usize);
+            for tap in taps {
+                let i = tap[o];
+                if i != usize::MAX {
+                    acc += f64::from(xin[i]);
+                    cnt += 1;
+                }
+            }
+            (acc / padded.map_or(cnt, |p| p[o]).max(1) as f64) as f32
+        };
+    }
 }
 
 fn global_pool(ctx: &NodeCtx<'_>, kind: Pool) -> Result<Outs> {

@@ -225,6 +225,21 @@ pub(crate) fn concat_tensors(ctx: &NodeCtx<'_>, parts: &[&Tensor], axis: usize) 
     }
     let outer: usize = first.shape[..axis].iter().product();
     let inner: usize = first.shape[axis + 1..].iter().product();
+    let mut shape = first.shape.clone();
+    shape[axis] = parts.iter().map(|p| p.shape[axis]).sum();
+    // The common element types: each part's blocks copied straight into place.
+    macro_rules! direct {
+        ($variant:ident) => {
+            if let Some(slices) =
+                parts.iter().map(|p| if let Data::$variant(v) = &p.data { Some(&v[..]) } else { None }).collect()
+            {
+                let blocks: Vec<usize> = parts.iter().map(|p| p.shape[axis] * inner).collect();
+                return Ok(Tensor { shape, data: Data::$variant(interleave_blocks(slices, &blocks, outer)) });
+            }
+        };
+    }
+    direct!(F32);
+    direct!(I64);
     let all = Data::concat(&parts.iter().map(|p| &p.data).collect::<Vec<_>>()).ok_or_else(|| ctx.err("type"))?;
     let mut offsets = Vec::new();
     let mut off = 0;
@@ -239,9 +254,19 @@ pub(crate) fn concat_tensors(ctx: &NodeCtx<'_>, parts: &[&Tensor], axis: usize) 
             idx.extend(base + o * block..base + (o + 1) * block);
         }
     }
-    let mut shape = first.shape.clone();
-    shape[axis] = parts.iter().map(|p| p.shape[axis]).sum();
     Ok(Tensor { shape, data: all.take(&idx) })
+}
+
+/// Block `o` of every part in turn, for `o` in `0..outer`: a concatenation
+/// along the axis whose blocks (that axis and the ones after it) are `blocks`.
+fn interleave_blocks<T: Copy>(parts: Vec<&[T]>, blocks: &[usize], outer: usize) -> Vec<T> {
+    let mut out = Vec::with_capacity(blocks.iter().sum::<usize>() * outer);
+    for o in 0..outer {
+        for (part, &block) in parts.iter().zip(blocks) {
+            out.extend_from_slice(&part[o * block..(o + 1) * block]);
+        }
+    }
+    out
 }
 
 fn concat(ctx: &NodeCtx<'_>) -> Result<Outs> {

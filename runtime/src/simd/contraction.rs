@@ -47,21 +47,33 @@ fn ints_attr(node: &Node, name: &str) -> Option<Option<Vec<i64>>> {
 }
 
 /// Computes `node` (a contraction `op`) on `inputs` (the node's operands,
-/// `None` where omitted) into a new tensor, or `None` when the fast kernels
-/// do not cover it.
-pub(crate) fn compute(op: ContractionOp, node: &Node, inputs: &[Option<&Tensor>]) -> Option<Tensor> {
+/// `None` where omitted) into a tensor whose data comes from `take` (an
+/// empty buffer with room for the given number of floats: a reused
+/// allocation), or `None` when the fast kernels do not cover it.
+pub(crate) fn compute(op: ContractionOp, node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -> Option<Tensor> {
     match op {
-        ContractionOp::MatMul => matmul(inputs),
-        ContractionOp::Gemm => gemm(node, inputs),
-        ContractionOp::Conv => conv(node, inputs),
+        ContractionOp::MatMul => matmul(inputs, take),
+        ContractionOp::Gemm => gemm(node, inputs, take),
+        ContractionOp::Conv => conv(node, inputs, take),
     }
 }
 
-fn matmul(inputs: &[Option<&Tensor>]) -> Option<Tensor> {
+/// Where a result's buffer comes from.
+pub(crate) type Take<'a> = &'a mut dyn FnMut(usize) -> Vec<f32>;
+
+/// A buffer from `take` holding `len` zeros.
+fn sized(take: Take<'_>, len: usize) -> Vec<f32> {
+    let mut buffer = take(len);
+    buffer.clear();
+    buffer.resize(len, 0.0);
+    buffer
+}
+
+fn matmul(inputs: &[Option<&Tensor>], take: Take<'_>) -> Option<Tensor> {
     let (a, b) = (inputs.first().copied()??, inputs.get(1).copied()??);
     let (ad, bd) = (floats(a)?, floats(b)?);
     let shape = matmul_shape(&a.shape, &b.shape)?;
-    let mut out = vec![0.0f32; shape.iter().product()];
+    let mut out = sized(take, shape.iter().product());
     batched_matmul(ad, &a.shape, bd, &b.shape, &mut out, &Epilogue::default());
     Tensor::new(shape, Data::F32(out))
 }
@@ -99,7 +111,7 @@ fn matmul_shape(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
     Some(shape)
 }
 
-fn gemm(node: &Node, inputs: &[Option<&Tensor>]) -> Option<Tensor> {
+fn gemm(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -> Option<Tensor> {
     let (a, b) = (inputs.first().copied()??, inputs.get(1).copied()??);
     if a.shape.len() != 2 || b.shape.len() != 2 {
         return None;
@@ -132,13 +144,13 @@ fn gemm(node: &Node, inputs: &[Option<&Tensor>]) -> Option<Tensor> {
             }
         }
     };
-    let mut out = vec![0.0f32; m * n];
+    let mut out = sized(take, m * n);
     let ep = Epilogue { alpha, bias, beta, ..Epilogue::default() };
     sgemm(am, bm, &mut out, &ep);
     Tensor::new(vec![m, n], Data::F32(out))
 }
 
-fn conv(node: &Node, inputs: &[Option<&Tensor>]) -> Option<Tensor> {
+fn conv(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -> Option<Tensor> {
     let (x, w) = (inputs.first().copied()??, inputs.get(1).copied()??);
     if x.shape.len() != 4 || w.shape.len() != 4 {
         return None;
@@ -190,7 +202,7 @@ fn conv(node: &Node, inputs: &[Option<&Tensor>]) -> Option<Tensor> {
         Some(b) if b.shape == [p.c_out] => Bias::PerRow(floats(b)?),
         Some(_) => return None,
     };
-    let mut out = vec![0.0f32; p.output_len()?];
+    let mut out = sized(take, p.output_len()?);
     conv2d(floats(x)?, floats(w)?, &p, &mut out, &Epilogue { bias, ..Epilogue::default() });
     Tensor::new(vec![p.n, p.c_out, oh, ow], Data::F32(out))
 }

@@ -112,7 +112,11 @@ pub fn conv2d(input: &[f32], weight: &[f32], p: &Conv2d, out: &mut [f32], ep: &E
     }
     let (cig, cog) = (p.group_in(), p.group_out());
     let patch = cig * p.kh * p.kw;
-    let mut columns = if p.is_pointwise() { Vec::new() } else { vec![0.0; patch * plane] };
+    // im2col fills every value of its columns: a buffer kept by the thread serves every call.
+    let mut columns = if p.is_pointwise() { Vec::new() } else { COLUMNS.with(|c| c.take()) };
+    if !p.is_pointwise() && columns.len() < patch * plane {
+        columns.resize(patch * plane, 0.0);
+    }
     for image in 0..p.n {
         for g in 0..p.group {
             let src = &input[(image * p.c_in + g * cig) * p.h * p.w..][..cig * p.h * p.w];
@@ -127,4 +131,10 @@ pub fn conv2d(input: &[f32], weight: &[f32], p: &Conv2d, out: &mut [f32], ep: &E
             sgemm(a, b, &mut out[offset..offset + cog * plane], &ep.shifted(g * cog, offset));
         }
     }
+    COLUMNS.with(|c| c.set(columns));
+}
+
+thread_local! {
+    /// The im2col columns of the last convolution this thread ran.
+    static COLUMNS: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
 }

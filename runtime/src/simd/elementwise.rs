@@ -11,6 +11,11 @@ use rayon::prelude::*;
 /// Points per parallel work item.
 pub const CHUNK: usize = 1 << 14;
 
+/// Outputs of at least this many bytes in all are written with streaming
+/// stores: they cannot stay in the caches anyway (this machine's L3 is 32
+/// MiB, shared), and the stores then cost no read of the destination.
+pub const STREAM_BYTES: usize = 16 << 20;
+
 /// Runs elementwise program `p` bound as `b`, reading `srcs` and writing `dsts`.
 ///
 /// # Safety
@@ -31,6 +36,16 @@ pub unsafe fn run(p: &Program, b: &Bound, srcs: &[Src], dsts: &[Dst], simd: bool
     let op_inner: Vec<isize> = b.operands.iter().map(|v| inner_of(&v.strides)).collect();
     let out_inner: Vec<isize> = b.outputs.iter().map(|v| inner_of(&v.strides)).collect();
     let base_offs: Vec<isize> = b.operands.iter().map(|v| v.offset).collect();
+    let out_bytes: usize = b.output_shapes.iter().map(|s| s.iter().product::<usize>() * 4).sum();
+    // Which outputs are streamed: dense f32 rows of a large result, on AVX.
+    let stream: Vec<bool> = dsts
+        .iter()
+        .zip(&out_inner)
+        .map(|(d, &st)| {
+            cfg!(target_arch = "x86_64") && simd && out_bytes >= STREAM_BYTES && st == 1 && matches!(d, Dst::F32(_))
+        })
+        .collect();
+    let streaming = stream.contains(&true);
     let init = || {
         let mut regs = vec![0f32; p.body.len() * TILE];
         tile::eval(simd, &p.body, &uniform, &mut regs, 1, srcs, &base_offs, &op_inner);
@@ -66,10 +81,18 @@ pub unsafe fn run(p: &Program, b: &Bound, srcs: &[Src], dsts: &[Dst], simd: bool
                 tile::eval(simd, &p.body, &varying, regs, n, srcs, &offs, &op_inner);
                 for (j, out) in p.outputs.iter().enumerate() {
                     let reg = &regs[out.source * TILE..][..n];
-                    tile::store(dsts[j], out_offs[j] + c as isize * out_inner[j], out_inner[j], reg);
+                    let at = out_offs[j] + c as isize * out_inner[j];
+                    match dsts[j] {
+                        #[cfg(target_arch = "x86_64")]
+                        Dst::F32(d) if stream[j] => tile::store_streaming(d.offset(at), reg),
+                        dst => tile::store(dst, at, out_inner[j], reg),
+                    }
                 }
                 c += n;
             }
+        }
+        if streaming {
+            tile::fence();
         }
     };
     if rows * inner <= CHUNK || rayon::current_num_threads() == 1 {

@@ -24,6 +24,9 @@ use diamond_ir::entity::EntityId;
 use diamond_ir::{ElemType, Model, NodeId, ValueId};
 use std::collections::{HashMap, HashSet};
 
+/// The most dead buffers a session keeps for reuse.
+const POOL_BUFFERS: usize = 32;
+
 /// A program ready to run.
 pub(crate) struct Ready {
     program: Program,
@@ -63,6 +66,8 @@ pub struct Coverage {
     pub reference_nodes: usize,
     /// Contraction nodes (MatMul, Gemm, Conv) given to the fast kernels.
     pub contractions: usize,
+    /// Steps computed once when the session was prepared (their inputs all constant).
+    pub hoisted_steps: usize,
 }
 
 /// A model prepared for repeated runs on inputs of fixed shapes.
@@ -143,12 +148,11 @@ impl<'m> Session<'m> {
             }
         }
         let outputs = crate::exec::output_ids(graph)?;
-        let frees = frees(model, &steps, &outputs);
-        Ok(Session {
+        let mut session = Session {
             model,
             frame,
             steps,
-            frees,
+            frees: Vec::new(),
             fed: fed.to_vec(),
             outputs,
             initializer,
@@ -156,7 +160,80 @@ impl<'m> Session<'m> {
             pool: Vec::new(),
             simd: options.use_simd(),
             coverage,
-        })
+        };
+        session.hoist_constants()?;
+        session.frees = frees(model, &session.steps, &session.outputs);
+        Ok(session)
+    }
+
+    /// Runs, once and now, every step whose inputs are all constant
+    /// (initializers that no fed input overrides, or what earlier such steps
+    /// made) and that draws no random numbers, as onnxruntime and tract fold
+    /// constants when they load a model, but with no size limit: the results
+    /// stay resident like initializers, each run skips those steps, and
+    /// constants that no remaining step or output reads are dropped.
+    fn hoist_constants(&mut self) -> Result<()> {
+        const RANDOM: [&str; 7] = [
+            "RandomUniform",
+            "RandomNormal",
+            "RandomUniformLike",
+            "RandomNormalLike",
+            "Bernoulli",
+            "Multinomial",
+            "Dropout",
+        ];
+        let (model, graph) = (self.model, self.frame.graph);
+        // An initializer is constant unless this session is fed a value for it (a graph input's default).
+        let mut constant = self.initializer.clone();
+        for (name, _) in &self.fed {
+            if let Some(id) = graph.value_named(name) {
+                constant[idx(id)] = false;
+            }
+        }
+        let (mut hoisted, mut kept) = (Vec::new(), Vec::new());
+        for step in std::mem::take(&mut self.steps) {
+            let nodes = step_nodes(&step);
+            let random = nodes.iter().any(|&n| {
+                let node = &graph.nodes[n];
+                node.domain.as_deref().is_none_or(|d| d.is_empty() || d == "ai.onnx")
+                    && RANDOM.contains(&node.op_type.as_deref().unwrap_or(""))
+            });
+            if !random && !nodes.is_empty() && step_reads(model, &step).iter().all(|&v| constant[idx(v)]) {
+                for &n in &nodes {
+                    for &o in &graph.nodes[n].outputs {
+                        constant[idx(o)] = true;
+                    }
+                }
+                hoisted.push(step);
+            } else {
+                kept.push(step);
+            }
+        }
+        self.steps = kept;
+        self.coverage.hoisted_steps = hoisted.len();
+        if hoisted.is_empty() {
+            return Ok(());
+        }
+        self.frees = vec![Vec::new(); hoisted.len()];
+        let (mut live, mut peak) = (self.resident, self.resident);
+        self.run_each(&hoisted, &mut live, &mut peak)?;
+        let mut needed: HashSet<ValueId> = self.outputs.iter().copied().collect();
+        for step in &self.steps {
+            needed.extend(step_reads(model, step));
+        }
+        for step in &hoisted {
+            for n in step_nodes(step) {
+                for &o in &graph.nodes[n].outputs {
+                    let Some(value) = self.frame.values[idx(o)].take() else { continue };
+                    if needed.contains(&o) {
+                        self.resident += value.byte_size();
+                        self.initializer[idx(o)] = true;
+                        self.frame.values[idx(o)] = Some(value);
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// How the steps are carried out.
@@ -283,7 +360,10 @@ impl<'m> Session<'m> {
                 _ => return self.run_nodes(&[n], peak, live),
             }
         }
-        let Some(t) = contraction::compute(op, node, &inputs) else { return self.run_nodes(&[n], peak, live) };
+        let pool = &mut self.pool;
+        let Some(t) = contraction::compute(op, node, &inputs, &mut |len| take_from(pool, len)) else {
+            return self.run_nodes(&[n], peak, live);
+        };
         let value = Value::Tensor(t);
         let mut made = value.byte_size();
         if let Some(old) = self.frame.values[idx(node.outputs[0])].replace(value) {
@@ -352,24 +432,37 @@ impl<'m> Session<'m> {
     /// An empty buffer with capacity for `len` floats, from the pool when
     /// one fits.
     fn take_buffer(&mut self, len: usize) -> Vec<f32> {
-        let best =
-            (0..self.pool.len()).filter(|&i| self.pool[i].capacity() >= len).min_by_key(|&i| self.pool[i].capacity());
-        match best {
-            Some(i) => {
-                let mut v = self.pool.swap_remove(i);
-                v.clear();
-                v
-            }
-            None => Vec::with_capacity(len),
-        }
+        take_from(&mut self.pool, len)
     }
 
+    /// Keeps a dead value's `f32` buffer for reuse. Steps on the reference
+    /// kernels allocate their own results, so more buffers come back than
+    /// are taken: past [`POOL_BUFFERS`] the smallest is let go, which keeps
+    /// the pool (and the process) from growing run after run.
     fn recycle(&mut self, v: Value) {
         if let Value::Tensor(Tensor { data: Data::F32(buf), .. }) = v {
             if buf.capacity() > 0 {
                 self.pool.push(buf);
+                if self.pool.len() > POOL_BUFFERS {
+                    let smallest = (0..self.pool.len()).min_by_key(|&i| self.pool[i].capacity()).unwrap_or(0);
+                    self.pool.swap_remove(smallest);
+                }
             }
         }
+    }
+}
+
+/// An empty buffer with capacity for `len` floats: the smallest in `pool`
+/// that fits, else a new one.
+fn take_from(pool: &mut Vec<Vec<f32>>, len: usize) -> Vec<f32> {
+    let best = (0..pool.len()).filter(|&i| pool[i].capacity() >= len).min_by_key(|&i| pool[i].capacity());
+    match best {
+        Some(i) => {
+            let mut v = pool.swap_remove(i);
+            v.clear();
+            v
+        }
+        None => Vec::with_capacity(len),
     }
 }
 
@@ -393,41 +486,47 @@ fn ready(model: &Model, p: &Program, value_of: &dyn Fn(&str) -> Option<i64>) -> 
     Some(Ready { program: p.clone(), bound, operands, outputs })
 }
 
+/// The graph nodes a step computes.
+fn step_nodes(s: &Planned) -> Vec<NodeId> {
+    match s {
+        Planned::Program(r) => r.program.nodes.clone(),
+        Planned::Nodes(n) => n.clone(),
+        Planned::Contraction(n, _) => vec![*n],
+    }
+}
+
+/// The values a step reads that it does not make itself.
+fn step_reads(model: &Model, s: &Planned) -> Vec<ValueId> {
+    let Some(graph) = model.main_graph() else { return Vec::new() };
+    let nodes = step_nodes(s);
+    let made: HashSet<ValueId> = nodes.iter().flat_map(|&n| graph.nodes[n].outputs.iter().copied()).collect();
+    let mut r: Vec<ValueId> = Vec::new();
+    for &n in &nodes {
+        for id in reads(model, graph, &graph.nodes[n]) {
+            if !made.contains(&id) && !r.contains(&id) {
+                r.push(id);
+            }
+        }
+    }
+    if let Planned::Program(p) = s {
+        for &id in &p.operands {
+            if !r.contains(&id) {
+                r.push(id);
+            }
+        }
+    }
+    r
+}
+
 /// After each step, the values whose last reader it was, and the values it
 /// made that nothing reads (graph outputs kept).
 fn frees(model: &Model, steps: &[Planned], outputs: &[ValueId]) -> Vec<Vec<ValueId>> {
     let Some(graph) = model.main_graph() else { return vec![Vec::new(); steps.len()] };
-    let nodes_of = |s: &Planned| -> Vec<NodeId> {
-        match s {
-            Planned::Program(r) => r.program.nodes.clone(),
-            Planned::Nodes(n) => n.clone(),
-            Planned::Contraction(n, _) => vec![*n],
-        }
-    };
-    let mut step_reads: Vec<Vec<ValueId>> = Vec::new();
-    let mut step_made: Vec<Vec<ValueId>> = Vec::new();
-    for s in steps {
-        let nodes = nodes_of(s);
-        let made: Vec<ValueId> = nodes.iter().flat_map(|&n| graph.nodes[n].outputs.iter().copied()).collect();
-        let made_set: HashSet<ValueId> = made.iter().copied().collect();
-        let mut r: Vec<ValueId> = Vec::new();
-        for &n in &nodes {
-            for id in reads(model, graph, &graph.nodes[n]) {
-                if !made_set.contains(&id) && !r.contains(&id) {
-                    r.push(id);
-                }
-            }
-        }
-        if let Planned::Program(p) = s {
-            for &id in &p.operands {
-                if !r.contains(&id) {
-                    r.push(id);
-                }
-            }
-        }
-        step_reads.push(r);
-        step_made.push(made);
-    }
+    let step_reads: Vec<Vec<ValueId>> = steps.iter().map(|s| step_reads(model, s)).collect();
+    let step_made: Vec<Vec<ValueId>> = steps
+        .iter()
+        .map(|s| step_nodes(s).iter().flat_map(|&n| graph.nodes[n].outputs.iter().copied()).collect())
+        .collect();
     let mut last: HashMap<ValueId, usize> = HashMap::new();
     for (s, r) in step_reads.iter().enumerate() {
         for &id in r {

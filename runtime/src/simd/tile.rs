@@ -104,6 +104,39 @@ pub unsafe fn store(dst: Dst, off: isize, stride: isize, reg: &[f32]) {
     }
 }
 
+/// Writes the `reg.len()` points of `reg` to the contiguous `f32`s at `dst`
+/// with non-temporal (streaming) stores where the destination is 32-byte
+/// aligned: the output bypasses the caches, so a large output costs its
+/// write alone, not a read for ownership as well. The caller ends its work
+/// with [`fence`].
+///
+/// # Safety
+/// `dst` must have room for `reg.len()` floats and the processor AVX.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+pub unsafe fn store_streaming(dst: *mut f32, reg: &[f32]) {
+    use std::arch::x86_64::{_mm256_loadu_ps, _mm256_stream_ps};
+    let n = reg.len();
+    let head = (dst.align_offset(32)).min(n);
+    std::ptr::copy_nonoverlapping(reg.as_ptr(), dst, head);
+    let mut t = head;
+    while t + 8 <= n {
+        _mm256_stream_ps(dst.add(t), _mm256_loadu_ps(reg.as_ptr().add(t)));
+        t += 8;
+    }
+    std::ptr::copy_nonoverlapping(reg.as_ptr().add(t), dst.add(t), n - t);
+}
+
+/// Orders this thread's streaming stores before whatever it does next (they
+/// are weakly ordered): called once at the end of a work item.
+pub fn fence() {
+    // SAFETY: SSE is part of x86-64.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        std::arch::x86_64::_mm_sfence()
+    }
+}
+
 #[inline(always)]
 unsafe fn eval_body(
     body: &[Instr],
