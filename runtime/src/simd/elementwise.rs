@@ -4,7 +4,7 @@
 //! vary with no axis are evaluated once and held as splats.
 
 use super::bind::{offset_of, Bound};
-use super::tile::{self, Dst, Src, TILE};
+use super::tile::{self, Dst, Registers, Src, TILE};
 use crate::kernel::{Level, Program};
 use rayon::prelude::*;
 
@@ -47,7 +47,7 @@ pub unsafe fn run(p: &Program, b: &Bound, srcs: &[Src], dsts: &[Dst], simd: bool
         .collect();
     let streaming = stream.contains(&true);
     let init = || {
-        let mut regs = vec![0f32; p.body.len() * TILE];
+        let mut regs = Registers::new(p.body.len() * TILE);
         tile::eval(simd, &p.body, &uniform, &mut regs, 1, srcs, &base_offs, &op_inner);
         for &i in &uniform {
             let v = regs[i * TILE];
@@ -58,7 +58,7 @@ pub unsafe fn run(p: &Program, b: &Bound, srcs: &[Src], dsts: &[Dst], simd: bool
     // A work item: rows row0..row1, points c0..c1 of each.
     let (rows_per_item, pieces) = if inner >= CHUNK { (1, inner.div_ceil(CHUNK)) } else { ((CHUNK / inner).max(1), 1) };
     let items = if pieces > 1 { rows * pieces } else { rows.div_ceil(rows_per_item) };
-    let work = |regs: &mut Vec<f32>, item: usize| {
+    let work = |regs: &mut Registers, item: usize| {
         let (row0, row1, c0, c1) = if pieces > 1 {
             let piece = item % pieces;
             let row = item / pieces;

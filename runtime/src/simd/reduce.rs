@@ -9,7 +9,7 @@
 
 use super::bind::{offset_of, Bound};
 use super::elementwise::CHUNK;
-use super::tile::{self, Dst, Src, TILE};
+use super::tile::{self, Dst, Registers, Src, TILE};
 use crate::kernel::{Combiner, Inst, Level, Program};
 use rayon::prelude::*;
 
@@ -161,11 +161,11 @@ pub unsafe fn run(p: &Program, b: &Bound, srcs: &[Src], dsts: &[Dst], simd: bool
     };
     // One sweep of the reduction axes from per-operand offsets `base`,
     // calling `each(regs, n, tile_start_offsets_of_outputs)` per tile.
-    let sweep = |regs: &mut Vec<f32>,
+    let sweep = |regs: &mut Registers,
                  list: &[usize],
                  base: &[isize],
                  out_base: &[isize],
-                 each: &mut dyn FnMut(&mut Vec<f32>, usize, &[isize])| {
+                 each: &mut dyn FnMut(&mut Registers, usize, &[isize])| {
         let mut offs = vec![0isize; srcs.len()];
         let mut oo = vec![0isize; dsts.len()];
         for row in 0..red_rows {
@@ -196,7 +196,7 @@ pub unsafe fn run(p: &Program, b: &Bound, srcs: &[Src], dsts: &[Dst], simd: bool
             }
         }
     };
-    let point = |regs: &mut Vec<f32>, o: usize| {
+    let point = |regs: &mut Registers, o: usize| {
         let base: Vec<isize> =
             b.operands.iter().map(|v| v.offset + offset_of(o, outer, &v.strides[..b.n_outer])).collect();
         let out_base: Vec<isize> =
@@ -239,7 +239,7 @@ pub unsafe fn run(p: &Program, b: &Bound, srcs: &[Src], dsts: &[Dst], simd: bool
             tile::store(dsts[j], out_base[j], 0, reg);
         }
     };
-    let init = || vec![0f32; p.body.len() * TILE];
+    let init = || Registers::new(p.body.len() * TILE);
     let work = n_points.saturating_mul(b.reduce_count.max(1));
     if work <= CHUNK || n_points == 1 || rayon::current_num_threads() == 1 {
         let mut regs = init();

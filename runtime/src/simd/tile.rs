@@ -81,6 +81,49 @@ unsafe fn eval_avx2(
     eval_body(body, which, regs, n, srcs, offs, inner)
 }
 
+/// The registers of one program run: `len` floats, from a buffer that the
+/// thread keeps between runs (a model runs hundreds of small programs, and
+/// a fresh zeroed buffer for each was a tenth of a small model's time).
+/// Every instruction writes its register before any reads it, so the old
+/// contents never show; dropping hands the buffer back to the thread.
+pub struct Registers(Vec<f32>);
+
+thread_local! {
+    static SPARE: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+impl Registers {
+    /// Registers for `len` floats.
+    pub fn new(len: usize) -> Registers {
+        let mut v = SPARE.with(|s| s.take());
+        if v.len() < len {
+            v.resize(len, 0.0);
+        }
+        Registers(v)
+    }
+}
+
+impl Drop for Registers {
+    fn drop(&mut self) {
+        let v = std::mem::take(&mut self.0);
+        // A thread that is being torn down has no slot left: the buffer is simply freed.
+        let _ = SPARE.try_with(|s| s.set(v));
+    }
+}
+
+impl std::ops::Deref for Registers {
+    type Target = [f32];
+    fn deref(&self) -> &[f32] {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Registers {
+    fn deref_mut(&mut self) -> &mut [f32] {
+        &mut self.0
+    }
+}
+
 /// Writes `n` points of register `reg` to `dst` from `off` by `stride`.
 ///
 /// # Safety
