@@ -2,7 +2,7 @@
 //! within a few ulps over the range that matters, exact at the edges
 //! (infinities, NaN, overflow and underflow).
 
-use diamond_runtime::simd::math::{exp, gelu_tanh, sigmoid, tanh};
+use diamond_runtime::simd::math::{erf, exp, gelu_tanh, sigmoid, tanh};
 
 /// `|got - want|` in units of `want`'s last place (f32), with a floor at
 /// the smallest normal.
@@ -55,4 +55,21 @@ fn tanh_sigmoid_and_gelu_follow_their_definitions() {
     assert!(tanh(f32::NAN).is_nan());
     assert_eq!(sigmoid(f32::NEG_INFINITY), 0.0);
     assert_eq!(sigmoid(f32::INFINITY), 1.0);
+}
+
+#[test]
+fn erf_keeps_relative_accuracy_near_zero_and_absolute_beyond() {
+    for x in sweep(-6.0, 6.0).chain(sweep(-1e-3, 1e-3)).chain([1e-30, -1e-20, 0.999_999_9, 1.0, -1.0]) {
+        let want = libm::erf(f64::from(x));
+        let err = (f64::from(erf(x)) - want).abs();
+        if x.abs() < 1.0 {
+            assert!(err <= 3e-7 * want.abs(), "erf({x}) = {} vs {want}", erf(x));
+        } else {
+            assert!(err <= 2e-7, "erf({x}) = {} vs {want}", erf(x));
+        }
+    }
+    assert_eq!(erf(0.0), 0.0);
+    assert_eq!(erf(f32::INFINITY), 1.0);
+    assert_eq!(erf(f32::NEG_INFINITY), -1.0);
+    assert!(erf(f32::NAN).is_nan());
 }

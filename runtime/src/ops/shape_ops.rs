@@ -70,13 +70,38 @@ pub(crate) fn each_index(shape: &[usize], mut f: impl FnMut(&[usize])) {
 }
 
 /// The linear index, for each multi-index of `out`, of `base + Σ idx·stride`.
+/// Row-major order; the offset is carried from one index to the next (an
+/// odometer over the outer axes, a run along the last), not recomputed.
 fn strided(out: &[usize], stride: &[isize], base: isize) -> Vec<usize> {
-    let mut v = Vec::with_capacity(shape_len(out).unwrap_or(0));
-    each_index(out, |idx| {
-        let off: isize = idx.iter().zip(stride).map(|(&i, &s)| i as isize * s).sum();
-        v.push((base + off) as usize);
-    });
-    v
+    let n = shape_len(out).unwrap_or(0);
+    let mut v = Vec::with_capacity(n);
+    if n == 0 {
+        return v;
+    }
+    let Some((&inner, outer)) = out.split_last() else {
+        v.push(base as usize);
+        return v;
+    };
+    let step = stride[outer.len()];
+    let mut idx = vec![0usize; outer.len()];
+    let mut off = base;
+    loop {
+        v.extend((0..inner as isize).map(|i| (off + i * step) as usize));
+        let mut a = outer.len();
+        loop {
+            if a == 0 {
+                return v;
+            }
+            a -= 1;
+            idx[a] += 1;
+            off += stride[a];
+            if idx[a] < outer[a] {
+                break;
+            }
+            off -= stride[a] * outer[a] as isize;
+            idx[a] = 0;
+        }
+    }
 }
 
 fn taken(t: &Tensor, shape: Vec<usize>, idx: &[usize]) -> Tensor {

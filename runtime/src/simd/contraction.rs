@@ -2,9 +2,9 @@
 //! Gemm through [`super::gemm::sgemm`] (its `alpha`, `beta · C` and
 //! transposes as the kernel's epilogue and operand views) and 2-D Conv
 //! through [`super::conv::conv2d`] (its bias as the per-channel epilogue),
-//! all on `f32`. The elementwise program fused after the node runs next, as
-//! its own step. Anything else — other element types, 1-D or 3-D
-//! convolutions, `auto_pad`, a C that does not broadcast one way — runs on
+//! all on `f32` (a 1-D Conv as a 2-D one over one row). The elementwise
+//! program fused after the node runs next, as its own step. Anything else —
+//! other element types, 3-D convolutions, `auto_pad`, a C that does not broadcast one way — runs on
 //! the reference kernels, as before.
 
 use super::conv::{conv2d, Conv2d};
@@ -152,9 +152,15 @@ fn gemm(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -> Option<Tenso
 
 fn conv(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -> Option<Tensor> {
     let (x, w) = (inputs.first().copied()??, inputs.get(1).copied()??);
-    if x.shape.len() != 4 || w.shape.len() != 4 {
+    // A 1-D convolution is a 2-D one over a single row.
+    let one_d = x.shape.len() == 3 && w.shape.len() == 3;
+    let (xs, ws) = if one_d {
+        ([x.shape[0], x.shape[1], 1, x.shape[2]], [w.shape[0], w.shape[1], 1, w.shape[2]])
+    } else if x.shape.len() == 4 && w.shape.len() == 4 {
+        ([x.shape[0], x.shape[1], x.shape[2], x.shape[3]], [w.shape[0], w.shape[1], w.shape[2], w.shape[3]])
+    } else {
         return None;
-    }
+    };
     let auto_pad = match node.attribute("auto_pad").and_then(|a| a.value()) {
         None => true,
         Some(AttrValue::String(s)) => s.as_ref() == b"NOTSET",
@@ -167,33 +173,35 @@ fn conv(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -> Option<Tenso
     let pair = |name: &str| -> Option<[usize; 2]> {
         match ints_attr(node, name)? {
             None => Some([1, 1]),
-            Some(v) if v.len() == 2 && v.iter().all(|&x| x >= 1) => Some([v[0] as usize, v[1] as usize]),
+            Some(v) if v.iter().any(|&x| x < 1) => None,
+            Some(v) if one_d && v.len() == 1 => Some([1, v[0] as usize]),
+            Some(v) if !one_d && v.len() == 2 => Some([v[0] as usize, v[1] as usize]),
             _ => None,
         }
     };
     let (stride, dilation) = (pair("strides")?, pair("dilations")?);
     let pads = match ints_attr(node, "pads")? {
         None => [0; 4],
-        // ONNX: [top, left, bottom, right].
-        Some(v) if v.len() == 4 && v.iter().all(|&x| x >= 0) => {
-            [v[0] as usize, v[1] as usize, v[2] as usize, v[3] as usize]
-        }
+        Some(v) if v.iter().any(|&x| x < 0) => return None,
+        // ONNX: [begin..., end...]; 2-D [top, left, bottom, right].
+        Some(v) if one_d && v.len() == 2 => [0, v[0] as usize, 0, v[1] as usize],
+        Some(v) if !one_d && v.len() == 4 => [v[0] as usize, v[1] as usize, v[2] as usize, v[3] as usize],
         _ => return None,
     };
     let p = Conv2d {
-        n: x.shape[0],
-        c_in: x.shape[1],
-        h: x.shape[2],
-        w: x.shape[3],
-        c_out: w.shape[0],
-        kh: w.shape[2],
-        kw: w.shape[3],
+        n: xs[0],
+        c_in: xs[1],
+        h: xs[2],
+        w: xs[3],
+        c_out: ws[0],
+        kh: ws[2],
+        kw: ws[3],
         stride,
         dilation,
         pads,
         group,
     };
-    if group == 0 || p.c_in % group != 0 || p.c_out % group != 0 || w.shape[1] * group != p.c_in {
+    if group == 0 || p.c_in % group != 0 || p.c_out % group != 0 || ws[1] * group != p.c_in {
         return None;
     }
     let (oh, ow) = p.output_hw()?;
@@ -204,5 +212,6 @@ fn conv(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -> Option<Tenso
     };
     let mut out = sized(take, p.output_len()?);
     conv2d(floats(x)?, floats(w)?, &p, &mut out, &Epilogue { bias, ..Epilogue::default() });
-    Tensor::new(vec![p.n, p.c_out, oh, ow], Data::F32(out))
+    let shape = if one_d { vec![p.n, p.c_out, ow] } else { vec![p.n, p.c_out, oh, ow] };
+    Tensor::new(shape, Data::F32(out))
 }
