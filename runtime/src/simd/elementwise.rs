@@ -67,11 +67,14 @@ pub unsafe fn run(p: &Program, b: &Bound, srcs: &[Src], dsts: &[Dst], simd: bool
             (item * rows_per_item, ((item + 1) * rows_per_item).min(rows), 0, inner)
         };
         let mut offs = vec![0isize; srcs.len()];
+        let (mut row_offs, mut out_offs) = (vec![0isize; b.operands.len()], vec![0isize; b.outputs.len()]);
         for row in row0..row1 {
-            let row_offs: Vec<isize> =
-                b.operands.iter().map(|v| v.offset + offset_of(row, outer, &v.strides[..outer.len()])).collect();
-            let out_offs: Vec<isize> =
-                b.outputs.iter().map(|v| v.offset + offset_of(row, outer, &v.strides[..outer.len()])).collect();
+            for (o, v) in row_offs.iter_mut().zip(&b.operands) {
+                *o = v.offset + offset_of(row, outer, &v.strides[..outer.len()]);
+            }
+            for (o, v) in out_offs.iter_mut().zip(&b.outputs) {
+                *o = v.offset + offset_of(row, outer, &v.strides[..outer.len()]);
+            }
             let mut c = c0;
             while c < c1 {
                 let n = TILE.min(c1 - c);

@@ -133,6 +133,26 @@ fn sum_body(xs: &[f32]) -> f64 {
     lanes.iter().map(|&l| f64::from(l)).sum::<f64>() + tail
 }
 
+/// Offsets and accumulators of one worker, allocated once per run rather
+/// than per output point.
+struct Scratch {
+    base: Vec<isize>,
+    out_base: Vec<isize>,
+    row_off: Vec<isize>,
+    out_row: Vec<isize>,
+    offs: Vec<isize>,
+    oo: Vec<isize>,
+    accs: Vec<Acc>,
+}
+
+impl Scratch {
+    fn new(operands: usize, outputs: usize) -> Scratch {
+        let o = || vec![0isize; operands];
+        let d = || vec![0isize; outputs];
+        Scratch { base: o(), out_base: d(), row_off: o(), out_row: d(), offs: o(), oo: d(), accs: Vec::new() }
+    }
+}
+
 /// Runs reduction program `p` bound as `b`.
 ///
 /// # Safety
@@ -153,65 +173,61 @@ pub unsafe fn run(p: &Program, b: &Bound, srcs: &[Src], dsts: &[Dst], simd: bool
     let op_inner: Vec<isize> = b.operands.iter().map(|v| inner_of(&v.strides)).collect();
     let out_inner: Vec<isize> = b.outputs.iter().map(|v| inner_of(&v.strides)).collect();
     let zero = vec![0isize; srcs.len()];
+    // Tiles of a sweep hold at most this many points: splats fill no more.
+    let span = inner.clamp(1, TILE);
     let splat = |regs: &mut [f32], list: &[usize]| {
         for &i in list {
             let v = regs[i * TILE];
-            regs[i * TILE..(i + 1) * TILE].fill(v);
+            regs[i * TILE..i * TILE + span].fill(v);
         }
     };
-    // One sweep of the reduction axes from per-operand offsets `base`,
+    // One sweep of the reduction axes from per-operand offsets `s.base`,
     // calling `each(regs, n, tile_start_offsets_of_outputs)` per tile.
     let sweep = |regs: &mut Registers,
+                 s: &mut Scratch,
                  list: &[usize],
-                 base: &[isize],
-                 out_base: &[isize],
                  each: &mut dyn FnMut(&mut Registers, usize, &[isize])| {
-        let mut offs = vec![0isize; srcs.len()];
-        let mut oo = vec![0isize; dsts.len()];
         for row in 0..red_rows {
-            let row_off: Vec<isize> = b
-                .operands
-                .iter()
-                .zip(base)
-                .map(|(v, &o)| o + offset_of(row, red_outer, &v.strides[b.n_outer..b.n_outer + red_outer.len()]))
-                .collect();
-            let out_row: Vec<isize> = b
-                .outputs
-                .iter()
-                .zip(out_base)
-                .map(|(v, &o)| o + offset_of(row, red_outer, &v.strides[b.n_outer..b.n_outer + red_outer.len()]))
-                .collect();
+            for (k, v) in b.operands.iter().enumerate() {
+                s.row_off[k] =
+                    s.base[k] + offset_of(row, red_outer, &v.strides[b.n_outer..b.n_outer + red_outer.len()]);
+            }
+            for (j, v) in b.outputs.iter().enumerate() {
+                s.out_row[j] =
+                    s.out_base[j] + offset_of(row, red_outer, &v.strides[b.n_outer..b.n_outer + red_outer.len()]);
+            }
             let mut c = 0;
             while c < inner {
                 let n = TILE.min(inner - c);
-                for k in 0..offs.len() {
-                    offs[k] = row_off[k] + c as isize * op_inner[k];
+                for k in 0..s.offs.len() {
+                    s.offs[k] = s.row_off[k] + c as isize * op_inner[k];
                 }
-                for j in 0..oo.len() {
-                    oo[j] = out_row[j] + c as isize * out_inner[j];
+                for j in 0..s.oo.len() {
+                    s.oo[j] = s.out_row[j] + c as isize * out_inner[j];
                 }
-                tile::eval(simd, &p.body, list, regs, n, srcs, &offs, &op_inner);
-                each(regs, n, &oo);
+                tile::eval(simd, &p.body, list, regs, n, srcs, &s.offs, &op_inner);
+                each(regs, n, &s.oo);
                 c += n;
             }
         }
     };
-    let point = |regs: &mut Registers, o: usize| {
-        let base: Vec<isize> =
-            b.operands.iter().map(|v| v.offset + offset_of(o, outer, &v.strides[..b.n_outer])).collect();
-        let out_base: Vec<isize> =
-            b.outputs.iter().map(|v| v.offset + offset_of(o, outer, &v.strides[..b.n_outer])).collect();
-        tile::eval(simd, &p.body, &ph.pre, regs, 1, srcs, &base, &zero);
+    let point = |(regs, s): &mut (Registers, Scratch), o: usize| {
+        for (k, v) in b.operands.iter().enumerate() {
+            s.base[k] = v.offset + offset_of(o, outer, &v.strides[..b.n_outer]);
+        }
+        for (j, v) in b.outputs.iter().enumerate() {
+            s.out_base[j] = v.offset + offset_of(o, outer, &v.strides[..b.n_outer]);
+        }
+        tile::eval(simd, &p.body, &ph.pre, regs, 1, srcs, &s.base, &zero);
         splat(regs, &ph.pre);
         for (full, reduces, after) in &ph.sweeps {
-            let mut accs: Vec<Acc> = reduces
-                .iter()
-                .map(|&i| match p.body[i].inst {
-                    Inst::Reduce(c, _) => Acc::new(c),
-                    _ => unreachable!("only reductions are listed"),
-                })
-                .collect();
-            sweep(regs, full, &base, &out_base, &mut |regs, n, _| {
+            s.accs.clear();
+            s.accs.extend(reduces.iter().map(|&i| match p.body[i].inst {
+                Inst::Reduce(c, _) => Acc::new(c),
+                _ => unreachable!("only reductions are listed"),
+            }));
+            let mut accs = std::mem::take(&mut s.accs);
+            sweep(regs, s, full, &mut |regs, n, _| {
                 for (acc, &i) in accs.iter_mut().zip(reduces) {
                     if let Inst::Reduce(_, a) = p.body[i].inst {
                         acc.fold(simd, &regs[a * TILE..][..n]);
@@ -220,14 +236,15 @@ pub unsafe fn run(p: &Program, b: &Bound, srcs: &[Src], dsts: &[Dst], simd: bool
             });
             for (acc, &i) in accs.iter().zip(reduces) {
                 if let Inst::Reduce(c, _) = p.body[i].inst {
-                    regs[i * TILE..(i + 1) * TILE].fill(acc.value(c, b.reduce_count));
+                    regs[i * TILE..i * TILE + span].fill(acc.value(c, b.reduce_count));
                 }
             }
-            tile::eval(simd, &p.body, after, regs, 1, srcs, &base, &zero);
+            s.accs = accs;
+            tile::eval(simd, &p.body, after, regs, 1, srcs, &s.base, &zero);
             splat(regs, after);
         }
         if !ph.full_outputs.is_empty() {
-            sweep(regs, &ph.last, &base, &out_base, &mut |regs, n, oo| {
+            sweep(regs, s, &ph.last, &mut |regs, n, oo| {
                 for &j in &ph.full_outputs {
                     let reg = &regs[p.outputs[j].source * TILE..][..n];
                     tile::store(dsts[j], oo[j], out_inner[j], reg);
@@ -236,21 +253,21 @@ pub unsafe fn run(p: &Program, b: &Bound, srcs: &[Src], dsts: &[Dst], simd: bool
         }
         for &j in &ph.outer_outputs {
             let reg = &regs[p.outputs[j].source * TILE..][..1];
-            tile::store(dsts[j], out_base[j], 0, reg);
+            tile::store(dsts[j], s.out_base[j], 0, reg);
         }
     };
-    let init = || Registers::new(p.body.len() * TILE);
+    let init = || (Registers::new(p.body.len() * TILE), Scratch::new(srcs.len(), dsts.len()));
     let work = n_points.saturating_mul(b.reduce_count.max(1));
     if work <= CHUNK || n_points == 1 || rayon::current_num_threads() == 1 {
-        let mut regs = init();
+        let mut state = init();
         for o in 0..n_points {
-            point(&mut regs, o);
+            point(&mut state, o);
         }
     } else {
         let per = (CHUNK / b.reduce_count.max(1)).max(1);
-        (0..n_points.div_ceil(per)).into_par_iter().for_each_init(init, |regs, item| {
+        (0..n_points.div_ceil(per)).into_par_iter().for_each_init(init, |state, item| {
             for o in item * per..((item + 1) * per).min(n_points) {
-                point(regs, o);
+                point(state, o);
             }
         });
     }
