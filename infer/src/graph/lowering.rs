@@ -21,7 +21,7 @@ use crate::solver::{Solver, TensorId, TensorKind};
 use diamond_ir::entity::EntityId;
 use diamond_ir::term::RowTerm;
 use diamond_ir::{Attribute, Graph, GraphId, Model, Node, NodeId, OpsetImport, Tensor, ValueId};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 /// A value's key: (instance, value id in the instance's graph).
@@ -84,13 +84,13 @@ impl<'m> Lowering<'m> {
             table,
             solver,
             instances: Vec::new(),
-            facts: HashMap::new(),
-            lazy: HashMap::new(),
+            facts: HashMap::default(),
+            lazy: HashMap::default(),
             reported: Vec::new(),
             defined: Vec::new(),
             from_declaration: Vec::new(),
-            declared: HashMap::new(),
-            index_bounds: HashMap::new(),
+            declared: HashMap::default(),
+            index_bounds: HashMap::default(),
             input_symbols: model.main_graph().map(super::claims::input_symbols).unwrap_or_default(),
         }
     }
@@ -319,7 +319,7 @@ impl<'m> Lowering<'m> {
     /// nothing defines, are reported as `invalid-graph`; the nodes still run.
     fn schedule(&mut self, inst: u32) -> Vec<NodeId> {
         let graph = self.graph(inst);
-        let mut producer: HashMap<ValueId, NodeId> = HashMap::new();
+        let mut producer: HashMap<ValueId, NodeId> = HashMap::default();
         for (nid, node) in graph.nodes.iter() {
             for &out in &node.outputs {
                 if graph.value_name(out).is_empty() {
@@ -344,7 +344,7 @@ impl<'m> Lowering<'m> {
             }
         }
         let mut pending: Vec<usize> = Vec::with_capacity(graph.nodes.len());
-        let mut consumers: HashMap<NodeId, Vec<NodeId>> = HashMap::new();
+        let mut consumers: HashMap<NodeId, Vec<NodeId>> = HashMap::default();
         for (nid, node) in graph.nodes.iter() {
             let mut deps = 0;
             let mut seen = Vec::new();
