@@ -344,16 +344,21 @@ impl<'m> Lowering<'m> {
             }
         }
         let mut pending: Vec<usize> = Vec::with_capacity(graph.nodes.len());
-        let mut consumers: HashMap<NodeId, Vec<NodeId>> = HashMap::default();
+        // Dependency edges (producer, consumer), each once per pair; sorted by
+        // producer below into one list instead of a list per node.
+        let mut edges: Vec<(NodeId, NodeId)> = Vec::with_capacity(graph.nodes.len() * 2);
+        let mut seen: Vec<NodeId> = Vec::new();
         for (nid, node) in graph.nodes.iter() {
             let mut deps = 0;
-            let mut seen = Vec::new();
-            for &input in node.inputs.iter().chain(subgraph_free_names(self.model, node, graph).iter()) {
+            seen.clear();
+            let free =
+                if node.attributes.is_empty() { Vec::new() } else { subgraph_free_names(self.model, node, graph) };
+            for &input in node.inputs.iter().chain(free.iter()) {
                 if let Some(&p) = producer.get(&input) {
                     if !seen.contains(&p) {
                         seen.push(p);
                         deps += 1;
-                        consumers.entry(p).or_default().push(nid);
+                        edges.push((p, nid));
                     }
                 } else if !graph.value_name(input).is_empty() && self.lookup(inst, input).is_none() {
                     self.graph_error(
@@ -372,12 +377,21 @@ impl<'m> Lowering<'m> {
             }
             pending.push(deps);
         }
+        // Stable: each producer's consumers stay in node order, as they were pushed.
+        edges.sort_by_key(|&(p, _)| p.index());
+        let mut first = vec![0usize; graph.nodes.len() + 1];
+        for &(p, _) in &edges {
+            first[p.index() + 1] += 1;
+        }
+        for i in 0..graph.nodes.len() {
+            first[i + 1] += first[i];
+        }
         let mut order = Vec::with_capacity(graph.nodes.len());
         let mut ready: std::collections::VecDeque<NodeId> =
             graph.nodes.iter().filter(|(nid, _)| pending[nid.index()] == 0).map(|(nid, _)| nid).collect();
         while let Some(nid) = ready.pop_front() {
             order.push(nid);
-            for &c in consumers.get(&nid).map(Vec::as_slice).unwrap_or(&[]) {
+            for &(_, c) in &edges[first[nid.index()]..first[nid.index() + 1]] {
                 pending[c.index()] -= 1;
                 if pending[c.index()] == 0 {
                     ready.push_back(c);
