@@ -68,6 +68,10 @@ pub(crate) struct Lowering<'m> {
     pub(crate) index_bounds: HashMap<Key, diamond_ir::term::SizeExpr>,
     /// The main graph inputs' symbols: what a declared `dim_param` elsewhere may state sizes in.
     pub(crate) input_symbols: std::collections::HashSet<String>,
+    /// Operator types as the shared strings causes hold, one per distinct type.
+    op_names: HashMap<&'m str, Arc<str>>,
+    /// Each instance's value-name prefix as a shared string, made on first use.
+    prefixes: Vec<Option<Arc<str>>>,
 }
 
 impl<'m> Lowering<'m> {
@@ -92,7 +96,24 @@ impl<'m> Lowering<'m> {
             declared: HashMap::default(),
             index_bounds: HashMap::default(),
             input_symbols: model.main_graph().map(super::claims::input_symbols).unwrap_or_default(),
+            op_names: HashMap::default(),
+            prefixes: Vec::new(),
         }
+    }
+
+    /// `op` as a shared string (made once per operator type).
+    pub(crate) fn shared_op(&mut self, op: &'m str) -> Arc<str> {
+        self.op_names.entry(op).or_insert_with(|| op.into()).clone()
+    }
+
+    /// The report-name prefix of `inst` as a shared string (made once per instance).
+    pub(crate) fn shared_prefix(&mut self, inst: u32) -> Arc<str> {
+        let i = inst as usize;
+        if self.prefixes.len() <= i {
+            self.prefixes.resize(i + 1, None);
+        }
+        let instances = &self.instances;
+        self.prefixes[i].get_or_insert_with(|| instances[i].prefix.as_str().into()).clone()
     }
 
     pub(crate) fn graph(&self, inst: u32) -> &'m Graph {
