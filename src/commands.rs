@@ -96,7 +96,12 @@ pub fn check(
 ) -> Result<(), Failure> {
     let model = load_any(path, shapes).map_err(unreadable)?;
     let graph = model.main_graph().ok_or_else(|| unreadable(format!("{}: the model has no graph", path.display())))?;
-    let options = diamond_infer::CheckOptions { bind: crate::bind::bind_inputs(graph, bind)?, strict_units };
+    // Only `convert` writes the inferred types back: the report needs none.
+    let options = diamond_infer::CheckOptions {
+        bind: crate::bind::bind_inputs(graph, bind)?,
+        strict_units,
+        skip_inferred_types: true,
+    };
     let report = diamond_optimize::audit::check(&model, &options);
     if let Some(out) = html {
         diamond_exporters::report::html::write_report(out, &model, &report, path).map_err(unreadable)?;
@@ -107,12 +112,16 @@ pub fn check(
             .map_err(|e| unreadable(format!("cannot write SARIF to {}: {e}", sarif.display())))?;
     }
     if json {
-        let text = serde_json::to_string_pretty(&diamond_exporters::report::json::check_json(
-            &report,
-            &path.display().to_string(),
-        ))
-        .map_err(unreadable)?;
-        crate::emit(&format!("{text}\n"));
+        // Streamed straight to the output: no document tree in memory.
+        use std::io::Write;
+        let stdout = std::io::stdout().lock();
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout);
+        let written = diamond_exporters::report::json::write_check_json(&report, &path.display().to_string(), &mut out)
+            .map_err(std::io::Error::from)
+            .and_then(|()| out.write_all(b"\n"))
+            .and_then(|()| out.flush());
+        // Like `emit`: a closed pipe (`| head`) is not the model's problem.
+        drop(written);
     } else {
         let painter = crate::render::colour::Painter::new(render.color.enabled());
         crate::emit(&crate::render::text::render(&report, painter, render.max_diagnostics));

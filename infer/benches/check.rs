@@ -1,5 +1,7 @@
 //! `check_model` on real architectures: the light models (static shapes,
-//! 38 to 1,746 nodes) and the exported-style transformer with dynamic axes.
+//! 38 to 1,746 nodes) and the exported-style transformer with dynamic axes,
+//! and, when it has been generated (`fixtures/bench/gen_deep_gpt2.py`, too
+//! large to commit), the 192-layer GPT-2 graph of ~42k nodes.
 //! Times import-free inference: the model is loaded once, outside the timing.
 //!
 //! Run with `cargo bench -p diamond-infer --bench check`.
@@ -24,6 +26,17 @@ fn bench(c: &mut Criterion) {
         group.bench_function(label, |b| b.iter(|| check_model(&model, &options)));
     }
     group.finish();
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("../target"), Into::into);
+    let deep = target.join("bench/gpt2_192.onnx");
+    if let Ok(model) = diamond_importers::onnx::load_model(&deep) {
+        let mut group = c.benchmark_group("check");
+        group.sample_size(10);
+        let options = CheckOptions::default();
+        group.bench_function("gpt2_192", |b| b.iter(|| check_model(&model, &options)));
+        group.finish();
+    } else {
+        eprintln!("{}: not generated; skipping check/gpt2_192", deep.display());
+    }
 }
 
 criterion_group!(benches, bench);

@@ -6,12 +6,69 @@
 //! - `tree`: a binary broadcast tree of open rows `[..r_i, 'd_i]`, each child
 //!   `⊑` its parent, with the leaves' trailing axes pinned: exercises the
 //!   bipartite cut, upper bounds and closing.
+//! - `wide`: one wide broadcast, every open row `[..r_i, 'd_i]` `⊑` a single
+//!   output row, half of them pinned to `[2, 8]`, half to `[1, 8]`: one
+//!   variable with a million waiting constraints.
 //!
-//! Run with `cargo bench -p diamond-infer`.
+//! Before timing, each system of 1M constraints is built and solved once
+//! under a counting allocator, and the peak of live heap bytes per
+//! constraint is printed (memory must grow linearly).
+//!
+//! Run with `cargo bench -p diamond-infer --bench solve`.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use diamond_infer::{Constraint, Origin, Solver, TensorKind};
 use diamond_ir::term::{Dim, DimTerm, RowTerm};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The system allocator, counting live bytes and their peak.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(live, Ordering::Relaxed);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) };
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            if new_size >= layout.size() {
+                let live = LIVE.fetch_add(new_size - layout.size(), Ordering::Relaxed) + new_size - layout.size();
+                PEAK.fetch_max(live, Ordering::Relaxed);
+            } else {
+                LIVE.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+            }
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Peak live heap bytes, per constraint, of building and solving `system(n)`.
+fn bytes_per_constraint(system: fn(usize) -> Solver, n: usize) -> f64 {
+    let base = LIVE.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let solution = system(n).finish();
+    let peak = PEAK.load(Ordering::Relaxed) - base;
+    drop(solution);
+    peak as f64 / n as f64
+}
 
 fn chain(n: usize) -> Solver {
     let mut s = Solver::new();
@@ -53,11 +110,32 @@ fn tree(n: usize) -> Solver {
     s
 }
 
+fn wide(n: usize) -> Solver {
+    let mut s = Solver::new();
+    let cause = s.cause(Origin::Solver("bench"), "wide");
+    let out = RowTerm::open(s.fresh_row(None), vec![DimTerm::Var(s.fresh_dim(None))]);
+    s.add_tensor("out", TensorKind::Interior, out.clone(), None);
+    for i in 0..n {
+        let row = RowTerm::open(s.fresh_row(None), vec![DimTerm::Var(s.fresh_dim(None))]);
+        s.add_tensor(&format!("t{i}"), TensorKind::Interior, row.clone(), None);
+        s.add(Constraint::RowLe(row.clone(), out.clone(), cause));
+        let lead = if i % 2 == 0 { 2 } else { 1 };
+        s.add(Constraint::RowEq(row, RowTerm::closed(vec![dim(lead), dim(8)]), cause));
+    }
+    s
+}
+
 fn dim(n: u64) -> DimTerm {
     DimTerm::Dim(Dim::known(n))
 }
 
 fn bench(c: &mut Criterion) {
+    // Constraints per system: chain and tree have n, wide has 2n.
+    for (name, system, per) in [("chain", chain as fn(usize) -> Solver, 1), ("tree", tree, 1), ("wide", wide, 2)] {
+        let n = 1_000_000;
+        let bytes = bytes_per_constraint(system, n);
+        eprintln!("solve/{name}/{n}: peak heap {:.0} bytes per constraint", bytes / per as f64);
+    }
     let mut group = c.benchmark_group("solve");
     group.sample_size(10);
     for &n in &[10_000usize, 100_000, 1_000_000] {
@@ -67,6 +145,9 @@ fn bench(c: &mut Criterion) {
         });
         group.bench_with_input(BenchmarkId::new("tree", n), &n, |b, &n| {
             b.iter_batched(|| tree(n), |s| s.finish(), criterion::BatchSize::LargeInput)
+        });
+        group.bench_with_input(BenchmarkId::new("wide", n), &n, |b, &n| {
+            b.iter_batched(|| wide(n), |s| s.finish(), criterion::BatchSize::LargeInput)
         });
     }
     group.finish();

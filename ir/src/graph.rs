@@ -13,7 +13,7 @@ use crate::entity::{Arena, GraphId, NodeId, ValueId};
 use crate::model::{NodeDeviceConfiguration, StringEntry};
 use crate::tensor::{SparseTensor, Tensor, TensorAnnotation};
 use crate::types::TypeInfo;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Where a graph sits in its model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,7 +119,7 @@ impl Graph {
             doc_string: None,
             nodes: Arena::new(),
             values: Arena::new(),
-            by_name: HashMap::new(),
+            by_name: HashMap::default(),
             inputs: Vec::new(),
             outputs: Vec::new(),
             value_info: Vec::new(),

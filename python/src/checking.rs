@@ -151,7 +151,7 @@ pub fn check(
         return Err(unreadable(format!("{label}: the model has no graph")));
     }
     let bound: Vec<String> = bind.keys().cloned().collect();
-    let options = CheckOptions { bind, strict_units };
+    let options = CheckOptions { bind, strict_units, skip_inferred_types: false };
     let checked = py.detach(|| Checked::new(loaded, &options, label));
     if let Some(why) = malformed(&checked.report, &checked.label) {
         return Err(unreadable(why));

@@ -111,7 +111,12 @@ impl Converter<'_> {
     ) -> Result<ir::Node, ImportError> {
         let node_id = ir::NodeId::new(graph.nodes.len());
         let owner = GraphOwner::Attribute { graph: graph_id, node: node_id };
-        let attributes = proto.attribute.into_iter().map(|a| self.attribute(a, owner)).collect::<Result<_, _>>()?;
+        // Exactly as many as the node has: collecting in place would keep the
+        // decoded list's buffer, sized for the larger protobuf messages.
+        let mut attributes = Vec::with_capacity(proto.attribute.len());
+        for a in proto.attribute {
+            attributes.push(self.attribute(a, owner)?);
+        }
         Ok(ir::Node {
             name: proto.name,
             op_type: proto.op_type,
@@ -135,9 +140,9 @@ impl Converter<'_> {
             f: proto.f,
             i: proto.i,
             s: proto.s,
-            t: proto.t.map(|t| self.tensor(t)).transpose()?,
+            t: proto.t.map(|t| self.tensor(t).map(Box::new)).transpose()?,
             g: proto.g.map(|g| self.graph(g, owner)).transpose()?,
-            sparse_tensor: proto.sparse_tensor.map(|s| self.sparse_tensor(s)).transpose()?,
+            sparse_tensor: proto.sparse_tensor.map(|s| self.sparse_tensor(s).map(Box::new)).transpose()?,
             tp: proto.tp.map(type_info),
             floats: proto.floats,
             ints: proto.ints,

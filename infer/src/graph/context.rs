@@ -45,8 +45,9 @@ impl<'l, 'm> OpCtx<'l, 'm> {
         let graph = low.graph(inst);
         let node = &graph.nodes[nid];
         let label: Arc<str> = node_label(graph, nid).into();
-        let (name, op_type): (Arc<str>, Arc<str>) = (node.name().into(), node.op_type().into());
-        let graph_prefix: Arc<str> = low.instances[inst as usize].prefix.as_str().into();
+        let name: Arc<str> = node.name().into();
+        let op_type = low.shared_op(node.op_type());
+        let graph_prefix = low.shared_prefix(inst);
         let inputs = node
             .inputs
             .iter()

@@ -21,7 +21,7 @@ use crate::solver::{Solver, TensorId, TensorKind};
 use diamond_ir::entity::EntityId;
 use diamond_ir::term::RowTerm;
 use diamond_ir::{Attribute, Graph, GraphId, Model, Node, NodeId, OpsetImport, Tensor, ValueId};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 /// A value's key: (instance, value id in the instance's graph).
@@ -68,6 +68,10 @@ pub(crate) struct Lowering<'m> {
     pub(crate) index_bounds: HashMap<Key, diamond_ir::term::SizeExpr>,
     /// The main graph inputs' symbols: what a declared `dim_param` elsewhere may state sizes in.
     pub(crate) input_symbols: std::collections::HashSet<String>,
+    /// Operator types as the shared strings causes hold, one per distinct type.
+    op_names: HashMap<&'m str, Arc<str>>,
+    /// Each instance's value-name prefix as a shared string, made on first use.
+    prefixes: Vec<Option<Arc<str>>>,
 }
 
 impl<'m> Lowering<'m> {
@@ -84,15 +88,32 @@ impl<'m> Lowering<'m> {
             table,
             solver,
             instances: Vec::new(),
-            facts: HashMap::new(),
-            lazy: HashMap::new(),
+            facts: HashMap::default(),
+            lazy: HashMap::default(),
             reported: Vec::new(),
             defined: Vec::new(),
             from_declaration: Vec::new(),
-            declared: HashMap::new(),
-            index_bounds: HashMap::new(),
+            declared: HashMap::default(),
+            index_bounds: HashMap::default(),
             input_symbols: model.main_graph().map(super::claims::input_symbols).unwrap_or_default(),
+            op_names: HashMap::default(),
+            prefixes: Vec::new(),
         }
+    }
+
+    /// `op` as a shared string (made once per operator type).
+    pub(crate) fn shared_op(&mut self, op: &'m str) -> Arc<str> {
+        self.op_names.entry(op).or_insert_with(|| op.into()).clone()
+    }
+
+    /// The report-name prefix of `inst` as a shared string (made once per instance).
+    pub(crate) fn shared_prefix(&mut self, inst: u32) -> Arc<str> {
+        let i = inst as usize;
+        if self.prefixes.len() <= i {
+            self.prefixes.resize(i + 1, None);
+        }
+        let instances = &self.instances;
+        self.prefixes[i].get_or_insert_with(|| instances[i].prefix.as_str().into()).clone()
     }
 
     pub(crate) fn graph(&self, inst: u32) -> &'m Graph {
@@ -319,7 +340,7 @@ impl<'m> Lowering<'m> {
     /// nothing defines, are reported as `invalid-graph`; the nodes still run.
     fn schedule(&mut self, inst: u32) -> Vec<NodeId> {
         let graph = self.graph(inst);
-        let mut producer: HashMap<ValueId, NodeId> = HashMap::new();
+        let mut producer: HashMap<ValueId, NodeId> = HashMap::default();
         for (nid, node) in graph.nodes.iter() {
             for &out in &node.outputs {
                 if graph.value_name(out).is_empty() {
@@ -344,16 +365,21 @@ impl<'m> Lowering<'m> {
             }
         }
         let mut pending: Vec<usize> = Vec::with_capacity(graph.nodes.len());
-        let mut consumers: HashMap<NodeId, Vec<NodeId>> = HashMap::new();
+        // Dependency edges (producer, consumer), each once per pair; sorted by
+        // producer below into one list instead of a list per node.
+        let mut edges: Vec<(NodeId, NodeId)> = Vec::with_capacity(graph.nodes.len() * 2);
+        let mut seen: Vec<NodeId> = Vec::new();
         for (nid, node) in graph.nodes.iter() {
             let mut deps = 0;
-            let mut seen = Vec::new();
-            for &input in node.inputs.iter().chain(subgraph_free_names(self.model, node, graph).iter()) {
+            seen.clear();
+            let free =
+                if node.attributes.is_empty() { Vec::new() } else { subgraph_free_names(self.model, node, graph) };
+            for &input in node.inputs.iter().chain(free.iter()) {
                 if let Some(&p) = producer.get(&input) {
                     if !seen.contains(&p) {
                         seen.push(p);
                         deps += 1;
-                        consumers.entry(p).or_default().push(nid);
+                        edges.push((p, nid));
                     }
                 } else if !graph.value_name(input).is_empty() && self.lookup(inst, input).is_none() {
                     self.graph_error(
@@ -372,12 +398,21 @@ impl<'m> Lowering<'m> {
             }
             pending.push(deps);
         }
+        // Stable: each producer's consumers stay in node order, as they were pushed.
+        edges.sort_by_key(|&(p, _)| p.index());
+        let mut first = vec![0usize; graph.nodes.len() + 1];
+        for &(p, _) in &edges {
+            first[p.index() + 1] += 1;
+        }
+        for i in 0..graph.nodes.len() {
+            first[i + 1] += first[i];
+        }
         let mut order = Vec::with_capacity(graph.nodes.len());
         let mut ready: std::collections::VecDeque<NodeId> =
             graph.nodes.iter().filter(|(nid, _)| pending[nid.index()] == 0).map(|(nid, _)| nid).collect();
         while let Some(nid) = ready.pop_front() {
             order.push(nid);
-            for &c in consumers.get(&nid).map(Vec::as_slice).unwrap_or(&[]) {
+            for &(_, c) in &edges[first[nid.index()]..first[nid.index() + 1]] {
                 pending[c.index()] -= 1;
                 if pending[c.index()] == 0 {
                     ready.push_back(c);

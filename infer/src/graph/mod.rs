@@ -38,6 +38,10 @@ pub struct CheckOptions {
     pub bind: HashMap<String, Tensor>,
     /// Stated size-1 axes are claims (`1_default`), not the claim-free unit.
     pub strict_units: bool,
+    /// Leave [`CheckReport::inferred`] empty: the ONNX types of every value
+    /// are built only for writing them back (`convert`, the plan of `run`),
+    /// and a caller that only reports (`diamond check`) skips that work.
+    pub skip_inferred_types: bool,
 }
 
 /// Checks `model`: infers every value's shape and element type and reports

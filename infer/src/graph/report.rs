@@ -145,19 +145,21 @@ pub(crate) fn row_dims(row: &RowTerm) -> Option<Vec<DimReport>> {
     )
 }
 
-pub(crate) fn build(low: Lowering<'_>, main: GraphId) -> CheckReport {
+pub(crate) fn build(mut low: Lowering<'_>, main: GraphId) -> CheckReport {
+    let want_types = !low.options.skip_inferred_types;
     let model = low.model;
     let graph = &model.graphs[main];
-    let reported = low.reported.clone();
+    let reported = std::mem::take(&mut low.reported);
     let facts: Vec<(ValueKind, Option<ElemType>)> =
         reported.iter().map(|(_, key, _, _)| (low.facts[key].kind.clone(), low.facts[key].dtype)).collect();
     let known_values = known_values(&low, main);
-    let from_declaration = low.from_declaration.clone();
-    let low_symbols = low.input_symbols.clone();
+    let from_declaration = std::mem::take(&mut low.from_declaration);
+    let low_symbols = std::mem::take(&mut low.input_symbols);
     // Per defined value outside function bodies: its graph, kind and element type.
     let typed: Vec<(GraphId, diamond_ir::ValueId, TensorId, ValueKind, Option<ElemType>)> = low
         .defined
         .iter()
+        .filter(|_| want_types)
         .filter(|(key, _)| low.instances[key.0 as usize].call.is_none())
         .filter_map(|&(key, tensor)| {
             let f = low.facts.get(&key)?;
@@ -176,11 +178,11 @@ pub(crate) fn build(low: Lowering<'_>, main: GraphId) -> CheckReport {
         inferred.record(graph, value, ty);
     }
     let mut values: Vec<ValueReport> = reported
-        .iter()
+        .into_iter()
         .zip(facts)
         .map(|((name, _, tensor, role), (kind, dtype))| ValueReport {
-            name: name.clone(),
-            initializer: *role == crate::solver::TensorKind::Param,
+            name,
+            initializer: role == crate::solver::TensorKind::Param,
             kind: kind.describe(),
             dtype,
             shape: row_dims(&solution.tensors[tensor.0 as usize].closed),
@@ -188,7 +190,7 @@ pub(crate) fn build(low: Lowering<'_>, main: GraphId) -> CheckReport {
         .collect();
     // A body lowered more than once (loop rounds, unrolled iterations) lists
     // its values once per lowering: keep the last.
-    let mut last: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut last: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
     for (i, v) in values.iter().enumerate() {
         last.insert(v.name.as_str(), i);
     }
@@ -199,7 +201,7 @@ pub(crate) fn build(low: Lowering<'_>, main: GraphId) -> CheckReport {
         keep[k - 1]
     });
     let mut diagnostics = solution.diagnostics;
-    let initializers: std::collections::HashSet<&str> =
+    let initializers: rustc_hash::FxHashSet<&str> =
         graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
     let is_initializer = |name: &str| initializers.contains(name);
     let inputs: Vec<String> = graph
@@ -210,8 +212,8 @@ pub(crate) fn build(low: Lowering<'_>, main: GraphId) -> CheckReport {
         .collect();
     let outputs: Vec<String> =
         graph.outputs.iter().filter_map(|vi| vi.value.map(|v| graph.value_name(v).to_string())).collect();
-    let index: std::collections::HashMap<String, usize> =
-        values.iter().enumerate().map(|(i, v)| (v.name.clone(), i)).collect();
+    let index: rustc_hash::FxHashMap<&str, usize> =
+        values.iter().enumerate().map(|(i, v)| (v.name.as_str(), i)).collect();
     let mut inferred_from_use = Vec::new();
     for vi in &graph.inputs {
         let Some(id) = vi.value else { continue };

@@ -12,7 +12,7 @@
 //! nodes have been lowered.
 
 use crate::graph::OpCtx;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 mod common;
 mod control;

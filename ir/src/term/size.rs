@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 /// A size: a known positive number, or an expression over rigid symbols.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -32,8 +33,10 @@ enum Atom {
 /// A polynomial over rigid symbols with integer coefficients, in normal form.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct SizeExpr {
-    /// Monomial (sorted atoms, empty for the constant) to non-zero coefficient.
-    terms: BTreeMap<Vec<Atom>, i64>,
+    /// Monomial (sorted atoms, empty for the constant) to non-zero coefficient;
+    /// shared, so that copying a dimension copies no polynomial (an expression
+    /// is never changed in place: arithmetic builds a new one).
+    terms: Arc<BTreeMap<Vec<Atom>, i64>>,
 }
 
 impl SizeExpr {
@@ -52,7 +55,7 @@ impl SizeExpr {
         if coefficient != 0 {
             terms.insert(atoms, coefficient);
         }
-        SizeExpr { terms }
+        SizeExpr { terms: Arc::new(terms) }
     }
 
     /// The value when the expression has no symbols.
@@ -66,8 +69,11 @@ impl SizeExpr {
 
     /// `self + other`; `None` on overflow.
     pub fn add(&self, other: &SizeExpr) -> Option<SizeExpr> {
-        let mut terms = self.terms.clone();
-        for (monomial, &c) in &other.terms {
+        if other.terms.is_empty() {
+            return Some(self.clone());
+        }
+        let mut terms = (*self.terms).clone();
+        for (monomial, &c) in other.terms.iter() {
             let sum = terms.get(monomial).copied().unwrap_or(0).checked_add(c)?;
             if sum == 0 {
                 terms.remove(monomial);
@@ -75,14 +81,14 @@ impl SizeExpr {
                 terms.insert(monomial.clone(), sum);
             }
         }
-        Some(SizeExpr { terms })
+        Some(SizeExpr { terms: Arc::new(terms) })
     }
 
     /// `self * other`; `None` on overflow.
     pub fn mul(&self, other: &SizeExpr) -> Option<SizeExpr> {
         let mut product = SizeExpr::default();
-        for (m1, &c1) in &self.terms {
-            for (m2, &c2) in &other.terms {
+        for (m1, &c1) in self.terms.iter() {
+            for (m2, &c2) in other.terms.iter() {
                 let mut atoms: Vec<Atom> = m1.iter().chain(m2).cloned().collect();
                 atoms.sort();
                 product = product.add(&SizeExpr::from_monomial(atoms, c1.checked_mul(c2)?))?;
@@ -191,7 +197,7 @@ impl SizeExpr {
     /// symbol has none or the arithmetic overflows.
     pub fn eval(&self, value_of: &dyn Fn(&str) -> Option<i64>) -> Option<i64> {
         let mut total: i64 = 0;
-        for (atoms, &c) in &self.terms {
+        for (atoms, &c) in self.terms.iter() {
             let mut term = c;
             for atom in atoms {
                 term = term.checked_mul(atom.eval(value_of)?)?;

@@ -218,5 +218,10 @@ pub fn attr_scalar_tensor(name: &str, elem: ElemType, raw: Vec<u8>) -> Attribute
         data: TensorData { raw: Some(Bytes::from(raw)), ..TensorData::default() },
         ..Tensor::default()
     };
-    Attribute { name: Some(name.into()), attr_type: Some(AttrType::Tensor), t: Some(t), ..Attribute::default() }
+    Attribute {
+        name: Some(name.into()),
+        attr_type: Some(AttrType::Tensor),
+        t: Some(Box::new(t)),
+        ..Attribute::default()
+    }
 }
