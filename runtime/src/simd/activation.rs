@@ -1,13 +1,14 @@
 //! Activation functions over a slice of `f32`, written branch-free so that
 //! the compiler vectorizes them: `exp` by range reduction to `2^n · e^r`
 //! with Cephes' degree-6 polynomial, `tanh` by Cephes' odd polynomial near
-//! zero and `1 − 2/(e^{2x}+1)` elsewhere, `erf` by Abramowitz–Stegun 7.1.26
-//! (absolute error below 1.5e-7). Each loop is compiled twice — for
+//! zero and `1 − 2/(e^{2x}+1)` elsewhere, `erf` from [`super::math`]
+//! (its series near zero, Abramowitz–Stegun 7.1.26 beyond). Each loop is compiled twice — for
 //! AVX2+FMA and for the baseline target — and [`apply`] picks one by
 //! [`cpu::avx2_fma`](super::cpu::avx2_fma). NaN inputs stay NaN.
 
 use super::cpu;
 use super::epilogue::Activation;
+use super::math::erf;
 
 /// Applies `act` to every element of `xs` in place.
 pub fn apply(act: &Activation, xs: &mut [f32]) {
@@ -113,24 +114,6 @@ fn tanh(x: f32) -> f32 {
         small
     } else {
         big
-    }
-}
-
-/// The error function (Abramowitz–Stegun 7.1.26).
-#[inline(always)]
-fn erf(x: f32) -> f32 {
-    let a = if x < 0.0 { -x } else { x };
-    let t = 1.0 / (1.0 + 0.327_591_1 * a);
-    let mut p = 1.061_405_4;
-    p = p * t - 1.453_152;
-    p = p * t + 1.421_413_7;
-    p = p * t - 0.284_496_74;
-    p = p * t + 0.254_829_6;
-    let y = 1.0 - p * t * exp(-a * a);
-    if x < 0.0 {
-        -y
-    } else {
-        y
     }
 }
 

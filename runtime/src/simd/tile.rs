@@ -215,12 +215,7 @@ unsafe fn eval_body(
             Inst::Cast(a) => {
                 let a = reg(a);
                 if body[i].ty == diamond_ir::ElemType::Bool {
-                    map1(
-                        out,
-                        a,
-                        #[inline(always)]
-                        |x| f32::from(u8::from(x != 0.0)),
-                    );
+                    map1(out, a, |x| f32::from(u8::from(x != 0.0)));
                 } else {
                     out.copy_from_slice(a);
                 }
@@ -278,22 +273,29 @@ fn flag(b: bool) -> f32 {
     f32::from(u8::from(b))
 }
 
-// The inlined closures around plain functions are deliberate: passed by
-// name, or in a closure left to the inliner, the function (erf, exp...) was
-// called once per element out of line, without AVX2 (a sixth of an export's
-// time under perf); forced inline, it vectorizes with the loop.
-#[allow(clippy::redundant_closure)]
+/// `f` (one of [`math`]'s functions) as a closure forced inline. Passed by
+/// name, or in a closure left to the inliner, such a function was called
+/// out of line once per element, without AVX2 (a sixth of an export's time
+/// under perf); forced inline, it vectorizes with the loop.
+macro_rules! inlined {
+    ($f:path) => {
+        #[inline(always)]
+        |x: f32| $f(x)
+    };
+}
+
+/// GELU with erf, `x/2 · (1 + erf(x/√2))`.
+#[inline(always)]
+fn gelu(x: f32) -> f32 {
+    0.5 * x * (1.0 + math::erf(x * std::f32::consts::FRAC_1_SQRT_2))
+}
+
 #[inline(always)]
 fn unary(op: UnaryOp, a: &[f32], out: &mut [f32]) {
     match op {
         UnaryOp::Identity => out.copy_from_slice(a),
         UnaryOp::Neg => map1(out, a, |x| -x),
-        UnaryOp::Abs => map1(
-            out,
-            a,
-            #[inline(always)]
-            |x| f32::abs(x),
-        ),
+        UnaryOp::Abs => map1(out, a, |x| x.abs()),
         UnaryOp::Sign => map1(out, a, |x| {
             if x > 0.0 {
                 1.0
@@ -303,75 +305,25 @@ fn unary(op: UnaryOp, a: &[f32], out: &mut [f32]) {
                 x * 0.0 + 0.0 * x
             }
         }),
-        UnaryOp::Ceil => map1(
-            out,
-            a,
-            #[inline(always)]
-            |x| f32::ceil(x),
-        ),
-        UnaryOp::Floor => map1(
-            out,
-            a,
-            #[inline(always)]
-            |x| f32::floor(x),
-        ),
-        UnaryOp::Round => map1(
-            out,
-            a,
-            #[inline(always)]
-            |x| f32::round_ties_even(x),
-        ),
-        UnaryOp::Sqrt => map1(
-            out,
-            a,
-            #[inline(always)]
-            |x| f32::sqrt(x),
-        ),
+        UnaryOp::Ceil => map1(out, a, |x| x.ceil()),
+        UnaryOp::Floor => map1(out, a, |x| x.floor()),
+        UnaryOp::Round => map1(out, a, |x| x.round_ties_even()),
+        UnaryOp::Sqrt => map1(out, a, |x| x.sqrt()),
         UnaryOp::Reciprocal => map1(out, a, |x| 1.0 / x),
         UnaryOp::Square => map1(out, a, |x| x * x),
-        UnaryOp::Exp => map1(
-            out,
-            a,
-            #[inline(always)]
-            |x| math::exp(x),
-        ),
+        UnaryOp::Exp => map1(out, a, inlined!(math::exp)),
         UnaryOp::Log => via_f64(out, a, f64::ln),
         UnaryOp::Sin => via_f64(out, a, f64::sin),
         UnaryOp::Cos => via_f64(out, a, f64::cos),
         UnaryOp::Tan => via_f64(out, a, f64::tan),
-        UnaryOp::Tanh => map1(
-            out,
-            a,
-            #[inline(always)]
-            |x| math::tanh(x),
-        ),
-        UnaryOp::Erf => map1(
-            out,
-            a,
-            #[inline(always)]
-            |x| math::erf(x),
-        ),
+        UnaryOp::Tanh => map1(out, a, inlined!(math::tanh)),
+        UnaryOp::Erf => map1(out, a, inlined!(math::erf)),
         UnaryOp::Relu => map1(out, a, |x| if x < 0.0 { 0.0 } else { x }),
-        UnaryOp::Sigmoid => map1(
-            out,
-            a,
-            #[inline(always)]
-            |x| math::sigmoid(x),
-        ),
+        UnaryOp::Sigmoid => map1(out, a, inlined!(math::sigmoid)),
         UnaryOp::Softsign => map1(out, a, |x| x / (1.0 + x.abs())),
         UnaryOp::Softplus => via_f64(out, a, |x| if x > 30.0 { x } else { x.exp().ln_1p() }),
-        UnaryOp::Gelu => map1(
-            out,
-            a,
-            #[inline(always)]
-            |x| 0.5 * x * (1.0 + math::erf(x * std::f32::consts::FRAC_1_SQRT_2)),
-        ),
-        UnaryOp::GeluTanh => map1(
-            out,
-            a,
-            #[inline(always)]
-            |x| math::gelu_tanh(x),
-        ),
+        UnaryOp::Gelu => map1(out, a, inlined!(gelu)),
+        UnaryOp::GeluTanh => map1(out, a, inlined!(math::gelu_tanh)),
         UnaryOp::HardSwish => map1(out, a, |x| x * (x / 6.0 + 0.5).clamp(0.0, 1.0)),
         UnaryOp::Not => map1(out, a, |x| flag(x == 0.0)),
         UnaryOp::IsNaN => map1(out, a, |x| flag(x.is_nan())),
