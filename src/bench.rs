@@ -117,7 +117,6 @@ fn execute(
 
 /// `diamond bench MODEL [--backend B] [--threads N] [--runs N] [--warmup N] [--input-shape ...] [--json]`.
 pub fn run(args: &Args) -> Result<(), Failure> {
-    crate::keep_freed_memory();
     let path = &args.model;
     if args.runs == 0 {
         return Err(bad("--runs must be at least 1"));

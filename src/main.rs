@@ -26,22 +26,6 @@ use clap::{Parser, Subcommand};
 /// time in them (measured with perf on a 180k-node model).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// Tells mimalloc to keep freed memory rather than return it to the system
-/// after its 10 ms delay (`purge_delay` = -1). `run` and `bench` execute a
-/// model many times over: with purging, each run's buffers came back as
-/// fresh pages that the kernel zeroes again — a quarter of squeezenet's
-/// time under perf (`clear_page_erms`).
-pub fn keep_freed_memory() {
-    // `mi_option_purge_delay` in mimalloc's `mi_option_t` (the same in its v2 and v3).
-    const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
-    extern "C" {
-        fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
-    }
-    // SAFETY: mimalloc (linked as the global allocator above) exports this
-    // function; setting an option is thread-safe and takes effect at its next use.
-    unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, -1) }
-}
 use std::path::PathBuf;
 use std::process::ExitCode;
 

@@ -102,7 +102,6 @@ fn bad(message: impl std::fmt::Display) -> Failure {
 
 /// `diamond run MODEL [--input NAME=FILE]... [-o DIR] [--json] [--compare PATH] [--seed N] [--random]`.
 pub fn run(args: &Args) -> Result<(), Failure> {
-    crate::keep_freed_memory();
     let path = &args.model;
     let model = diamond_importers::torch::load::load_any(path, &args.input_shape).map_err(bad)?;
     let graph = model.main_graph().ok_or_else(|| bad(format!("{}: the model has no graph", path.display())))?;
