@@ -4,40 +4,15 @@
 //! from `--input-shape`; bad input (no such model, zero runs or threads, an
 //! input file that does not exist, a shape the model contradicts) exits 2.
 
-use diamond_onnx_proto::tensor_shape_proto::{dimension, Dimension};
-use diamond_onnx_proto::{
-    type_proto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorShapeProto, TypeProto, ValueInfoProto,
-};
+mod common;
+
+use diamond_onnx_proto::{GraphProto, ModelProto, NodeProto, OperatorSetIdProto};
 use prost::Message;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn diamond(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_diamond")).args(args).output().expect("runs diamond")
-}
-
-fn tensor_info(name: &str, dims: &[&str]) -> ValueInfoProto {
-    let dim = dims
-        .iter()
-        .map(|d| Dimension {
-            denotation: None,
-            value: Some(match d.parse::<i64>() {
-                Ok(n) => dimension::Value::DimValue(n),
-                Err(_) => dimension::Value::DimParam(d.to_string()),
-            }),
-        })
-        .collect();
-    ValueInfoProto {
-        name: Some(name.into()),
-        r#type: Some(TypeProto {
-            denotation: None,
-            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
-                elem_type: Some(1),
-                shape: Some(TensorShapeProto { dim }),
-            })),
-        }),
-        ..Default::default()
-    }
 }
 
 /// `y = Relu(x)` with x: float[batch, 3].
@@ -51,8 +26,8 @@ fn relu_model(dir: &Path) -> PathBuf {
     let graph = GraphProto {
         name: Some("relu".into()),
         node: vec![node],
-        input: vec![tensor_info("x", &["batch", "3"])],
-        output: vec![tensor_info("y", &["batch", "3"])],
+        input: vec![common::tensor_info("x", 1, &["batch", "3"])],
+        output: vec![common::tensor_info("y", 1, &["batch", "3"])],
         ..Default::default()
     };
     let model = ModelProto {

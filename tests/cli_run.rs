@@ -9,10 +9,7 @@
 
 mod common;
 
-use diamond_onnx_proto::tensor_shape_proto::{dimension, Dimension};
-use diamond_onnx_proto::{
-    type_proto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorShapeProto, TypeProto, ValueInfoProto,
-};
+use diamond_onnx_proto::{GraphProto, ModelProto, NodeProto, OperatorSetIdProto};
 use prost::Message;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -30,30 +27,6 @@ fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn tensor_info(name: &str, elem: i32, dims: &[&str]) -> ValueInfoProto {
-    let dim = dims
-        .iter()
-        .map(|d| Dimension {
-            denotation: None,
-            value: Some(match d.parse::<i64>() {
-                Ok(n) => dimension::Value::DimValue(n),
-                Err(_) => dimension::Value::DimParam(d.to_string()),
-            }),
-        })
-        .collect();
-    ValueInfoProto {
-        name: Some(name.into()),
-        r#type: Some(TypeProto {
-            denotation: None,
-            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
-                elem_type: Some(elem),
-                shape: Some(TensorShapeProto { dim }),
-            })),
-        }),
-        ..Default::default()
-    }
-}
-
 /// `z = x + y` with x, y: float[batch, 3].
 fn add_model(dir: &Path) -> PathBuf {
     let node = NodeProto {
@@ -65,8 +38,8 @@ fn add_model(dir: &Path) -> PathBuf {
     let graph = GraphProto {
         name: Some("add".into()),
         node: vec![node],
-        input: vec![tensor_info("x", 1, &["batch", "3"]), tensor_info("y", 1, &["batch", "3"])],
-        output: vec![tensor_info("z", 1, &["batch", "3"])],
+        input: vec![common::tensor_info("x", 1, &["batch", "3"]), common::tensor_info("y", 1, &["batch", "3"])],
+        output: vec![common::tensor_info("z", 1, &["batch", "3"])],
         ..Default::default()
     };
     let model = ModelProto {

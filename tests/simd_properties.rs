@@ -6,12 +6,12 @@
 //! intermediate value as a second output — are lowered to kernel programs
 //! and run on both code paths, and must agree with the reference executor.
 
+mod common;
 mod simd;
 
-use diamond_onnx_proto::tensor_shape_proto::{dimension, Dimension};
 use diamond_onnx_proto::{
-    attribute_proto::AttributeType, type_proto, AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto,
-    TensorProto, TensorShapeProto, TypeProto, ValueInfoProto,
+    attribute_proto::AttributeType, AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
+    ValueInfoProto,
 };
 use diamond_runtime::{Data, SplitMix64, Tensor, Value};
 use proptest::prelude::*;
@@ -112,27 +112,7 @@ fn case() -> impl Strategy<Value = Case> {
 }
 
 fn info(name: &str, dims: &[String]) -> ValueInfoProto {
-    let dim = dims
-        .iter()
-        .map(|d| Dimension {
-            denotation: None,
-            value: Some(match d.parse::<i64>() {
-                Ok(n) => dimension::Value::DimValue(n),
-                Err(_) => dimension::Value::DimParam(d.clone()),
-            }),
-        })
-        .collect();
-    ValueInfoProto {
-        name: Some(name.into()),
-        r#type: Some(TypeProto {
-            denotation: None,
-            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
-                elem_type: Some(1),
-                shape: Some(TensorShapeProto { dim }),
-            })),
-        }),
-        ..Default::default()
-    }
+    common::tensor_info(name, 1, &dims.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 fn node(op: &str, inputs: &[&str], output: &str, attrs: Vec<AttributeProto>) -> NodeProto {

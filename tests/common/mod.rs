@@ -1,4 +1,5 @@
-//! Helpers shared by the integration tests: where the fixtures are.
+//! Helpers shared by the integration tests: where the fixtures are, and the
+//! declared tensor type of a hand-built ONNX graph's input or output.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -71,4 +72,32 @@ pub fn npy_tensor(path: &Path) -> tract_onnx::prelude::Tensor {
 pub fn declared_shape_text(ty: &diamond_ir::TypeInfo) -> Option<String> {
     let Some(diamond_ir::TypeValue::Tensor { shape: Some(shape), .. }) = &ty.value else { return None };
     Some(diamond_optimize::text::dims_text(shape))
+}
+
+/// A tensor `ValueInfoProto` of element type `elem` (ONNX's code) and
+/// `dims`: numbers are fixed sizes, anything else a symbol.
+pub fn tensor_info(name: &str, elem: i32, dims: &[&str]) -> diamond_onnx_proto::ValueInfoProto {
+    use diamond_onnx_proto::tensor_shape_proto::{dimension, Dimension};
+    use diamond_onnx_proto::{type_proto, TensorShapeProto, TypeProto, ValueInfoProto};
+    let dim = dims
+        .iter()
+        .map(|d| Dimension {
+            denotation: None,
+            value: Some(match d.parse::<i64>() {
+                Ok(n) => dimension::Value::DimValue(n),
+                Err(_) => dimension::Value::DimParam(d.to_string()),
+            }),
+        })
+        .collect();
+    ValueInfoProto {
+        name: Some(name.into()),
+        r#type: Some(TypeProto {
+            denotation: None,
+            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
+                elem_type: Some(elem),
+                shape: Some(TensorShapeProto { dim }),
+            })),
+        }),
+        ..Default::default()
+    }
 }
