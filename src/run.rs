@@ -23,7 +23,7 @@ use diamond_ir::{DimValue, ElemType, Graph, Model, TypeValue};
 use diamond_runtime::exec::DumpSet;
 use diamond_runtime::{run_planned, Data, Fed, Plan, RunError, RunOptions, RunResult, Tensor, Value};
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// Relative tolerance of `--compare` (the ONNX backend tests' value).
@@ -173,14 +173,8 @@ pub(crate) fn gather_inputs(
     shapes: &[InputShape],
     random_seed: Option<u64>,
 ) -> Result<Vec<(String, Value)>, Failure> {
-    let initialized: HashSet<&str> = graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
-    let declared: Vec<&str> = graph
-        .inputs
-        .iter()
-        .filter_map(|i| i.value)
-        .map(|v| graph.value_name(v))
-        .filter(|n| !initialized.contains(n))
-        .collect();
+    let declared: Vec<&str> =
+        graph.required_inputs().iter().filter_map(|i| i.value).map(|v| graph.value_name(v)).collect();
     let mut fed = read_inputs(graph, &declared, inputs)?;
     if let Some(seed) = random_seed {
         generate(graph, &declared, &mut fed, shapes, seed)?;

@@ -154,6 +154,14 @@ impl Graph {
     pub fn name(&self) -> &str {
         self.name.as_deref().unwrap_or("")
     }
+
+    /// The declared inputs that no initializer gives a default, in
+    /// declaration order: what a run of the graph must be fed.
+    pub fn required_inputs(&self) -> Vec<&ValueInfo> {
+        let initialized: std::collections::HashSet<&str> =
+            self.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
+        self.inputs.iter().filter(|i| i.value.is_some_and(|v| !initialized.contains(self.value_name(v)))).collect()
+    }
 }
 
 impl Node {

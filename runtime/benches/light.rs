@@ -23,8 +23,7 @@ fn light(c: &mut Criterion) {
         let path = dir.join(format!("{name}.onnx"));
         let model = diamond_importers::onnx::load_model(&path).unwrap();
         let graph = model.main_graph().unwrap();
-        let initialized: Vec<&str> = graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
-        let input = graph.inputs.iter().find(|vi| !initialized.contains(&graph.value_name(vi.value.unwrap()))).unwrap();
+        let input = graph.required_inputs()[0];
         let Some(TypeValue::Tensor { shape: Some(shape), .. }) = input.ty.as_ref().and_then(|t| t.value.as_ref())
         else {
             continue;

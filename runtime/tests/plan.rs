@@ -29,13 +29,7 @@ fn fed(inputs: &[(String, Value)]) -> Vec<(String, Fed)> {
 /// Names of the graph inputs that are not initializers, in order.
 fn input_names(model: &Model) -> Vec<String> {
     let graph = model.main_graph().unwrap();
-    let initialized: Vec<&str> = graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
-    graph
-        .inputs
-        .iter()
-        .map(|i| graph.value_name(i.value.unwrap()).to_string())
-        .filter(|n| !initialized.contains(&n.as_str()))
-        .collect()
+    graph.required_inputs().iter().map(|i| graph.value_name(i.value.unwrap()).to_string()).collect()
 }
 
 /// Plans and runs `model` on `inputs`; with `every_value`, keeps every

@@ -74,16 +74,12 @@ pub fn agree(got: &Value, want: &Value, rtol: f64, atol: f64) -> Result<(), Stri
 /// unknown sizes to 1.
 pub fn random_inputs(model: &Model, seed: u64) -> Option<Vec<(String, Value)>> {
     let graph = model.main_graph()?;
-    let initialized: Vec<&str> = graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
     let mut rng = SplitMix64(seed);
     let mut symbols: HashMap<String, usize> = HashMap::new();
     let mut out = Vec::new();
-    for info in &graph.inputs {
+    for info in graph.required_inputs() {
         let Some(v) = info.value else { continue };
         let name = graph.value_name(v);
-        if initialized.contains(&name) {
-            continue;
-        }
         let Some(TypeValue::Tensor { elem: Some(elem), shape: Some(shape) }) =
             info.ty.as_ref().and_then(|t| t.value.as_ref())
         else {
@@ -121,14 +117,8 @@ pub fn read(path: &std::path::Path) -> Result<Tensor, String> {
 pub fn export_inputs(model: &Model, path: &std::path::Path) -> Option<Vec<(String, Value)>> {
     let graph = model.main_graph()?;
     let stem = path.file_stem()?.to_string_lossy().into_owned();
-    let initialized: Vec<&str> = graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
-    let names: Vec<&str> = graph
-        .inputs
-        .iter()
-        .filter_map(|i| i.value)
-        .map(|v| graph.value_name(v))
-        .filter(|n| !initialized.contains(n))
-        .collect();
+    let names: Vec<&str> =
+        graph.required_inputs().iter().filter_map(|i| i.value).map(|v| graph.value_name(v)).collect();
     let mut out = Vec::new();
     for (i, name) in names.iter().enumerate() {
         let file = path.with_file_name(format!("{stem}.input_{i}.npy"));
