@@ -17,7 +17,7 @@ use crate::run::{gather_inputs, Backend};
 use crate::Failure;
 use diamond_importers::torch::lower::InputShape;
 use diamond_ir::Model;
-use diamond_runtime::simd::Session;
+use diamond_runtime::simd::{Session, StepTime};
 use diamond_runtime::{run_planned, Fed, Plan, RunError, RunOptions, Value};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -82,8 +82,6 @@ impl Latency {
 /// What one measured run of the backend returns.
 struct Measured {
     peak_bytes: u64,
-    /// Time per kernel or group, where the backend keeps it.
-    profile: Option<Vec<(String, Duration)>>,
     /// The executor that actually ran.
     executor: &'static str,
 }
@@ -106,11 +104,11 @@ fn execute(
     match prepared {
         Prepared::Simd(session) => {
             let run = session.run(fed)?;
-            Ok(Measured { peak_bytes: run.peak_bytes, profile: None, executor: "simd" })
+            Ok(Measured { peak_bytes: run.peak_bytes, executor: "simd" })
         }
         Prepared::Reference => {
             let result = run_planned(model, plan, fed, &RunOptions::default())?;
-            Ok(Measured { peak_bytes: result.peak_bytes, profile: None, executor: "reference" })
+            Ok(Measured { peak_bytes: result.peak_bytes, executor: "reference" })
         }
     }
 }
@@ -157,6 +155,11 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             let mut times = Vec::with_capacity(args.runs);
             let mut last = None;
             for i in 0..args.warmup + args.runs {
+                if i == args.warmup && args.profile {
+                    if let Prepared::Simd(session) = &mut prepared {
+                        session.start_profiling();
+                    }
+                }
                 let inputs = fed.clone();
                 let start = Instant::now();
                 let measured = execute(&mut prepared, &model, &plan, inputs)?;
@@ -175,15 +178,24 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         let _ = &fed;
         Err("this diamond was built without the `tract` feature".to_string())
     };
-    report(args, threads, &latency, &last, &tract);
+    let profile = match &prepared {
+        Prepared::Simd(session) if args.profile => Some(session.profile()),
+        _ => None,
+    };
+    report(args, threads, &latency, &last, &tract, profile.as_deref());
     Ok(())
 }
 
-fn report(args: &Args, threads: usize, latency: &Latency, last: &Measured, tract: &Result<Latency, String>) {
+fn report(
+    args: &Args,
+    threads: usize,
+    latency: &Latency,
+    last: &Measured,
+    tract: &Result<Latency, String>,
+    profile: Option<&[StepTime]>,
+) {
     let throughput = 1.0 / latency.median.as_secs_f64().max(1e-12);
-    let profile = |p: &[(String, Duration)]| -> Vec<(String, f64)> {
-        p.iter().map(|(name, d)| (name.clone(), d.as_secs_f64() * 1e3)).collect()
-    };
+    let profile = profile.map(|steps| crate::bench_profile::Profile::of(steps, args.runs));
     if args.json {
         let value = serde_json::json!({
             "model": args.model.display().to_string(),
@@ -198,7 +210,7 @@ fn report(args: &Args, threads: usize, latency: &Latency, last: &Measured, tract
             "tract_threads": 1,
             "tract_latency_ms": tract.as_ref().ok().map(Latency::json),
             "tract_error": tract.as_ref().err(),
-            "profile_ms": if args.profile { last.profile.as_deref().map(profile) } else { None },
+            "profile_ms": profile.as_ref().map(|p| p.json()),
         });
         crate::emit(&format!("{value:#}\n"));
         return;
@@ -222,13 +234,9 @@ fn report(args: &Args, threads: usize, latency: &Latency, last: &Measured, tract
         Err(reason) => text.push_str(&format!("  tract: not run: {reason}\n")),
     }
     if args.profile {
-        match &last.profile {
-            Some(p) => {
-                for (name, ms) in profile(p) {
-                    text.push_str(&format!("  {ms:>10.3} ms  {name}\n"));
-                }
-            }
-            None => text.push_str(&format!("  profile: the {} executor keeps no per-kernel times\n", last.executor)),
+        match &profile {
+            Some(p) => text.push_str(&p.text(latency.median)),
+            None => text.push_str(&format!("  profile: the {} executor keeps no per-step times\n", last.executor)),
         }
     }
     crate::emit(&text);

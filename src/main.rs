@@ -7,6 +7,7 @@
 //! file and the problem.
 
 mod bench;
+mod bench_profile;
 #[cfg(feature = "tract")]
 mod bench_tract;
 mod bind;

@@ -96,3 +96,37 @@ fn bad_input_exits_2_with_a_message() {
         assert!(err.contains(needle), "{args:?}: {err}");
     }
 }
+
+/// `--profile` on a light CNN: every step of the session is listed once,
+/// the step times add up to no more than the measured latency allows, and
+/// the convolutions show as contraction steps with their node names.
+#[test]
+fn profile_lists_every_step_with_its_kind_and_nodes() {
+    let model = common::root().join("fixtures/light/light_squeezenet.onnx");
+    let args =
+        ["bench", model.to_str().unwrap(), "--json", "--runs", "2", "--warmup", "1", "--threads", "1", "--profile"];
+    let out = diamond(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let p = &v["profile_ms"];
+    let steps = p["steps"].as_array().expect("steps");
+    assert!(steps.len() >= 20, "{p}");
+    let mut indices: Vec<u64> = steps.iter().map(|s| s["step"].as_u64().unwrap()).collect();
+    indices.sort();
+    assert_eq!(indices, (0..steps.len() as u64).collect::<Vec<_>>(), "each step once");
+    let ms: Vec<f64> = steps.iter().map(|s| s["ms"].as_f64().unwrap()).collect();
+    assert!(ms.windows(2).all(|w| w[0] >= w[1]), "slowest first: {ms:?}");
+    let total = p["total"].as_f64().unwrap();
+    assert!((total - ms.iter().sum::<f64>()).abs() < 1e-6 * total.max(1.0));
+    // the steps run inside the measured runs: their mean cannot exceed the slowest run
+    assert!(0.0 < total && total <= v["latency_ms"]["p90"].as_f64().unwrap() * 1.001, "{v}");
+    let convs = steps.iter().filter(|s| s["kind"] == "contraction" && s["ops"] == "Conv").count();
+    assert!(convs >= 20, "{convs} conv steps: {p}");
+    assert!(steps.iter().all(|s| !s["nodes"].as_str().unwrap().is_empty() || s["kind"] != "contraction"));
+    let groups: f64 = p["groups"].as_array().unwrap().iter().map(|g| g["ms"].as_f64().unwrap()).sum();
+    assert!((groups - total).abs() < 1e-6 * total.max(1.0));
+
+    let text = diamond(&[&args[..2], &["--runs", "1", "--profile"]].concat());
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("slowest steps:") && text.contains("contraction Conv"), "{text}");
+}

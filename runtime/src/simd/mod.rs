@@ -28,10 +28,12 @@ pub mod gemm;
 pub mod im2col;
 pub mod math;
 pub mod portable_gemm;
+pub mod profile;
 pub mod reduce;
 pub mod session;
 pub mod tile;
 
+pub use profile::{StepKind, StepTime};
 pub use session::{Coverage, Session, SessionRun};
 
 /// How the backend runs.

@@ -12,6 +12,7 @@
 //! values) is measured as the reference executor measures it.
 
 use super::bind::{bind, Bound};
+use super::profile::{first_names, op_list, StepKind, StepTime};
 use super::tile::{Dst, Src};
 use super::{contraction, elementwise, reduce, Options};
 use crate::error::{Result, RunError};
@@ -23,6 +24,7 @@ use crate::tensor::{Data, Tensor, Value};
 use diamond_ir::entity::EntityId;
 use diamond_ir::{ElemType, Model, NodeId, ValueId};
 use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
 
 /// The most dead buffers a session keeps for reuse.
 const POOL_BUFFERS: usize = 32;
@@ -83,6 +85,8 @@ pub struct Session<'m> {
     pool: Vec<Vec<f32>>,
     simd: bool,
     coverage: Coverage,
+    /// Each step's total time over the runs since profiling was turned on.
+    times: Option<Vec<Duration>>,
 }
 
 fn idx(id: ValueId) -> usize {
@@ -160,6 +164,7 @@ impl<'m> Session<'m> {
             pool: Vec::new(),
             simd: options.use_simd(),
             coverage,
+            times: None,
         };
         session.hoist_constants()?;
         session.frees = frees(model, &session.steps, &session.outputs);
@@ -216,7 +221,7 @@ impl<'m> Session<'m> {
         }
         self.frees = vec![Vec::new(); hoisted.len()];
         let (mut live, mut peak) = (self.resident, self.resident);
-        self.run_each(&hoisted, &mut live, &mut peak)?;
+        self.run_each(&hoisted, &mut live, &mut peak, false)?;
         let mut needed: HashSet<ValueId> = self.outputs.iter().copied().collect();
         for step in &self.steps {
             needed.extend(step_reads(model, step));
@@ -239,6 +244,36 @@ impl<'m> Session<'m> {
     /// How the steps are carried out.
     pub fn coverage(&self) -> &Coverage {
         &self.coverage
+    }
+
+    /// Starts timing every step of the following runs, from zero (a second
+    /// call starts over: call it after the warm-up runs).
+    pub fn start_profiling(&mut self) {
+        self.times = Some(vec![Duration::ZERO; self.steps.len()]);
+    }
+
+    /// Each step's total time since [`Session::start_profiling`], in the
+    /// session's order; empty when profiling was never started.
+    pub fn profile(&self) -> Vec<StepTime> {
+        let Some(times) = &self.times else { return Vec::new() };
+        let graph = self.frame.graph;
+        self.steps
+            .iter()
+            .zip(times)
+            .enumerate()
+            .map(|(index, (step, &total))| {
+                let kind = match step {
+                    Planned::Program(r) if r.program.reduce.is_empty() => StepKind::Elementwise,
+                    Planned::Program(_) => StepKind::Reduction,
+                    Planned::Contraction(..) => StepKind::Contraction,
+                    Planned::Nodes(_) => StepKind::Reference,
+                };
+                let nodes = step_nodes(step);
+                let ops: Vec<&str> = nodes.iter().map(|&n| graph.nodes[n].op_type.as_deref().unwrap_or("?")).collect();
+                let names: Vec<&str> = nodes.iter().map(|&n| graph.nodes[n].name.as_deref().unwrap_or("")).collect();
+                StepTime { index, kind, ops: op_list(&ops), nodes: first_names(&names), total }
+            })
+            .collect()
     }
 
     /// Runs on `inputs`, which must have the shapes the session was made for.
@@ -299,13 +334,17 @@ impl<'m> Session<'m> {
 
     fn run_steps(&mut self, live: &mut u64, peak: &mut u64) -> Result<()> {
         let steps = std::mem::take(&mut self.steps);
-        let result = self.run_each(&steps, live, peak);
+        let result = self.run_each(&steps, live, peak, true);
         self.steps = steps;
         result
     }
 
-    fn run_each(&mut self, steps: &[Planned], live: &mut u64, peak: &mut u64) -> Result<()> {
+    /// Runs `steps` in order; `timed` adds each step's time to the profile
+    /// when one is kept (the hoisted steps are not timed).
+    fn run_each(&mut self, steps: &[Planned], live: &mut u64, peak: &mut u64, timed: bool) -> Result<()> {
+        let timed = timed && self.times.is_some();
         for (s, step) in steps.iter().enumerate() {
+            let start = timed.then(Instant::now);
             let made = match step {
                 Planned::Program(r) => match self.run_program(r)? {
                     Some(made) => made,
@@ -314,6 +353,9 @@ impl<'m> Session<'m> {
                 Planned::Nodes(nodes) => self.run_nodes(nodes, peak, *live)?,
                 Planned::Contraction(node, op) => self.run_contraction(*node, *op, peak, *live)?,
             };
+            if let (Some(start), Some(times)) = (start, self.times.as_mut()) {
+                times[s] += start.elapsed();
+            }
             *live += made;
             *peak = (*peak).max(*live);
             for k in 0..self.frees[s].len() {
