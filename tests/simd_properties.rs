@@ -26,7 +26,13 @@ enum Op {
     /// `Where(extra_k > 0, chain, extra_k)`.
     Select(usize),
     Clip(i8, i8),
+    /// `Pow(chain, EXPONENTS[k])` (of `Abs(chain)` for fractional exponents).
+    Pow(usize),
 }
+
+/// Exponents of the `Pow` ops: the small integers and the square root the
+/// tile evaluator computes by multiplication, and one it leaves to `powf`.
+const EXPONENTS: &[f32] = &[2.0, 3.0, 4.0, -1.0, 0.5, 1.5];
 
 #[derive(Clone, Debug)]
 enum Red {
@@ -79,6 +85,7 @@ fn case() -> impl Strategy<Value = Case> {
                 (0..BINARY.len(), 0..3usize).prop_map(|(o, k)| Op::Binary(o, k)),
                 (0..3usize).prop_map(Op::Select),
                 (-3i8..0, 0i8..3).prop_map(|(a, b)| Op::Clip(a, b)),
+                (0..EXPONENTS.len()).prop_map(Op::Pow),
             ],
             1..=8,
         );
@@ -219,6 +226,17 @@ fn build(c: &Case) -> (diamond_ir::Model, Vec<(String, Value)>, usize) {
                 }
             }
             Op::Binary(b, k) => nodes.push(node(BINARY[*b], &[&cur, &extra(*k)], &out, vec![])),
+            Op::Pow(k) => {
+                let e = EXPONENTS[*k];
+                inits.push(floats(&format!("{out}e"), vec![], vec![e]));
+                let base = if e.fract() != 0.0 {
+                    nodes.push(node("Abs", &[&cur], &format!("{out}a"), vec![]));
+                    format!("{out}a")
+                } else {
+                    cur.clone()
+                };
+                nodes.push(node("Pow", &[&base, &format!("{out}e")], &out, vec![]));
+            }
             Op::Select(k) => {
                 let e = extra(*k);
                 inits.push(floats(&format!("{out}z"), vec![], vec![0.0]));

@@ -60,7 +60,8 @@ fn chain() -> Program {
 
 fn run_chain(p: &Program, b: &Bound, x: &[f32], y: &mut [f32], simd: bool) {
     // SAFETY: x and y hold N floats, what the program was bound for.
-    unsafe { elementwise::run(p, b, &[Src::F32(x.as_ptr())], &[Dst::F32(y.as_mut_ptr())], simd) }
+    let order = elementwise::Order::of(p);
+    unsafe { elementwise::run(p, &order, b, &[Src::F32(x.as_ptr())], &[Dst::F32(y.as_mut_ptr())], simd) }
 }
 
 fn copy(x: &[f32], y: &mut [f32]) {

@@ -16,18 +16,35 @@ pub const CHUNK: usize = 1 << 14;
 /// MiB, shared), and the stores then cost no read of the destination.
 pub const STREAM_BYTES: usize = 16 << 20;
 
-/// Runs elementwise program `p` bound as `b`, reading `srcs` and writing `dsts`.
+/// The order of evaluation of an elementwise program, worked out once when
+/// the program is bound: the instructions that vary with no axis (evaluated
+/// once and splatted), then the rest (evaluated per tile).
+pub struct Order {
+    uniform: Vec<usize>,
+    varying: Vec<usize>,
+}
+
+impl Order {
+    /// The order of `p`'s instructions.
+    pub fn of(p: &Program) -> Order {
+        let levels = p.levels();
+        let uniform = (0..p.body.len()).filter(|&i| levels[i] == Level::Uniform).collect();
+        let varying = (0..p.body.len()).filter(|&i| levels[i] != Level::Uniform).collect();
+        Order { uniform, varying }
+    }
+}
+
+/// Runs elementwise program `p` bound as `b` in order `order` (of `p`),
+/// reading `srcs` and writing `dsts`.
 ///
 /// # Safety
 /// `srcs` and `dsts` point at buffers of the lengths `b` was checked
 /// against.
-pub unsafe fn run(p: &Program, b: &Bound, srcs: &[Src], dsts: &[Dst], simd: bool) {
+pub unsafe fn run(p: &Program, order: &Order, b: &Bound, srcs: &[Src], dsts: &[Dst], simd: bool) {
     if b.empty {
         return;
     }
-    let levels = p.levels();
-    let uniform: Vec<usize> = (0..p.body.len()).filter(|&i| levels[i] == Level::Uniform).collect();
-    let varying: Vec<usize> = (0..p.body.len()).filter(|&i| levels[i] != Level::Uniform).collect();
+    let (uniform, varying) = (&order.uniform, &order.varying);
     let r = b.extents.len();
     let inner = if r == 0 { 1 } else { b.extents[r - 1] };
     let outer = &b.extents[..r.saturating_sub(1)];
@@ -48,8 +65,8 @@ pub unsafe fn run(p: &Program, b: &Bound, srcs: &[Src], dsts: &[Dst], simd: bool
     let streaming = stream.contains(&true);
     let init = || {
         let mut regs = Registers::new(p.body.len() * TILE);
-        tile::eval(simd, &p.body, &uniform, &mut regs, 1, srcs, &base_offs, &op_inner);
-        for &i in &uniform {
+        tile::eval(simd, &p.body, uniform, &mut regs, 1, srcs, &base_offs, &op_inner);
+        for &i in uniform {
             let v = regs[i * TILE];
             regs[i * TILE..(i + 1) * TILE].fill(v);
         }
@@ -81,7 +98,7 @@ pub unsafe fn run(p: &Program, b: &Bound, srcs: &[Src], dsts: &[Dst], simd: bool
                 for k in 0..offs.len() {
                     offs[k] = row_offs[k] + c as isize * op_inner[k];
                 }
-                tile::eval(simd, &p.body, &varying, regs, n, srcs, &offs, &op_inner);
+                tile::eval(simd, &p.body, varying, regs, n, srcs, &offs, &op_inner);
                 for (j, out) in p.outputs.iter().enumerate() {
                     let reg = &regs[out.source * TILE..][..n];
                     let at = out_offs[j] + c as isize * out_inner[j];

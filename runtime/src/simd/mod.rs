@@ -30,6 +30,7 @@ pub mod math;
 pub mod portable_gemm;
 pub mod profile;
 pub mod reduce;
+pub mod reduce_lanes;
 pub mod session;
 pub mod tile;
 

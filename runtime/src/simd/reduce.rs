@@ -13,21 +13,23 @@ use super::tile::{self, Dst, Registers, Src, TILE};
 use crate::kernel::{Combiner, Inst, Level, Program};
 use rayon::prelude::*;
 
-/// The order of evaluation of a reduction program.
-struct Phases {
+/// The order of evaluation of a reduction program, worked out once when the
+/// program is bound.
+pub struct Phases {
     /// Outer-level instructions without reductions.
-    pre: Vec<usize>,
+    pub pre: Vec<usize>,
     /// Per depth: full-level instructions to evaluate in its sweep, its
     /// reductions, and the outer-level instructions after it.
-    sweeps: Vec<(Vec<usize>, Vec<usize>, Vec<usize>)>,
+    pub sweeps: Vec<(Vec<usize>, Vec<usize>, Vec<usize>)>,
     /// Full-level instructions the full-space outputs need.
-    last: Vec<usize>,
+    pub last: Vec<usize>,
     /// Outputs written in the last sweep, and those written per outer point.
-    full_outputs: Vec<usize>,
-    outer_outputs: Vec<usize>,
+    pub full_outputs: Vec<usize>,
+    pub outer_outputs: Vec<usize>,
 }
 
-fn phases(p: &Program) -> Phases {
+/// The phases of reduction program `p`.
+pub fn phases(p: &Program) -> Phases {
     let levels = p.levels();
     let depths = p.depths();
     let max_depth = depths.iter().copied().max().unwrap_or(0);
@@ -153,15 +155,19 @@ impl Scratch {
     }
 }
 
-/// Runs reduction program `p` bound as `b`.
+/// Runs reduction program `p` bound as `b` in phases `ph` (of `p`): rows
+/// short enough run with lanes over the outer points
+/// ([`super::reduce_lanes`]), the others one outer point at a time.
 ///
 /// # Safety
 /// As [`super::elementwise::run`].
-pub unsafe fn run(p: &Program, b: &Bound, srcs: &[Src], dsts: &[Dst], simd: bool) {
+pub unsafe fn run(p: &Program, ph: &Phases, b: &Bound, srcs: &[Src], dsts: &[Dst], simd: bool) {
     if b.empty {
         return;
     }
-    let ph = phases(p);
+    if super::reduce_lanes::suits(b) {
+        return super::reduce_lanes::run(p, ph, b, srcs, dsts, simd);
+    }
     let outer = &b.extents[..b.n_outer];
     let red = &b.extents[b.n_outer..];
     let n_points: usize = outer.iter().product();

@@ -32,9 +32,19 @@ const POOL_BUFFERS: usize = 32;
 /// A program ready to run.
 pub(crate) struct Ready {
     program: Program,
+    /// The order its instructions are evaluated in, worked out once.
+    schedule: Schedule,
     bound: Bound,
     operands: Vec<ValueId>,
     outputs: Vec<ValueId>,
+}
+
+/// How a bound program's instructions are evaluated.
+pub(crate) enum Schedule {
+    /// Uniform instructions once, the rest per tile.
+    Elementwise(elementwise::Order),
+    /// Sweeps of the reduction axes.
+    Reduce(reduce::Phases),
 }
 
 /// One step as the session runs it.
@@ -448,10 +458,9 @@ impl<'m> Session<'m> {
         // lengths; each output buffer has capacity for its elements, and
         // every element is written (outputs are dense over their axes).
         unsafe {
-            if r.program.reduce.is_empty() {
-                elementwise::run(&r.program, &r.bound, &srcs, &dsts, self.simd);
-            } else {
-                reduce::run(&r.program, &r.bound, &srcs, &dsts, self.simd);
+            match &r.schedule {
+                Schedule::Elementwise(order) => elementwise::run(&r.program, order, &r.bound, &srcs, &dsts, self.simd),
+                Schedule::Reduce(phases) => reduce::run(&r.program, phases, &r.bound, &srcs, &dsts, self.simd),
             }
         }
         let mut made = 0;
@@ -525,7 +534,12 @@ fn ready(model: &Model, p: &Program, value_of: &dyn Fn(&str) -> Option<i64>) -> 
     }
     let operands = p.operands.iter().map(|o| graph.value_named(&o.value)).collect::<Option<Vec<_>>>()?;
     let outputs = p.outputs.iter().map(|o| graph.value_named(&o.view.value)).collect::<Option<Vec<_>>>()?;
-    Some(Ready { program: p.clone(), bound, operands, outputs })
+    let schedule = if p.reduce.is_empty() {
+        Schedule::Elementwise(elementwise::Order::of(p))
+    } else {
+        Schedule::Reduce(reduce::phases(p))
+    };
+    Some(Ready { program: p.clone(), schedule, bound, operands, outputs })
 }
 
 /// The graph nodes a step computes.

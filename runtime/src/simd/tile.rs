@@ -354,6 +354,16 @@ fn unary(op: UnaryOp, a: &[f32], out: &mut [f32]) {
                 }
             })
         }
+        // Small integer powers (GPT-2's tanh GELU cubes) and square roots as
+        // multiplications, which vectorize, instead of a `pow` call per element.
+        UnaryOp::PowConst(p) if p == 1.0 => map1(out, a, |x| x),
+        UnaryOp::PowConst(p) if p == 2.0 => map1(out, a, |x| x * x),
+        UnaryOp::PowConst(p) if p == 3.0 => map1(out, a, |x| x * x * x),
+        UnaryOp::PowConst(p) if p == 4.0 => map1(out, a, |x| (x * x) * (x * x)),
+        UnaryOp::PowConst(p) if p == -1.0 => map1(out, a, |x| 1.0 / x),
+        UnaryOp::PowConst(p) if p == 0.5 => {
+            map1(out, a, |x| if x == f32::NEG_INFINITY { f32::INFINITY } else { x.sqrt() })
+        }
         UnaryOp::PowConst(p) => via_f64(out, a, |x| x.powf(p)),
     }
 }
