@@ -9,6 +9,7 @@
 
 use super::bind::{offset_of, Bound};
 use super::elementwise::CHUNK;
+use super::reduce_lanes::LanePhases;
 use super::tile::{self, Dst, Registers, Src, TILE};
 use crate::kernel::{Combiner, Inst, Level, Program};
 use rayon::prelude::*;
@@ -26,6 +27,8 @@ pub struct Phases {
     /// Outputs written in the last sweep, and those written per outer point.
     pub full_outputs: Vec<usize>,
     pub outer_outputs: Vec<usize>,
+    /// The same, split for the lane-wise runner.
+    pub lanes: LanePhases,
 }
 
 /// The phases of reduction program `p`.
@@ -53,7 +56,8 @@ pub fn phases(p: &Program) -> Phases {
         (0..p.body.len()).filter(|&i| need[i]).collect()
     };
     let is_reduce = |i: usize| matches!(p.body[i].inst, Inst::Reduce(..));
-    let pre = (0..p.body.len()).filter(|&i| levels[i] != Level::Full && depths[i] == 0 && !is_reduce(i)).collect();
+    let pre: Vec<usize> =
+        (0..p.body.len()).filter(|&i| levels[i] != Level::Full && depths[i] == 0 && !is_reduce(i)).collect();
     let mut sweeps = Vec::new();
     for d in 1..=max_depth {
         let reduces: Vec<usize> = (0..p.body.len()).filter(|&i| is_reduce(i) && depths[i] == d).collect();
@@ -66,7 +70,9 @@ pub fn phases(p: &Program) -> Phases {
     let full_outputs: Vec<usize> = (0..p.outputs.len()).filter(|&j| out_levels[j] == Level::Full).collect();
     let outer_outputs = (0..p.outputs.len()).filter(|&j| out_levels[j] != Level::Full).collect();
     let roots: Vec<usize> = full_outputs.iter().map(|&j| p.outputs[j].source).collect();
-    Phases { pre, sweeps, last: needed(&roots), full_outputs, outer_outputs }
+    let last = needed(&roots);
+    let lanes = LanePhases::of(p, &pre, &sweeps, &last);
+    Phases { pre, sweeps, last, full_outputs, outer_outputs, lanes }
 }
 
 /// A reduction's running value.
@@ -166,7 +172,7 @@ pub unsafe fn run(p: &Program, ph: &Phases, b: &Bound, srcs: &[Src], dsts: &[Dst
         return;
     }
     if super::reduce_lanes::suits(b) {
-        return super::reduce_lanes::run(p, ph, b, srcs, dsts, simd);
+        return super::reduce_lanes::run(p, ph, &ph.lanes, b, srcs, dsts, simd);
     }
     let outer = &b.extents[..b.n_outer];
     let red = &b.extents[b.n_outer..];
