@@ -1,32 +1,46 @@
-//! Reductions over short rows, with the outer points as the lanes.
+//! Reductions over short rows, many rows to a tile.
 //!
 //! [`super::reduce`] walks one outer point at a time and sweeps its
 //! reduction axes in tiles: right for long rows, but a LayerNormalization
-//! over 16 channels or a Softmax over 7 keys then pays the per-point cost
+//! over 32 channels or a Softmax over 7 keys then pays the per-point cost
 //! (offsets, a handful of tile evaluations, accumulators) for a few dozen
-//! flops, and rows shorter than a vector run scalar. Here a tile's lanes
-//! are up to [`TILE`] consecutive outer points (across any outer axes):
-//! each reduction point is one evaluation of the sweep's instructions over
-//! all the lanes, folded lane by lane into per-lane accumulators; values of
-//! the outer axes alone are simply lane values, never splatted. Operands
-//! are gathered into their registers by per-lane offsets (a copy where the
-//! lanes are contiguous), so the rest of the body runs on the vectorized
-//! tile evaluator. Results are the row-wise runner's (sums in `f64` per lane).
+//! flops, and rows shorter than a vector run scalar. Here one tile holds
+//! `lanes` outer points (consecutive, across any outer axes) times a chunk
+//! of `chunk` reduction points along the innermost reduction axis, laid
+//! out lane-major (point `t * chunk + j`), so a sweep over rows of 32 is one
+//! evaluation per 8 rows instead of one per row. Every instruction is
+//! evaluated over the whole tile (values of the outer axes alone repeat
+//! along the chunk); reductions fold each lane's chunk into per-lane
+//! accumulators and are written back repeated. Operands are gathered into
+//! their registers per lane (a copy where the chunk is contiguous), so the
+//! body runs on the vectorized tile evaluator. Sums accumulate in `f32`
+//! within a chunk and in `f64` across chunks, as the row-wise runner does.
 
 use super::bind::{offset_of, Bound};
 use super::tile::{self, Dst, Registers, Src, TILE};
 use crate::kernel::{Combiner, Inst, Program};
 use rayon::prelude::*;
 
-/// Rows this short or shorter may run with lanes over the outer points.
-const SHORT_ROW: usize = 64;
+/// Rows this long or shorter run many to a tile.
+const SHORT_ROW: usize = 128;
 
-/// Whether `b` suits the lane-wise runner: short reduction rows, and at
-/// least as many outer points as a row is long (the lanes are then the
-/// wider vector; measured on the exports' LayerNormalizations and Softmaxes).
+/// Lanes a tile aims for (fewer when the model has fewer outer points).
+const MIN_LANES: usize = 8;
+
+/// Whether `b` suits the tiled-rows runner: rows of at most [`SHORT_ROW`]
+/// points, and more than one of them.
 pub fn suits(b: &Bound) -> bool {
     let points: usize = b.extents[..b.n_outer].iter().product();
-    b.reduce_count <= SHORT_ROW && points >= b.reduce_count
+    b.reduce_count <= SHORT_ROW && points >= 2
+}
+
+/// The tile's shape for `points` outer points with innermost reduction
+/// axis `inner`: (lanes, chunk), the chunk a divisor of `inner` (so a chunk
+/// never crosses that axis) as long as it leaves room for the lanes aimed for.
+fn tile_shape(points: usize, inner: usize) -> (usize, usize) {
+    let most = TILE / points.clamp(1, MIN_LANES);
+    let chunk = (1..=inner.min(most)).rev().find(|d| inner % d == 0).unwrap_or(1);
+    (points.min(TILE / chunk), chunk)
 }
 
 /// A list of instructions split for the lane-wise runner: the operand
@@ -85,37 +99,36 @@ fn start(c: Combiner) -> f64 {
     }
 }
 
-/// Folds register values `xs` into accumulators `acc`, lane by lane.
+/// Folds register values `xs` (lane `t`'s chunk at `t * chunk`) into
+/// per-lane accumulators `acc`.
 #[inline(always)]
-fn fold_body(c: Combiner, acc: &mut [f64], xs: &[f32]) {
-    match c {
-        Combiner::Sum | Combiner::Mean => acc.iter_mut().zip(xs).for_each(|(a, &x)| *a += f64::from(x)),
-        Combiner::Prod => acc.iter_mut().zip(xs).for_each(|(a, &x)| *a *= f64::from(x)),
-        Combiner::Max => acc.iter_mut().zip(xs).for_each(|(a, &x)| {
-            let x = f64::from(x);
-            *a = if a.is_nan() || x.is_nan() { f64::NAN } else { a.max(x) };
-        }),
-        Combiner::Min => acc.iter_mut().zip(xs).for_each(|(a, &x)| {
-            let x = f64::from(x);
-            *a = if a.is_nan() || x.is_nan() { f64::NAN } else { a.min(x) };
-        }),
+fn fold_body(c: Combiner, acc: &mut [f64], xs: &[f32], chunk: usize) {
+    let nan_max = |a: f32, x: f32| if a.is_nan() || x.is_nan() { f32::NAN } else { a.max(x) };
+    let nan_min = |a: f32, x: f32| if a.is_nan() || x.is_nan() { f32::NAN } else { a.min(x) };
+    for (a, xs) in acc.iter_mut().zip(xs.chunks_exact(chunk)) {
+        match c {
+            Combiner::Sum | Combiner::Mean => *a += f64::from(xs.iter().sum::<f32>()),
+            Combiner::Prod => *a = xs.iter().fold(*a, |a, &x| a * f64::from(x)),
+            Combiner::Max => *a = f64::from(xs.iter().fold(*a as f32, |a, &x| nan_max(a, x))),
+            Combiner::Min => *a = f64::from(xs.iter().fold(*a as f32, |a, &x| nan_min(a, x))),
+        }
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn fold_avx2(c: Combiner, acc: &mut [f64], xs: &[f32]) {
-    fold_body(c, acc, xs)
+unsafe fn fold_avx2(c: Combiner, acc: &mut [f64], xs: &[f32], chunk: usize) {
+    fold_body(c, acc, xs, chunk)
 }
 
-fn fold(simd: bool, c: Combiner, acc: &mut [f64], xs: &[f32]) {
+fn fold(simd: bool, c: Combiner, acc: &mut [f64], xs: &[f32], chunk: usize) {
     #[cfg(target_arch = "x86_64")]
     if simd {
         // SAFETY: `simd` is set only when the processor has AVX2 and FMA.
-        return unsafe { fold_avx2(c, acc, xs) };
+        return unsafe { fold_avx2(c, acc, xs, chunk) };
     }
     let _ = simd;
-    fold_body(c, acc, xs)
+    fold_body(c, acc, xs, chunk)
 }
 
 /// The reduction's value from its accumulator over `count` points.
@@ -126,17 +139,14 @@ fn value(c: Combiner, acc: f64, count: usize) -> f32 {
     }
 }
 
-/// How the lanes of a block lie in one tensor: each lane's offset, and
-/// whether they are contiguous (a copy) or all the same (a fill).
+/// Where each lane of a block starts in one tensor.
 struct Lanes {
     offs: Vec<isize>,
-    contiguous: bool,
-    same: bool,
 }
 
 impl Lanes {
     fn new() -> Lanes {
-        Lanes { offs: Vec::with_capacity(TILE), contiguous: false, same: false }
+        Lanes { offs: Vec::with_capacity(TILE) }
     }
 
     /// The lanes of outer points `first..first + n` of `outer` under `strides`.
@@ -160,9 +170,6 @@ impl Lanes {
                 index[a] = 0;
             }
         }
-        let d = |t: usize| self.offs[t + 1] - self.offs[t];
-        self.contiguous = (0..n.saturating_sub(1)).all(|t| d(t) == 1);
-        self.same = (0..n.saturating_sub(1)).all(|t| d(t) == 0);
     }
 }
 
@@ -213,50 +220,67 @@ mod smallvec_index {
     }
 }
 
-/// Fills the registers of `split`'s loads for `n` lanes, each operand read
-/// at its lanes' offsets plus `extra[k]`.
+/// Where a chunk of reduction points lies in each tensor: its first
+/// point's offset from the lane's start, and the step between its points.
+struct At<'a> {
+    first: &'a [isize],
+    step: &'a [isize],
+    chunk: usize,
+}
+
+/// Fills the registers of `split`'s loads for `lanes` lanes of one chunk.
 ///
 /// # Safety
-/// Every lane's element must be inside its operand.
-unsafe fn gather(split: &Split, regs: &mut [f32], n: usize, srcs: &[Src], lanes: &[Lanes], extra: &[isize]) {
+/// Every element read must be inside its operand.
+unsafe fn gather(split: &Split, regs: &mut [f32], lanes: &[Lanes], n: usize, srcs: &[Src], at: &At) {
+    let cc = at.chunk;
     for &(i, k) in &split.loads {
-        let out = &mut regs[i * TILE..i * TILE + n];
-        let l = &lanes[k];
-        let at = extra[k];
-        match srcs[k] {
-            Src::F32(p) if l.contiguous => std::ptr::copy_nonoverlapping(p.offset(l.offs[0] + at), out.as_mut_ptr(), n),
-            Src::F32(p) if l.same => out.fill(*p.offset(l.offs[0] + at)),
-            Src::F32(p) => {
-                for (o, &off) in out.iter_mut().zip(&l.offs) {
-                    *o = *p.offset(off + at);
+        let out = &mut regs[i * TILE..i * TILE + n * cc];
+        let (first, step) = (at.first[k], at.step[k]);
+        for (row, &off) in out.chunks_exact_mut(cc).zip(&lanes[k].offs) {
+            match srcs[k] {
+                Src::F32(p) => {
+                    let p = p.offset(off + first);
+                    if step == 1 {
+                        std::ptr::copy_nonoverlapping(p, row.as_mut_ptr(), cc);
+                    } else if step == 0 {
+                        row.fill(*p);
+                    } else {
+                        for (j, o) in row.iter_mut().enumerate() {
+                            *o = *p.offset(j as isize * step);
+                        }
+                    }
                 }
-            }
-            Src::Bool(p) => {
-                for (o, &off) in out.iter_mut().zip(&l.offs) {
-                    *o = f32::from(u8::from(*p.offset(off + at)));
+                Src::Bool(p) => {
+                    let p = p.offset(off + first);
+                    for (j, o) in row.iter_mut().enumerate() {
+                        *o = f32::from(u8::from(*p.offset(j as isize * step)));
+                    }
                 }
             }
         }
     }
 }
 
-/// Writes `n` lanes of `reg` to `dst` at the lanes' offsets plus `at`.
+/// Writes the tile's register `reg` (lane-major, `chunk` points a lane) to
+/// `dst`, lane `t` from `lanes.offs[t] + first` by `step`.
 ///
 /// # Safety
-/// Every lane's element must be inside the output.
-unsafe fn scatter(dst: Dst, lanes: &Lanes, at: isize, reg: &[f32]) {
-    match dst {
-        Dst::F32(p) if lanes.contiguous => {
-            std::ptr::copy_nonoverlapping(reg.as_ptr(), p.offset(lanes.offs[0] + at), reg.len())
-        }
-        Dst::F32(p) => {
-            for (&v, &off) in reg.iter().zip(&lanes.offs) {
-                *p.offset(off + at) = v;
+/// Every element written must be inside the output.
+unsafe fn scatter(dst: Dst, lanes: &Lanes, first: isize, step: isize, chunk: usize, reg: &[f32]) {
+    for (row, &off) in reg.chunks_exact(chunk).zip(&lanes.offs) {
+        let at = off + first;
+        match dst {
+            Dst::F32(p) if step == 1 => std::ptr::copy_nonoverlapping(row.as_ptr(), p.offset(at), chunk),
+            Dst::F32(p) => {
+                for (j, &v) in row.iter().enumerate() {
+                    *p.offset(at + j as isize * step) = v;
+                }
             }
-        }
-        Dst::Bool(p) => {
-            for (&v, &off) in reg.iter().zip(&lanes.offs) {
-                *p.offset(off + at) = v != 0.0;
+            Dst::Bool(p) => {
+                for (j, &v) in row.iter().enumerate() {
+                    *p.offset(at + j as isize * step) = v != 0.0;
+                }
             }
         }
     }
@@ -268,10 +292,11 @@ struct Scratch {
     op_lanes: Vec<Lanes>,
     out_lanes: Vec<Lanes>,
     accs: Vec<f64>,
+    firsts: Vec<f32>,
 }
 
 /// Runs reduction program `p` bound as `b` (for which [`suits`] holds) in
-/// phases `ph` (with `lp` their lane-wise split).
+/// phases `ph` (with `lp` their split for this runner).
 ///
 /// # Safety
 /// As [`super::elementwise::run`].
@@ -289,21 +314,30 @@ pub unsafe fn run(
     let red = &b.extents[no..];
     let points: usize = outer.iter().product();
     let count = b.reduce_count;
-    let zero = vec![0isize; srcs.len()];
-    // Per reduction point, each operand's and output's offset from the lane's.
+    let inner = red.last().copied().unwrap_or(1);
     let (k_ops, k_outs) = (b.operands.len(), b.outputs.len());
-    let op_red: Vec<isize> =
-        (0..count).flat_map(|r| b.operands.iter().map(move |v| offset_of(r, red, &v.strides[no..]))).collect();
-    let out_red: Vec<isize> =
-        (0..count).flat_map(|r| b.outputs.iter().map(move |v| offset_of(r, red, &v.strides[no..]))).collect();
-    // Blocks of lanes: whole tiles, smaller when that leaves threads idle.
+    // Each operand's and output's offset of every reduction point from a
+    // lane's start, and its step along the innermost reduction axis.
+    let red_offsets = |views: &[super::bind::Strided]| -> Vec<isize> {
+        (0..count).flat_map(|r| views.iter().map(move |v| offset_of(r, red, &v.strides[no..]))).collect()
+    };
+    let (op_red, out_red) = (red_offsets(&b.operands), red_offsets(&b.outputs));
+    let step_of = |v: &super::bind::Strided| if red.is_empty() { 0 } else { v.strides[v.strides.len() - 1] };
+    let op_step: Vec<isize> = b.operands.iter().map(step_of).collect();
+    let out_step: Vec<isize> = b.outputs.iter().map(step_of).collect();
+    let zero_ops = vec![0isize; k_ops];
+    // Outer-level values are the same at every point of a lane's chunk.
+    let zero_steps = vec![0isize; k_ops];
+    let (mut lanes, chunk) = tile_shape(points, inner);
     let threads = rayon::current_num_threads();
-    let work = points.saturating_mul(count.max(1));
-    let parallel = threads > 1 && work > super::elementwise::CHUNK;
-    let width = if parallel { points.div_ceil(threads * 2).next_multiple_of(8).clamp(8, TILE) } else { TILE };
+    let parallel = threads > 1 && points.saturating_mul(count.max(1)) > super::elementwise::CHUNK;
+    if parallel {
+        lanes = lanes.min(points.div_ceil(threads * 2)).max(1);
+    }
     let block = |s: &mut Scratch, item: usize| {
-        let first = item * width;
-        let n = width.min(points - first);
+        let first = item * lanes;
+        let n = lanes.min(points - first);
+        let pts = n * chunk;
         for (l, v) in s.op_lanes.iter_mut().zip(&b.operands) {
             l.set(first, n, outer, &v.strides[..no], v.offset);
         }
@@ -311,44 +345,47 @@ pub unsafe fn run(
             l.set(first, n, outer, &v.strides[..no], v.offset);
         }
         let regs = &mut s.regs[..];
-        gather(&lp.pre, regs, n, srcs, &s.op_lanes, &zero);
-        tile::eval(simd, &p.body, &lp.pre.rest, regs, n, srcs, &zero, &zero);
+        let outer_at = At { first: &zero_ops, step: &zero_steps, chunk };
+        let chunk_at = |r: usize| At { first: &op_red[r * k_ops..(r + 1) * k_ops], step: &op_step, chunk };
+        gather(&lp.pre, regs, &s.op_lanes, n, srcs, &outer_at);
+        tile::eval(simd, &p.body, &lp.pre.rest, regs, pts, srcs, &zero_ops, &zero_ops);
         for (full, reduces, after) in &lp.sweeps {
             s.accs.clear();
             for &i in reduces {
                 let Inst::Reduce(c, _) = p.body[i].inst else { unreachable!("only reductions are listed") };
                 s.accs.extend(std::iter::repeat_n(start(c), n));
             }
-            for r in 0..count {
-                gather(full, regs, n, srcs, &s.op_lanes, &op_red[r * k_ops..(r + 1) * k_ops]);
-                tile::eval(simd, &p.body, &full.rest, regs, n, srcs, &zero, &zero);
+            for r in (0..count).step_by(chunk) {
+                gather(full, regs, &s.op_lanes, n, srcs, &chunk_at(r));
+                tile::eval(simd, &p.body, &full.rest, regs, pts, srcs, &zero_ops, &zero_ops);
                 for (q, &i) in reduces.iter().enumerate() {
                     let Inst::Reduce(c, a) = p.body[i].inst else { continue };
-                    fold(simd, c, &mut s.accs[q * n..(q + 1) * n], &regs[a * TILE..a * TILE + n]);
+                    fold(simd, c, &mut s.accs[q * n..(q + 1) * n], &regs[a * TILE..a * TILE + pts], chunk);
                 }
             }
             for (q, &i) in reduces.iter().enumerate() {
                 let Inst::Reduce(c, _) = p.body[i].inst else { continue };
                 for t in 0..n {
-                    regs[i * TILE + t] = value(c, s.accs[q * n + t], count);
+                    let v = value(c, s.accs[q * n + t], count);
+                    regs[i * TILE + t * chunk..i * TILE + (t + 1) * chunk].fill(v);
                 }
             }
-            gather(after, regs, n, srcs, &s.op_lanes, &zero);
-            tile::eval(simd, &p.body, &after.rest, regs, n, srcs, &zero, &zero);
+            gather(after, regs, &s.op_lanes, n, srcs, &outer_at);
+            tile::eval(simd, &p.body, &after.rest, regs, pts, srcs, &zero_ops, &zero_ops);
         }
         if !ph.full_outputs.is_empty() {
-            for r in 0..count {
-                gather(&lp.last, regs, n, srcs, &s.op_lanes, &op_red[r * k_ops..(r + 1) * k_ops]);
-                tile::eval(simd, &p.body, &lp.last.rest, regs, n, srcs, &zero, &zero);
+            for r in (0..count).step_by(chunk) {
+                gather(&lp.last, regs, &s.op_lanes, n, srcs, &chunk_at(r));
+                tile::eval(simd, &p.body, &lp.last.rest, regs, pts, srcs, &zero_ops, &zero_ops);
                 for &j in &ph.full_outputs {
-                    let reg = &regs[p.outputs[j].source * TILE..][..n];
-                    scatter(dsts[j], &s.out_lanes[j], out_red[r * k_outs + j], reg);
+                    let reg = &regs[p.outputs[j].source * TILE..][..pts];
+                    scatter(dsts[j], &s.out_lanes[j], out_red[r * k_outs + j], out_step[j], chunk, reg);
                 }
             }
         }
         for &j in &ph.outer_outputs {
-            let reg = &regs[p.outputs[j].source * TILE..][..n];
-            scatter(dsts[j], &s.out_lanes[j], 0, reg);
+            let reg = &regs[p.outputs[j].source * TILE..][..pts];
+            scatter(dsts[j], &s.out_lanes[j], 0, 0, 1, &reg_firsts(reg, chunk, &mut s.firsts));
         }
     };
     let init = || Scratch {
@@ -356,8 +393,9 @@ pub unsafe fn run(
         op_lanes: (0..srcs.len()).map(|_| Lanes::new()).collect(),
         out_lanes: (0..dsts.len()).map(|_| Lanes::new()).collect(),
         accs: Vec::new(),
+        firsts: Vec::new(),
     };
-    let items = points.div_ceil(width);
+    let items = points.div_ceil(lanes);
     if items == 1 || !parallel {
         let mut s = init();
         for item in 0..items {
@@ -366,4 +404,11 @@ pub unsafe fn run(
     } else {
         (0..items).into_par_iter().for_each_init(init, block);
     }
+}
+
+/// The first point of each lane's chunk of `reg`, into `firsts`.
+fn reg_firsts<'a>(reg: &[f32], chunk: usize, firsts: &'a mut Vec<f32>) -> &'a [f32] {
+    firsts.clear();
+    firsts.extend(reg.iter().step_by(chunk));
+    firsts
 }
