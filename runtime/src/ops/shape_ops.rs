@@ -69,39 +69,61 @@ pub(crate) fn each_index(shape: &[usize], mut f: impl FnMut(&[usize])) {
     }
 }
 
-/// The linear index, for each multi-index of `out`, of `base + Σ idx·stride`.
-/// Row-major order; the offset is carried from one index to the next (an
-/// odometer over the outer axes, a run along the last), not recomputed.
-fn strided(out: &[usize], stride: &[isize], base: isize) -> Vec<usize> {
-    let n = shape_len(out).unwrap_or(0);
-    let mut v = Vec::with_capacity(n);
+/// The elements of `v` at `base + Σ idx·stride` for each multi-index of
+/// `shape`, in row-major order. Axes that are contiguous in the source are
+/// merged and size-1 axes dropped first; the offset is then carried from
+/// one row to the next (an odometer over the outer axes) and each row along
+/// the last axis is copied as a slice when its stride is 1.
+fn gather_strided<T: Clone>(v: &[T], shape: &[usize], stride: &[isize], base: isize) -> Vec<T> {
+    let n = shape_len(shape).unwrap_or(0);
+    let mut out = Vec::with_capacity(n);
     if n == 0 {
-        return v;
+        return out;
     }
-    let Some((&inner, outer)) = out.split_last() else {
-        v.push(base as usize);
-        return v;
+    // (extent, stride) with size-1 axes dropped and mergeable neighbours merged.
+    let mut axes: Vec<(usize, isize)> = Vec::with_capacity(shape.len());
+    for (&e, &st) in shape.iter().zip(stride) {
+        if e == 1 {
+            continue;
+        }
+        match axes.last_mut() {
+            Some(last) if last.1 == st * e as isize => *last = (last.0 * e, st),
+            _ => axes.push((e, st)),
+        }
+    }
+    let Some((&(inner, step), outer)) = axes.split_last() else {
+        out.push(v[base as usize].clone());
+        return out;
     };
-    let step = stride[outer.len()];
     let mut idx = vec![0usize; outer.len()];
     let mut off = base;
     loop {
-        v.extend((0..inner as isize).map(|i| (off + i * step) as usize));
+        if step == 1 {
+            out.extend_from_slice(&v[off as usize..off as usize + inner]);
+        } else {
+            out.extend((0..inner as isize).map(|i| v[(off + i * step) as usize].clone()));
+        }
         let mut a = outer.len();
         loop {
             if a == 0 {
-                return v;
+                return out;
             }
             a -= 1;
             idx[a] += 1;
-            off += stride[a];
-            if idx[a] < outer[a] {
+            off += outer[a].1;
+            if idx[a] < outer[a].0 {
                 break;
             }
-            off -= stride[a] * outer[a] as isize;
+            off -= outer[a].1 * outer[a].0 as isize;
             idx[a] = 0;
         }
     }
+}
+
+/// `x`'s elements at `base + Σ idx·stride` over the multi-indices of `shape`.
+fn strided_tensor(x: &Tensor, shape: Vec<usize>, stride: &[isize], base: isize) -> Tensor {
+    let data = crate::each_data!(&x.data, v => crate::tensor::Elem::wrap(gather_strided(v, &shape, stride, base)));
+    Tensor { shape, data }
 }
 
 fn taken(t: &Tensor, shape: Vec<usize>, idx: &[usize]) -> Tensor {
@@ -220,8 +242,7 @@ pub(crate) fn permute(x: &Tensor, perm: &[usize]) -> Tensor {
     let st = strides(&x.shape);
     let shape: Vec<usize> = perm.iter().map(|&p| x.shape[p]).collect();
     let stride: Vec<isize> = perm.iter().map(|&p| st[p] as isize).collect();
-    let idx = strided(&shape, &stride, 0);
-    taken(x, shape, &idx)
+    strided_tensor(x, shape, &stride, 0)
 }
 
 fn transpose(ctx: &NodeCtx<'_>) -> Result<Outs> {
@@ -406,8 +427,7 @@ fn slice(ctx: &NodeCtx<'_>) -> Result<Outs> {
         return one(taken(x, shape, &[]));
     }
     let base: isize = first.iter().zip(&st).map(|(&f, &s)| f as isize * s as isize).sum();
-    let idx = strided(&shape, &stride, base);
-    one(taken(x, shape, &idx))
+    one(strided_tensor(x, shape, &stride, base))
 }
 
 /// An index operand's values normalized into `0..dim`.
