@@ -478,46 +478,98 @@ fn inside(count: usize, stride: usize, offset: usize, pad: i64, size: usize) -> 
 }
 
 fn pool2d_plane(xin: &[f32], out: &mut [f32], spatial: &[usize], w: &Window, kind: Pool, padded: Option<&[usize]>) {
+    #[cfg(target_arch = "x86_64")]
+    if crate::simd::avx2_available() {
+        // SAFETY: the processor has AVX2 and FMA.
+        return unsafe { pool2d_plane_avx2(xin, out, spatial, w, kind, padded) };
+    }
+    pool2d_plane_body(xin, out, spatial, w, kind, padded)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn pool2d_plane_avx2(
+    xin: &[f32],
+    out: &mut [f32],
+    spatial: &[usize],
+    w: &Window,
+    kind: Pool,
+    padded: Option<&[usize]>,
+) {
+    pool2d_plane_body(xin, out, spatial, w, kind, padded)
+}
+
+/// One plane of 2-D pooling: per output row, per kernel tap, the row's
+/// outputs `lo..hi` that the tap reaches combined with a run of the input
+/// line (a contiguous run at stride 1). The runs of each column tap are
+/// worked out once per plane; an average divides by the taps inside the
+/// input (valid rows times valid columns) or, counting the padding, by
+/// `padded`.
+#[inline(always)]
+fn pool2d_plane_body(
+    xin: &[f32],
+    out: &mut [f32],
+    spatial: &[usize],
+    w: &Window,
+    kind: Pool,
+    padded: Option<&[usize]>,
+) {
     let (h, wd) = (spatial[0], spatial[1]);
     let (oh, ow) = (w.out[0], w.out[1]);
-    let (mut sums, mut counts) = (vec![0f64; ow], vec![0usize; ow]);
+    let sw = w.strides[1];
+    // Per column tap: the outputs it reaches and the input column of the first.
+    let runs: Vec<(usize, usize, usize)> = (0..w.kernel[1])
+        .filter_map(|kj| {
+            let offset = kj * w.dilations[1];
+            let (lo, hi) = inside(ow, sw, offset, w.pad_begin[1], wd);
+            (lo < hi).then(|| (lo, hi, ((lo * sw + offset) as i64 - w.pad_begin[1]) as usize))
+        })
+        .collect();
+    let mut columns = vec![0usize; ow];
+    for &(lo, hi, _) in &runs {
+        columns[lo..hi].iter_mut().for_each(|c| *c += 1);
+    }
+    let mut sums = vec![0f64; ow];
     for oy in 0..oh {
         let row = &mut out[oy * ow..(oy + 1) * ow];
         if kind == Pool::Max {
             row.fill(f32::NEG_INFINITY);
         } else {
             sums.fill(0.0);
-            counts.fill(0);
         }
+        let mut rows = 0;
         for ki in 0..w.kernel[0] {
             let iy = (oy * w.strides[0] + ki * w.dilations[0]) as i64 - w.pad_begin[0];
             if iy < 0 || iy >= h as i64 {
                 continue;
             }
+            rows += 1;
             let line = &xin[iy as usize * wd..(iy as usize + 1) * wd];
-            for kj in 0..w.kernel[1] {
-                let offset = kj * w.dilations[1];
-                let (lo, hi) = inside(ow, w.strides[1], offset, w.pad_begin[1], wd);
-                if lo >= hi {
-                    continue;
-                }
-                let first = ((lo * w.strides[1] + offset) as i64 - w.pad_begin[1]) as usize;
-                let sw = w.strides[1];
-                let taps = line[first..].iter().step_by(sw);
-                if kind == Pool::Max {
+            for &(lo, hi, first) in &runs {
+                match (kind, sw) {
                     // A select, not a branch: `maxps`.
-                    row[lo..hi].iter_mut().zip(taps).for_each(|(y, &v)| *y = if v > *y { v } else { *y });
-                } else {
-                    sums[lo..hi].iter_mut().zip(&mut counts[lo..hi]).zip(taps).for_each(|((s, c), &v)| {
-                        *s += f64::from(v);
-                        *c += 1;
-                    });
+                    (Pool::Max, 1) => row[lo..hi]
+                        .iter_mut()
+                        .zip(&line[first..first + (hi - lo)])
+                        .for_each(|(y, &v)| *y = if v > *y { v } else { *y }),
+                    (Pool::Max, _) => row[lo..hi]
+                        .iter_mut()
+                        .zip(line[first..].iter().step_by(sw))
+                        .for_each(|(y, &v)| *y = if v > *y { v } else { *y }),
+                    (_, 1) => sums[lo..hi]
+                        .iter_mut()
+                        .zip(&line[first..first + (hi - lo)])
+                        .for_each(|(s, &v)| *s += f64::from(v)),
+                    _ => sums[lo..hi]
+                        .iter_mut()
+                        .zip(line[first..].iter().step_by(sw))
+                        .for_each(|(s, &v)| *s += f64::from(v)),
                 }
             }
         }
         if kind == Pool::Avg {
             for ox in 0..ow {
-                let n = padded.map_or(counts[ox], |p| p[oy * ow + ox]).max(1);
+                let n = padded.map_or(rows * columns[ox], |p| p[oy * ow + ox]).max(1);
                 row[ox] = (sums[ox] / n as f64) as f32;
             }
         }
@@ -592,8 +644,20 @@ fn batch_norm(ctx: &NodeCtx<'_>) -> Result<Outs> {
     let input_mean = per_channel(ctx, ctx.input(3)?, c, "mean")?;
     let input_var = per_channel(ctx, ctx.input(4)?, c, "var")?;
     let eps = f64::from(ctx.attr_f("epsilon", 1e-5));
-    let xv = floats(ctx, x)?;
     let inner: usize = x.shape[2..].iter().product();
+    // Inference on f32: each channel's factor once, then a pass over each
+    // plane (still in f64, so the result rounds as the general path's does).
+    if let (false, 1, Data::F32(xs)) = (training, ctx.node.outputs.len(), &x.data) {
+        let factor: Vec<f64> = (0..c).map(|ch| scale[ch] / (input_var[ch] + eps).sqrt()).collect();
+        let mut out = Vec::with_capacity(xs.len());
+        for (p, plane) in xs.chunks(inner.max(1)).enumerate() {
+            let ch = p % c;
+            let (m, k, b) = (input_mean[ch], factor[ch], bias[ch]);
+            out.extend(plane.iter().map(|&v| ((f64::from(v) - m) * k + b) as f32));
+        }
+        return one(Tensor { shape: x.shape.clone(), data: Data::F32(out) });
+    }
+    let xv = floats(ctx, x)?;
     let channel = |k: usize| (k / inner.max(1)) % c;
     // training normalizes with the batch's own statistics (population variance)
     let (mean, var) = if training {
