@@ -13,9 +13,10 @@
 mod common;
 mod simd;
 
+use diamond_runtime::cuda::contraction::{self, ContractionKernel};
 use diamond_runtime::cuda::{self, host::HostProgram, tensors, CudaKernel};
 use diamond_runtime::exec::{DumpSet, RunOptions};
-use diamond_runtime::kernel::Program;
+use diamond_runtime::kernel::{Contraction, Program, Step};
 use diamond_runtime::{Fed, Plan, Tensor, Value};
 use simd::{agree, export_inputs, random_inputs};
 use std::collections::HashMap;
@@ -77,11 +78,57 @@ impl Kernels {
         self.by_source.insert(body, i);
         Ok((i, own))
     }
+
+    /// A contraction step's kernel, shared like the programs' (its name
+    /// appears in its epilogue function too: every occurrence is renamed).
+    fn add_contraction(
+        &mut self,
+        c: &Contraction,
+        graph: &diamond_ir::Graph,
+    ) -> Result<(usize, ContractionKernel), String> {
+        const NAME: &str = "dm_contraction_kernel";
+        let own = contraction::generate(c, &graph.nodes[c.node], NAME)?;
+        let body = own.kernel.source.replace(NAME, "@");
+        if let Some(&i) = self.by_source.get(&body) {
+            return Ok((i, own));
+        }
+        let i = self.kernels.len();
+        let mut k = own.kernel.clone();
+        k.source = body.replace('@', &format!("k{i}"));
+        k.name = format!("k{i}");
+        self.kernels.push(k);
+        self.by_source.insert(body, i);
+        Ok((i, own))
+    }
+}
+
+/// One launch's expectations: what it is, how many of its buffers are
+/// inputs, each output's type, shape and value name, and the tolerance.
+struct Want {
+    name: String,
+    n_in: usize,
+    outs: Vec<(diamond_ir::ElemType, Vec<usize>)>,
+    out_names: Vec<String>,
+    rtol: f64,
+    atol: f64,
+    /// The contracted size, for a contraction.
+    depth: Option<u64>,
+}
+
+/// The largest absolute and relative differences of `got` from `want`.
+fn differences(got: &Tensor, want: &Tensor) -> (f64, f64) {
+    let (a, b) = (got.to_f64s().unwrap_or_default(), want.to_f64s().unwrap_or_default());
+    a.iter().zip(&b).filter(|(x, y)| x.is_finite() && y.is_finite()).fold((0.0, 0.0), |(abs, rel), (x, y)| {
+        let d = (x - y).abs();
+        (f64::max(abs, d), f64::max(rel, d / y.abs().max(1e-3)))
+    })
 }
 
 #[test]
 fn every_fixture_kernel_runs_on_the_host_shim_to_the_reference_values() {
     let (mut programs_checked, mut failures) = (0, Vec::new());
+    let (mut contractions_checked, mut uncovered) = (0, Vec::new());
+    let mut worst = (0.0f64, 0.0f64, 0u64);
     for path in models() {
         if std::env::var("CUDA_HOST_ONLY").is_ok_and(|only| !path.to_string_lossy().contains(&only)) {
             continue;
@@ -89,7 +136,9 @@ fn every_fixture_kernel_runs_on_the_host_shim_to_the_reference_values() {
         let Ok(model) = diamond_importers::onnx::load_model(&path) else { continue };
         let Some(lowered) = diamond_optimize::lower::lower(&model) else { continue };
         let programs: Vec<&Program> = lowered.programs().collect();
-        if programs.is_empty() {
+        let contractions: Vec<&Contraction> =
+            lowered.steps.iter().filter_map(|s| if let Step::Contraction(c) = s { Some(c) } else { None }).collect();
+        if programs.is_empty() && contractions.is_empty() {
             continue;
         }
         let Some(inputs) = inputs_of(&model, &path) else { continue };
@@ -135,14 +184,49 @@ fn every_fixture_kernel_runs_on_the_host_shim_to_the_reference_values() {
                     job.grid = job.grid.min(8);
                     jobs_kernel.push(index);
                     jobs.push(job);
-                    wants.push((
-                        p.name.clone(),
-                        p.operands.len(),
+                    wants.push(Want {
+                        name: p.name.clone(),
+                        n_in: p.operands.len(),
                         outs,
-                        p.outputs.iter().map(|o| o.view.value.clone()).collect::<Vec<_>>(),
-                    ));
+                        out_names: p.outputs.iter().map(|o| o.view.value.clone()).collect(),
+                        rtol: 1e-4,
+                        atol: 1e-5,
+                        depth: None,
+                    });
                 }
                 Err(e) => failures.push(format!("{}: {}: {e}", path.display(), p.name)),
+            }
+        }
+        for c in &contractions {
+            let label = format!("{:?} {}", c.op, graph.nodes[c.node].name());
+            if !c.inputs.iter().flatten().all(|d| values.contains_key(&d.value)) {
+                failures.push(format!("{}: {label}: an input the reference did not compute", path.display()));
+                continue;
+            }
+            let (index, own) = match kernels.add_contraction(c, graph) {
+                Ok(added) => added,
+                Err(e) => {
+                    uncovered.push(format!("{}: {label}: {e}", path.display()));
+                    continue;
+                }
+            };
+            match contraction::job::job(&own, index, &|v| values.get(v).cloned(), &value_of) {
+                Ok((job, outs, depth)) => {
+                    jobs_kernel.push(index);
+                    jobs.push(job);
+                    // Accumulation order and FMA contraction: the error grows with K.
+                    let scale = (depth as f64 / 64.0).max(1.0);
+                    wants.push(Want {
+                        name: label,
+                        n_in: own.kernel.n_inputs,
+                        outs,
+                        out_names: own.writes.iter().map(|w| w.value.clone()).collect(),
+                        rtol: 1e-4 * scale.sqrt(),
+                        atol: 1e-5 * scale,
+                        depth: Some(depth),
+                    });
+                }
+                Err(e) => failures.push(format!("{}: {label}: {e}", path.display())),
             }
         }
         let host = HostProgram::build(&kernels.kernels, &cache()).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -152,26 +236,52 @@ fn every_fixture_kernel_runs_on_the_host_shim_to_the_reference_values() {
                 if let Some(j) =
                     e.split("job ").nth(1).and_then(|t| t.split(' ').next()).and_then(|t| t.parse::<usize>().ok())
                 {
-                    if let Some(p) = lowered.programs().find(|p| p.name == wants[j].0) {
+                    if let Some(p) = lowered.programs().find(|p| p.name == wants[j].name) {
                         eprintln!("{}", diamond_runtime::kernel::print::program(p, &|n| format!("{n:?}")));
                         eprintln!("{}", kernels.kernels[jobs_kernel[j]].source);
                     }
                 }
-                failures.push(format!("{}: {e}: {:?}", path.display(), wants.iter().map(|w| &w.0).collect::<Vec<_>>()));
+                failures.push(format!(
+                    "{}: {e}: {:?}",
+                    path.display(),
+                    wants.iter().map(|w| &w.name).collect::<Vec<_>>()
+                ));
                 continue;
             }
         };
-        for ((name, n_in, outs, out_names), buffers) in wants.into_iter().zip(results) {
-            programs_checked += 1;
-            for (k, ((elem, shape), value)) in outs.into_iter().zip(out_names).enumerate() {
-                let Some(want) = values.get(&value) else { continue };
-                let got = tensors::from_bytes(elem, shape, &buffers[n_in + k]).unwrap();
-                if let Err(e) = agree(&Value::Tensor(got), &Value::Tensor(want.clone()), 1e-4, 1e-5) {
-                    failures.push(format!("{}: {name} output '{value}': {e}", path.display()));
+        for (w, buffers) in wants.into_iter().zip(results) {
+            if w.depth.is_some() {
+                contractions_checked += 1;
+            } else {
+                programs_checked += 1;
+            }
+            for (k, ((elem, shape), value)) in w.outs.into_iter().zip(w.out_names).enumerate() {
+                let Some(want) = values.get(&value) else {
+                    failures.push(format!("{}: {}: the reference has no '{value}'", path.display(), w.name));
+                    continue;
+                };
+                let got = tensors::from_bytes(elem, shape, &buffers[w.n_in + k]).unwrap();
+                if let Some(depth) = w.depth {
+                    let (abs, rel) = differences(&got, want);
+                    worst.0 = worst.0.max(abs);
+                    worst.1 = worst.1.max(rel);
+                    worst.2 = worst.2.max(depth);
+                }
+                if let Err(e) = agree(&Value::Tensor(got), &Value::Tensor(want.clone()), w.rtol, w.atol) {
+                    failures.push(format!("{}: {} output '{value}': {e}", path.display(), w.name));
                 }
             }
         }
     }
+    eprintln!(
+        "{programs_checked} programs and {contractions_checked} contraction steps checked; contractions: \
+         max abs difference {:.3e}, max relative {:.3e} (K up to {}); {} not covered:\n{}",
+        worst.0,
+        worst.1,
+        worst.2,
+        uncovered.len(),
+        uncovered.join("\n")
+    );
     assert!(failures.is_empty(), "{} failure(s):\n{}", failures.len(), failures.join("\n"));
     if std::env::var("CUDA_HOST_ONLY").is_err() {
         assert!(programs_checked >= 500, "only {programs_checked} programs checked");
