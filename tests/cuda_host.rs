@@ -127,7 +127,7 @@ fn differences(got: &Tensor, want: &Tensor) -> (f64, f64) {
 #[test]
 fn every_fixture_kernel_runs_on_the_host_shim_to_the_reference_values() {
     let (mut programs_checked, mut failures) = (0, Vec::new());
-    let (mut contractions_checked, mut uncovered) = (0, Vec::new());
+    let (mut contractions_checked, mut uncovered, mut unfused) = (0, Vec::new(), 0);
     let mut worst = (0.0f64, 0.0f64, 0u64);
     for path in models() {
         if std::env::var("CUDA_HOST_ONLY").is_ok_and(|only| !path.to_string_lossy().contains(&only)) {
@@ -212,6 +212,7 @@ fn every_fixture_kernel_runs_on_the_host_shim_to_the_reference_values() {
             };
             match contraction::job::job(&own, index, &|v| values.get(v).cloned(), &value_of) {
                 Ok((job, outs, depth)) => {
+                    unfused += usize::from(c.epilogue.is_some() && !own.fused);
                     jobs_kernel.push(index);
                     jobs.push(job);
                     // Accumulation order and FMA contraction: the error grows with K.
@@ -275,7 +276,7 @@ fn every_fixture_kernel_runs_on_the_host_shim_to_the_reference_values() {
     }
     eprintln!(
         "{programs_checked} programs and {contractions_checked} contraction steps checked; contractions: \
-         max abs difference {:.3e}, max relative {:.3e} (K up to {}); {} not covered:\n{}",
+         max abs difference {:.3e}, max relative {:.3e} (K up to {}); {unfused} epilogues not fused; {} not covered:\n{}",
         worst.0,
         worst.1,
         worst.2,
@@ -297,13 +298,21 @@ fn every_fixture_kernel_compiles_with_nvrtc_and_assembles_for_sm_80_and_sm_90_wi
     }
     // Every distinct kernel of every fixture model, as one translation unit.
     let mut kernels = Kernels { kernels: Vec::new(), by_source: HashMap::new() };
-    let mut programs = 0;
+    let (mut programs, mut contractions, mut tiled) = (0, 0, std::collections::BTreeSet::new());
     for path in models() {
         let Ok(model) = diamond_importers::onnx::load_model(&path) else { continue };
         let Some(lowered) = diamond_optimize::lower::lower(&model) else { continue };
         for p in lowered.programs() {
             kernels.add(p).unwrap_or_else(|e| panic!("{}: {}: {e}", path.display(), p.name));
             programs += 1;
+        }
+        let graph = model.main_graph().unwrap();
+        for s in &lowered.steps {
+            let Step::Contraction(c) = s else { continue };
+            if let Ok((i, _)) = kernels.add_contraction(c, graph) {
+                contractions += 1;
+                tiled.insert(i);
+            }
         }
     }
     let built = cuda::artifact::build(&kernels.kernels, Some(&cache())).unwrap_or_else(|e| panic!("{e}"));
@@ -315,6 +324,30 @@ fn every_fixture_kernel_compiles_with_nvrtc_and_assembles_for_sm_80_and_sm_90_wi
         }
     }
     let most = built.usage.iter().map(|u| u.registers).max().unwrap_or(0);
-    eprintln!("{programs} programs, {} distinct kernels; at most {most} registers a thread", kernels.kernels.len());
+    eprintln!(
+        "{programs} programs and {contractions} contraction steps, {} distinct kernels ({} tiled); at most {most} registers a thread",
+        kernels.kernels.len(),
+        tiled.len()
+    );
+    for arch in cuda::artifact::ARCHS {
+        let of_tiled: Vec<&cuda::ptxas::Usage> = built
+            .usage
+            .iter()
+            .filter(|u| u.arch == arch && tiled.iter().any(|&i| kernels.kernels[i].name == u.kernel))
+            .collect();
+        let registers = of_tiled.iter().map(|u| u.registers);
+        let shared = of_tiled.iter().map(|u| u.shared_bytes);
+        eprintln!(
+            "tiled kernels on {arch}: registers {}..{}, shared memory {}..{} bytes",
+            registers.clone().min().unwrap_or(0),
+            registers.max().unwrap_or(0),
+            shared.clone().min().unwrap_or(0),
+            shared.max().unwrap_or(0)
+        );
+        // Each block stages one K step of both panels in shared memory.
+        let staged = 4 * contraction::tiled::K_STEP * (contraction::tiled::TILE_M + contraction::tiled::TILE_N);
+        assert!(of_tiled.iter().all(|u| u.shared_bytes >= staged), "{of_tiled:?}");
+    }
     assert!(kernels.kernels.len() >= 100, "only {} distinct kernels", kernels.kernels.len());
+    assert!(tiled.len() >= 20, "only {} distinct contraction kernels", tiled.len());
 }
