@@ -67,11 +67,11 @@ pub(crate) fn body(g: &Geometry, types: &InputTypes, finish: &Finish) -> String 
     let _ = writeln!(s, "#pragma unroll\n      for (int r = 0; r < {per_thread}; r++) {{");
     let _ = writeln!(s, "        const int e = threadIdx.x + r * {THREADS};");
     let _ = writeln!(s, "        const long long am = m0 + e / {tk}, ak = k0 + e % {tk};");
-    let _ = writeln!(s, "        As[e % {tk}][e / {tk}] = (am < GM && ak < GK) ? {} : 0.0f;", a_load(g, types.a));
+    let _ = writeln!(s, "        As[e % {tk}][e / {tk}] = (am < GM && ak < GK) ? {} : 0.0f;", a_load(g, types));
     let _ = writeln!(s, "        const long long bk = k0 + e / {tn}, bn = n0 + e % {tn};");
     s.push_str("        float bv = 0.0f;\n");
     s.push_str("        if (bk < GK && bn < GN) {\n");
-    s.push_str(&b_load(g, types.b));
+    s.push_str(&b_load(g, types));
     s.push_str("        }\n");
     let _ = writeln!(s, "        Bs[e / {tn}][e % {tn}] = bv;");
     s.push_str("      }\n      __syncthreads();\n");
@@ -130,20 +130,24 @@ fn tile_setup(g: &Geometry) -> String {
 }
 
 /// `A(g, am, ak)` as a float expression (in range).
-fn a_load(g: &Geometry, t: ElemType) -> String {
+/// Conv's `A` is its weight: the node's second input, `cb`.
+fn a_load(g: &Geometry, types: &InputTypes) -> String {
+    let t = types.a;
     let at = match g {
         Geometry::MatMul { a_vector: true, .. } => "a_base + ak".to_string(),
         Geometry::MatMul { .. } => "a_base + am * K + ak".to_string(),
         Geometry::Gemm { trans_a: true, .. } => "ak * M + am".to_string(),
         Geometry::Gemm { .. } => "am * K + ak".to_string(),
         // W[oc, c, kh, kw] is dense over (c, kh, kw): the group's k.
-        Geometry::Conv { .. } => "(g * GM + am) * GK + ak".to_string(),
+        Geometry::Conv { .. } => return load_expr(types.b, "cb[(g * GM + am) * GK + ak]"),
     };
     load_expr(t, &format!("ca[{at}]"))
 }
 
 /// Statements setting `bv` to `B(g, bk, bn)` (in range of the sizes).
-fn b_load(g: &Geometry, t: ElemType) -> String {
+/// Conv's `B` is its input, gathered: the node's first input, `ca`.
+fn b_load(g: &Geometry, types: &InputTypes) -> String {
+    let t = types.b;
     let ind = "          ";
     match g {
         Geometry::MatMul { b_vector, .. } => {
@@ -172,7 +176,7 @@ fn b_load(g: &Geometry, t: ElemType) -> String {
             let _ = writeln!(
                 s,
                 "{ind}if (ih >= 0 && ih < H && iw >= 0 && iw < W) bv = {};",
-                load_expr(t, &format!("cb[{at}]"))
+                load_expr(types.a, &format!("ca[{at}]"))
             );
             s
         }
