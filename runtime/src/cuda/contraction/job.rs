@@ -10,15 +10,24 @@ use crate::kernel::Extent;
 use crate::tensor::Tensor;
 use diamond_ir::ElemType;
 
+/// How much a launch computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Work {
+    /// The contracted size `K`.
+    pub depth: u64,
+    /// Output tiles (blocks' worth of work).
+    pub tiles: u64,
+}
+
 /// The job running `k` (kernel `index` of its translation unit) on the
 /// tensors `tensor` names, with `value_of` binding the model's symbols;
-/// each output's type and shape; and the contracted size `K`.
+/// each output's type and shape; and the work it is.
 pub fn job(
     k: &ContractionKernel,
     index: usize,
     tensor: &dyn Fn(&str) -> Option<Tensor>,
     value_of: &dyn Fn(&str) -> Option<i64>,
-) -> Result<(Job, Vec<(ElemType, Vec<usize>)>, u64), String> {
+) -> Result<(Job, Vec<(ElemType, Vec<usize>)>, Work), String> {
     let read: Vec<Tensor> =
         k.reads.iter().map(|v| tensor(v).ok_or_else(|| format!("no tensor '{v}'"))).collect::<Result<_, _>>()?;
     for (t, ty) in read.iter().zip(&k.kernel.buffers) {
@@ -54,6 +63,7 @@ pub fn job(
     symbols.extend(&sizes);
     let (batch, m, n, depth) = gemm_dims(&k.geometry, &sizes);
     let launch = k.kernel.launch;
-    let grid = launch.grid(launch.tiles(batch as u64, m as u64, n as u64));
-    Ok((Job { kernel: index, grid, block: launch.block, buffers, symbols }, outputs, depth as u64))
+    let tiles = launch.tiles(batch as u64, m as u64, n as u64);
+    let work = Work { depth: depth as u64, tiles };
+    Ok((Job { kernel: index, grid: launch.grid(tiles), block: launch.block, buffers, symbols }, outputs, work))
 }
