@@ -19,6 +19,9 @@ pub struct Work {
     pub tiles: u64,
 }
 
+/// Each output's element type and shape.
+pub type Outputs = Vec<(ElemType, Vec<usize>)>;
+
 /// The job running `k` (kernel `index` of its translation unit) on the
 /// tensors `tensor` names, with `value_of` binding the model's symbols;
 /// each output's type and shape; and the work it is.
@@ -27,7 +30,7 @@ pub fn job(
     index: usize,
     tensor: &dyn Fn(&str) -> Option<Tensor>,
     value_of: &dyn Fn(&str) -> Option<i64>,
-) -> Result<(Job, Vec<(ElemType, Vec<usize>)>, Work), String> {
+) -> Result<(Job, Outputs, Work), String> {
     let read: Vec<Tensor> =
         k.reads.iter().map(|v| tensor(v).ok_or_else(|| format!("no tensor '{v}'"))).collect::<Result<_, _>>()?;
     for (t, ty) in read.iter().zip(&k.kernel.buffers) {
