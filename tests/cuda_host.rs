@@ -298,6 +298,7 @@ fn every_fixture_kernel_runs_on_the_host_shim_to_the_reference_values() {
     assert!(failures.is_empty(), "{} failure(s):\n{}", failures.len(), failures.join("\n"));
     if std::env::var("CUDA_HOST_ONLY").is_err() {
         assert!(programs_checked >= 500, "only {programs_checked} programs checked");
+        assert!(contractions_checked >= 800, "only {contractions_checked} contraction steps checked");
     }
 }
 
