@@ -1,7 +1,8 @@
 //! The CUDA commands end to end: `lower --target cuda -o DIR` writes the
-//! optimized model, the kernels' CUDA C, PTX, sm_80/sm_90 CUBINs and a
-//! manifest naming each kernel's nodes, arguments, launch and ptxas
-//! resources (it fails rather than skips when `REQUIRE_NVRTC=1` and NVRTC
+//! optimized model, the kernels' CUDA C (the MatMul/Gemm steps as tiled
+//! contraction kernels with their epilogues fused), PTX, sm_80/sm_90
+//! CUBINs and a manifest naming each kernel's nodes, arguments, launch and
+//! ptxas resources (it fails rather than skips when `REQUIRE_NVRTC=1` and NVRTC
 //! is missing); without a folder it is a usage error; `run --backend cuda`
 //! and `bench --backend cuda` on a machine without a GPU exit 2 saying what
 //! is missing.
@@ -49,6 +50,32 @@ fn lower_target_cuda_writes_the_artifact_and_its_manifest() {
             assert_eq!(r["spill_stores"], 0, "{name} spills: {r}");
             assert!(r["registers"].as_u64().unwrap() > 0);
         }
+    }
+    // The MatMul/Gemm steps are tiled kernels: the contraction node and its
+    // fused epilogue's nodes replaced, the tile recorded, both panels of a
+    // K step staged in shared memory, the sizes as arguments.
+    let tiled: Vec<&serde_json::Value> = kernels.iter().filter(|k| k["kind"] == "contraction").collect();
+    assert!(tiled.len() >= 10, "{} contraction kernels", tiled.len());
+    let fused = tiled.iter().filter(|k| k["epilogue_fused"] == true).count();
+    assert!(fused >= 1, "{fused} contraction kernels with their epilogue fused");
+    for k in &tiled {
+        let name = k["name"].as_str().unwrap();
+        let replaces: Vec<&str> = k["replaces"].as_array().unwrap().iter().filter_map(|n| n.as_str()).collect();
+        assert!(replaces[0].starts_with("MatMul") || replaces[0].starts_with("Gemm"), "{name}: {replaces:?}");
+        assert_eq!(replaces.len() > 1, k["epilogue_fused"] == true, "{name}: {replaces:?}");
+        assert_eq!(k["launch"]["tile"]["m"], 64, "{name}");
+        let staged = k["launch"]["shared_bytes"].as_u64().unwrap();
+        for r in k["resources"].as_array().unwrap() {
+            assert!(r["shared_bytes"].as_u64().unwrap() >= staged, "{name}: {r}");
+        }
+        let names: Vec<&str> = k["arguments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["kind"] == "size")
+            .filter_map(|a| a["name"].as_str())
+            .collect();
+        assert!(["M", "N", "K"].iter().all(|s| names.contains(s)), "{name}: {names:?}");
     }
     // The symbolic sizes are kernel arguments.
     let sizes: Vec<&str> = kernels

@@ -24,7 +24,7 @@ mod recipe;
 use crate::Analysis;
 use diamond_ir::{Graph, Model, NodeId, ValueId};
 use diamond_runtime::kernel::{
-    Contraction, ContractionOp, Inst, Instr, LoweredModel, Output, Program, Step, View, ViewDim,
+    Contraction, ContractionOp, Declared, Inst, Instr, LoweredModel, Output, Program, Step, View, ViewDim,
 };
 use group::{extent, Group};
 use std::cmp::Reverse;
@@ -365,16 +365,45 @@ fn step(
 ) -> Vec<Step> {
     match kind {
         Kind::Plain(n) => vec![Step::Node(*n)],
-        Kind::Contraction(n, op) => vec![Step::Contraction(Contraction { op: *op, node: *n, epilogue: None })],
+        Kind::Contraction(n, op) => vec![Step::Contraction(contraction_step(model, a, graph, *n, *op, None))],
         Kind::Fused(group, contraction) => {
             let program = program(model, a, graph, group, g, group_of, position);
             match (contraction, program) {
-                (Some((n, op)), p) => vec![Step::Contraction(Contraction { op: *op, node: *n, epilogue: p })],
+                (Some((n, op)), p) => vec![Step::Contraction(contraction_step(model, a, graph, *n, *op, p))],
                 (None, Some(p)) => vec![Step::Program(p)],
                 (None, None) => Vec::new(),
             }
         }
         Kind::Gone => Vec::new(),
+    }
+}
+
+/// The step of contraction node `n` with its epilogue, and the types and
+/// shapes of what the node reads and writes.
+fn contraction_step(
+    model: &Model,
+    a: &Analysis,
+    graph: &Graph,
+    n: NodeId,
+    op: ContractionOp,
+    epilogue: Option<Program>,
+) -> Contraction {
+    let declared = |v: ValueId| -> Option<Declared> {
+        let dims = a.shape(model, v)?.iter().map(extent).collect();
+        Some(Declared { value: graph.value_name(v).to_string(), elem: a.dtype(model, v)?, dims })
+    };
+    let node = &graph.nodes[n];
+    let inputs: Option<Vec<Option<Declared>>> = node
+        .inputs
+        .iter()
+        .map(|&v| if graph.value_name(v).is_empty() { Some(None) } else { declared(v).map(Some) })
+        .collect();
+    Contraction {
+        op,
+        node: n,
+        epilogue,
+        inputs: inputs.unwrap_or_default(),
+        output: node.outputs.first().and_then(|&v| declared(v)),
     }
 }
 

@@ -2,11 +2,13 @@
 //! CUDA translation unit (`kernels.cu`) and one file per kernel, NVRTC's
 //! PTX (`compute_80`) and CUBINs (sm_80, sm_90), and `manifest.json`:
 //! per kernel its name, the graph nodes it replaces, its arguments (the
-//! values read and written, their types, the symbolic sizes), its launch
-//! configuration, and the registers, shared memory and spills ptxas
+//! values read and written, their types, the symbolic sizes; for a
+//! contraction kernel also the sizes taken from the operands' shapes and
+//! how), its launch configuration (a contraction's tile and block), and the registers, shared memory and spills ptxas
 //! reports on each architecture.
 
 use super::codegen::CudaKernel;
+use super::contraction::ContractionKernel;
 use super::ptxas::Usage;
 use crate::kernel::Program;
 use serde_json::{json, Value};
@@ -58,23 +60,62 @@ pub fn manifest_entry(p: &Program, k: &CudaKernel, nodes: &[String], usage: &[Us
             .map(|(o, ty)| json!({ "kind": "output", "value": o.view.value, "type": ty })),
     );
     args.extend(k.symbols.iter().map(|s| json!({ "kind": "size", "symbol": s, "type": "long long" })));
-    let resources: Vec<Value> = usage
-        .iter()
-        .filter(|u| u.kernel == k.name)
-        .map(|u| {
-            json!({
-                "arch": u.arch, "registers": u.registers, "shared_bytes": u.shared_bytes,
-                "spill_stores": u.spill_stores, "spill_loads": u.spill_loads,
-            })
-        })
-        .collect();
     json!({
         "name": k.name,
         "replaces": nodes,
         "kind": if k.reduces { "reduction" } else { "elementwise" },
         "arguments": args,
         "launch": k.launch.to_json(),
-        "resources": resources,
+        "resources": resources(&k.name, usage),
+    })
+}
+
+/// ptxas' report for kernel `name` on each architecture.
+fn resources(name: &str, usage: &[Usage]) -> Vec<Value> {
+    usage
+        .iter()
+        .filter(|u| u.kernel == name)
+        .map(|u| {
+            json!({
+                "arch": u.arch, "registers": u.registers, "shared_bytes": u.shared_bytes,
+                "spill_stores": u.spill_stores, "spill_loads": u.spill_loads,
+            })
+        })
+        .collect()
+}
+
+/// The manifest entry of contraction kernel `c`, replacing `nodes` (the
+/// contraction's, and its epilogue's when fused).
+pub fn contraction_entry(c: &ContractionKernel, nodes: &[String], usage: &[Usage]) -> Value {
+    let k = &c.kernel;
+    let mut args: Vec<Value> = c
+        .reads
+        .iter()
+        .zip(&k.buffers)
+        .enumerate()
+        .map(|(i, (v, ty))| {
+            let role = if i < c.node_inputs { ["A", "B", "C"][i] } else { "epilogue" };
+            json!({ "kind": "input", "value": v, "type": ty, "role": role })
+        })
+        .collect();
+    args.extend(
+        c.writes
+            .iter()
+            .zip(&k.buffers[k.n_inputs..])
+            .map(|(w, ty)| json!({ "kind": "output", "value": w.value, "type": ty })),
+    );
+    args.extend(c.symbols.iter().map(|s| json!({ "kind": "size", "symbol": s, "type": "long long" })));
+    args.extend(c.sizes.iter().map(|(s, how)| json!({ "kind": "size", "name": s, "type": "long long", "from": how })));
+    json!({
+        "name": k.name,
+        "replaces": nodes,
+        "kind": "contraction",
+        "op": format!("{:?}", c.op),
+        "geometry": format!("{:?}", c.geometry),
+        "epilogue_fused": c.fused,
+        "arguments": args,
+        "launch": k.launch.to_json(),
+        "resources": resources(&k.name, usage),
     })
 }
 

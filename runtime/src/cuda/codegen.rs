@@ -83,7 +83,7 @@ pub fn storage_type(t: ElemType) -> Result<&'static str, String> {
 }
 
 /// `expr` read from storage of type `t`, as its compute type.
-fn load_expr(t: ElemType, expr: &str) -> String {
+pub(crate) fn load_expr(t: ElemType, expr: &str) -> String {
     match t {
         ElemType::Float16 => format!("__half2float({expr})"),
         ElemType::Bfloat16 => format!("__bfloat162float({expr})"),
@@ -92,7 +92,7 @@ fn load_expr(t: ElemType, expr: &str) -> String {
 }
 
 /// `expr` (of the compute type) converted for storage of type `t`.
-fn store_expr(t: ElemType, expr: &str) -> String {
+pub(crate) fn store_expr(t: ElemType, expr: &str) -> String {
     match t {
         ElemType::Float16 => format!("__float2half({expr})"),
         ElemType::Bfloat16 => format!("__float2bfloat16({expr})"),
@@ -102,7 +102,7 @@ fn store_expr(t: ElemType, expr: &str) -> String {
 }
 
 /// A C literal of `x` in compute type `ty`.
-fn literal(x: f64, ty: &str) -> String {
+pub(crate) fn literal(x: f64, ty: &str) -> String {
     match ty {
         "float" if x.is_nan() => "__int_as_float(0x7fc00000)".into(),
         "double" if x.is_nan() => "__longlong_as_double(0x7ff8000000000000LL)".into(),
@@ -118,7 +118,7 @@ fn literal(x: f64, ty: &str) -> String {
 }
 
 /// A size as C: a literal, or the kernel parameter holding a symbolic one.
-fn size_expr(e: &Extent, symbols: &[String]) -> String {
+pub(crate) fn size_expr(e: &Extent, symbols: &[String]) -> String {
     match e {
         Extent::Known(n) => format!("{n}LL"),
         Extent::Symbol(s) => format!("S{}", symbols.iter().position(|x| x == s).unwrap_or(0)),
@@ -138,15 +138,9 @@ pub fn identifier(name: &str) -> String {
 pub fn generate(p: &Program) -> Result<CudaKernel, String> {
     crate::kernel::verify::verify(p)?;
     let name = identifier(&p.name);
-    let mut symbols = BTreeSet::new();
-    for e in p.axes.iter().chain(p.operands.iter().chain(p.outputs.iter().map(|o| &o.view)).flat_map(|v| &v.dims)) {
-        if let Extent::Symbol(s) = e {
-            symbols.insert(s.clone());
-        }
-    }
-    let symbols: Vec<String> = symbols.into_iter().collect();
+    let symbols = program_symbols(p);
     let types: Vec<&str> = p.body.iter().map(|i| compute_type(i.ty)).collect::<Result<_, _>>()?;
-    let mut g = Gen { p, types, out: String::new(), symbols: &symbols };
+    let mut g = Gen { p, types, out: String::new(), symbols: &symbols, replaced: Vec::new() };
     g.signature(&name)?;
     g.prologue();
     let reduces = !p.reduce.is_empty();
@@ -166,14 +160,39 @@ pub fn generate(p: &Program) -> Result<CudaKernel, String> {
     Ok(CudaKernel { name, source: g.out, symbols, launch, reduces, buffers, n_inputs: p.operands.len() })
 }
 
-struct Gen<'p> {
-    p: &'p Program,
-    types: Vec<&'static str>,
-    out: String,
-    symbols: &'p [String],
+/// The symbolic sizes `p` mentions (axis extents and view dims), sorted:
+/// the kernel's `S0, S1, ...` parameters.
+pub(crate) fn program_symbols(p: &Program) -> Vec<String> {
+    let mut symbols = BTreeSet::new();
+    for e in p.axes.iter().chain(p.operands.iter().chain(p.outputs.iter().map(|o| &o.view)).flat_map(|v| &v.dims)) {
+        if let Extent::Symbol(s) = e {
+            symbols.insert(s.clone());
+        }
+    }
+    symbols.into_iter().collect()
 }
 
-impl Gen<'_> {
+/// The emitter of one program's statements, shared by the program kernels
+/// and the contraction kernels' epilogues.
+pub(crate) struct Gen<'p> {
+    pub(crate) p: &'p Program,
+    types: Vec<&'static str>,
+    pub(crate) out: String,
+    symbols: &'p [String],
+    /// Per operand, a C expression its loads read instead of memory (a
+    /// contraction's accumulator); `None` or absent: loaded from `in<k>`.
+    replaced: Vec<Option<String>>,
+}
+
+impl<'p> Gen<'p> {
+    /// An emitter of `p` whose symbols are `symbols` (`S<i>`), with the
+    /// loads of the operands `replaced` names reading those expressions.
+    pub(crate) fn new(p: &'p Program, symbols: &'p [String], replaced: Vec<Option<String>>) -> Result<Gen<'p>, String> {
+        crate::kernel::verify::verify(p)?;
+        let types: Vec<&str> = p.body.iter().map(|i| compute_type(i.ty)).collect::<Result<_, _>>()?;
+        Ok(Gen { p, types, out: String::new(), symbols, replaced })
+    }
+
     fn signature(&mut self, name: &str) -> Result<(), String> {
         let mut params = Vec::new();
         for (k, v) in self.p.operands.iter().enumerate() {
@@ -190,7 +209,7 @@ impl Gen<'_> {
     }
 
     /// Axis extents, point counts, and each view's offset and strides.
-    fn prologue(&mut self) {
+    pub(crate) fn prologue(&mut self) {
         let p = self.p;
         for (a, e) in p.axes.iter().enumerate() {
             let _ = writeln!(self.out, "  const long long A{a} = {};", size_expr(e, self.symbols));
@@ -240,7 +259,7 @@ impl Gen<'_> {
     }
 
     /// Splits linear index `lin` over `axes` (C order) into `x<axis>`.
-    fn decompose(&mut self, indent: &str, lin: &str, axes: &[usize]) {
+    pub(crate) fn decompose(&mut self, indent: &str, lin: &str, axes: &[usize]) {
         let _ = writeln!(self.out, "{indent}long long rest_{lin} = {lin};");
         for &a in axes.iter().rev() {
             let _ = writeln!(self.out, "{indent}const long long x{a} = rest_{lin} % A{a}; rest_{lin} /= A{a};");
@@ -260,7 +279,7 @@ impl Gen<'_> {
 
     /// Emits instructions `wanted` (and what they read, unless `have`)
     /// with the axes in `axes` indexed; adds them to `have`.
-    fn emit(
+    pub(crate) fn emit(
         &mut self,
         indent: &str,
         wanted: &[usize],
@@ -290,6 +309,9 @@ impl Gen<'_> {
         let ty = self.types[i];
         let v = |a: usize| format!("v{a}");
         Ok(match self.p.body[i].inst {
+            Inst::Load(k) if self.replaced.get(k).is_some_and(Option::is_some) => {
+                self.replaced[k].clone().unwrap_or_default()
+            }
             Inst::Load(k) => {
                 let view = &self.p.operands[k];
                 load_expr(view.elem, &format!("in{k}[{}]", self.offset(&format!("i{k}"), view, axes)))
@@ -308,7 +330,7 @@ impl Gen<'_> {
     }
 
     /// Stores output `k` from its source at the current point.
-    fn store(&mut self, indent: &str, k: usize, axes: &BTreeSet<usize>) {
+    pub(crate) fn store(&mut self, indent: &str, k: usize, axes: &BTreeSet<usize>) {
         let o = &self.p.outputs[k];
         let at = self.offset(&format!("o{k}"), &o.view, axes);
         let value = store_expr(o.view.elem, &format!("v{}", o.source));

@@ -11,6 +11,20 @@ pub enum Policy {
     /// One block per outer point (its threads share the reduction), in a
     /// grid-stride loop over the outer points.
     PerOuterPoint,
+    /// One block per output tile of a batched matrix product (`tile_m` ×
+    /// `tile_n` outputs, the contracted axis in steps of `k_step` through
+    /// shared memory, each thread a `micro` × `micro` register tile), in a
+    /// grid-stride loop over the tiles of every batch.
+    Tiled {
+        /// Output rows per tile.
+        tile_m: u32,
+        /// Output columns per tile.
+        tile_n: u32,
+        /// Contracted elements per shared-memory step.
+        k_step: u32,
+        /// Rows and columns of each thread's register tile.
+        micro: u32,
+    },
 }
 
 /// A kernel's launch configuration.
@@ -35,13 +49,32 @@ impl Launch {
         Launch { block, policy: Policy::PerOuterPoint, max_blocks: 4096 }
     }
 
-    /// The number of blocks for `n_outer` outer points (at least one).
+    /// Tiles of `tile_m` × `tile_n` outputs, a `micro` × `micro` register
+    /// tile a thread (so `block` = (tile_m / micro) · (tile_n / micro)).
+    pub fn tiled(tile_m: u32, tile_n: u32, k_step: u32, micro: u32) -> Launch {
+        let block = (tile_m / micro) * (tile_n / micro);
+        Launch { block, policy: Policy::Tiled { tile_m, tile_n, k_step, micro }, max_blocks: 4096 }
+    }
+
+    /// The number of blocks for `n_outer` outer points (at least one); for
+    /// a tiled kernel `n_outer` is the number of output tiles (see
+    /// [`Launch::tiles`]).
     pub fn grid(&self, n_outer: u64) -> u32 {
         let wanted = match self.policy {
             Policy::GridStride => n_outer.div_ceil(u64::from(self.block)),
-            Policy::PerOuterPoint => n_outer,
+            Policy::PerOuterPoint | Policy::Tiled { .. } => n_outer,
         };
         wanted.clamp(1, u64::from(self.max_blocks)) as u32
+    }
+
+    /// The output tiles of a `batch` of `m` × `n` products (0 for other policies).
+    pub fn tiles(&self, batch: u64, m: u64, n: u64) -> u64 {
+        match self.policy {
+            Policy::Tiled { tile_m, tile_n, .. } => {
+                batch * m.div_ceil(u64::from(tile_m)) * n.div_ceil(u64::from(tile_n))
+            }
+            _ => 0,
+        }
     }
 
     /// The configuration as the manifest records it.
@@ -49,6 +82,14 @@ impl Launch {
         let policy = match self.policy {
             Policy::GridStride => "grid-stride: one thread per point, blocks = ceil(points / block)",
             Policy::PerOuterPoint => "one block per outer point, threads share the reduction",
+            Policy::Tiled { tile_m, tile_n, k_step, micro } => {
+                return json!({
+                    "block": self.block, "max_blocks": self.max_blocks,
+                    "grid": "one block per output tile: blocks = batch * ceil(M / tile_m) * ceil(N / tile_n), grid-stride over the rest",
+                    "tile": { "m": tile_m, "n": tile_n, "k_step": k_step, "thread_tile": [micro, micro] },
+                    "shared_bytes": 4 * k_step * (tile_m + tile_n),
+                })
+            }
         };
         json!({ "block": self.block, "max_blocks": self.max_blocks, "grid": policy })
     }

@@ -8,6 +8,7 @@
 
 pub mod artifact;
 pub mod codegen;
+pub mod contraction;
 pub mod device;
 pub mod host;
 pub mod launch;

@@ -37,6 +37,24 @@ pub struct Contraction {
     /// The elementwise program that reads the node's result as one of its
     /// operands (bias, activation, residual, scale), when one was fused.
     pub epilogue: Option<Program>,
+    /// The node's inputs as the shape analysis knows them (`None`: an
+    /// omitted optional input; empty when some input's shape is unknown),
+    /// for backends that generate code ahead of the fed shapes.
+    pub inputs: Vec<Option<Declared>>,
+    /// The node's result, when its shape is known.
+    pub output: Option<Declared>,
+}
+
+/// A tensor a contraction reads or writes: its value, element type and
+/// dims (symbolic where the model's sizes are).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Declared {
+    /// The graph value.
+    pub value: String,
+    /// Its element type.
+    pub elem: diamond_ir::ElemType,
+    /// Its dims.
+    pub dims: Vec<Extent>,
 }
 
 /// The operators with a fast contraction kernel.
