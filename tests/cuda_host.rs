@@ -104,10 +104,12 @@ impl Kernels {
 
 /// The most shared-memory rounds (tiles × K steps) a contraction step may
 /// take on the host shim: each round is two block-wide barriers across
-/// 256 OS threads, and grouped convolutions with few channels per group
-/// (depthwise) take tens of thousands; those steps are compiled (NVRTC
-/// test) but not run here.
-const EMULATION_BUDGET: u64 = 4096;
+/// 256 OS threads. 811 of the fixtures' 873 steps fit, a third of the
+/// rounds all of them take (the light models' large and grouped
+/// convolutions take up to tens of thousands each); the others are
+/// compiled (NVRTC test) but not run here, and the node suite's Conv
+/// cases run in full.
+const EMULATION_BUDGET: u64 = 256;
 
 /// One launch's expectations: what it is, how many of its buffers are
 /// inputs, each output's type, shape and value name, and the tolerance.

@@ -1,6 +1,6 @@
 //! The lowered artifact a deployment picks up: the model's kernels as one
 //! CUDA translation unit (`kernels.cu`) and one file per kernel, NVRTC's
-//! PTX (`compute_80`) and CUBINs (sm_80, sm_90), and `manifest.json`:
+//! PTX (`compute_80`) and the CUBINs ptxas assembles from it (sm_80, sm_90), and `manifest.json`:
 //! per kernel its name, the graph nodes it replaces, its arguments (the
 //! values read and written, their types, the symbolic sizes; for a
 //! contraction kernel also the sizes taken from the operands' shapes and
@@ -30,17 +30,27 @@ pub struct Built {
     pub usage: Vec<Usage>,
 }
 
-/// Compiles `kernels` as one translation unit with NVRTC (PTX and CUBINs)
-/// and assembles the PTX with ptxas for every architecture.
+/// Compiles `kernels` as one translation unit with NVRTC to PTX
+/// (`compute_80`, cached under `cache`) and assembles it with ptxas for
+/// every architecture of [`ARCHS`], the architectures at once: the CUBINs
+/// and the resource report. (NVRTC compiling the source again for each
+/// real architecture would repeat its front end and ptxas' work: the
+/// fixture test's translation unit took three front ends and four
+/// assemblies, now one and two.)
 pub fn build(kernels: &[CudaKernel], cache: Option<&Path>) -> Result<Built, String> {
     let source = super::device_source(kernels);
     let includes = super::include_dirs();
     let ptx = super::nvrtc::compile(&source, "compute_80", &includes, cache)?.bytes;
+    let assembled: Vec<Result<(Vec<u8>, Vec<Usage>), String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = ARCHS.iter().map(|arch| s.spawn(|| super::ptxas::assemble(&ptx, arch))).collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("ptxas thread panicked".into()))).collect()
+    });
     let mut cubins = Vec::new();
     let mut usage = Vec::new();
-    for arch in ARCHS {
-        cubins.push((arch.to_string(), super::nvrtc::compile(&source, arch, &includes, cache)?.bytes));
-        usage.extend(super::ptxas::assemble(&ptx, arch)?);
+    for (arch, result) in ARCHS.iter().zip(assembled) {
+        let (cubin, used) = result?;
+        cubins.push((arch.to_string(), cubin));
+        usage.extend(used);
     }
     Ok(Built { source, ptx, cubins, usage })
 }

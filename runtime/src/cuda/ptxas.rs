@@ -39,28 +39,34 @@ pub fn locate() -> Option<PathBuf> {
     libs.iter().filter_map(|l| Some(l.parent()?.parent()?.join("cuda_nvcc/bin/ptxas"))).find(|p| p.is_file())
 }
 
-/// Assembles `ptx` for `arch` with `-v`; the usage of every kernel in it.
-pub fn assemble(ptx: &[u8], arch: &str) -> Result<Vec<Usage>, String> {
+/// Assembles `ptx` for `arch` with `-v`: the CUBIN, and the usage of every
+/// kernel in it.
+pub fn assemble(ptx: &[u8], arch: &str) -> Result<(Vec<u8>, Vec<Usage>), String> {
     let exe = locate().ok_or("ptxas not found: set DIAMOND_PTXAS or install nvidia-cuda-nvcc-cu12 (see the README)")?;
-    let dir = std::env::temp_dir().join(format!("diamond-ptxas-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let key = super::hash_hex(&[ptx, arch.as_bytes()]);
+    // A folder per call: calls for several architectures may run at once.
+    let dir = std::env::temp_dir().join(format!("diamond-ptxas-{}-{key}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let input = dir.join(format!("{key}.ptx"));
+    let output = dir.join(format!("{key}.cubin"));
     std::fs::write(&input, ptx).map_err(|e| e.to_string())?;
     let out = Command::new(&exe)
         .arg(format!("-arch={arch}"))
         .arg("-v")
         .arg(&input)
         .arg("-o")
-        .arg(dir.join(format!("{key}.cubin")))
+        .arg(&output)
         .output()
-        .map_err(|e| format!("{}: {e}", exe.display()))?;
+        .map_err(|e| format!("{}: {e}", exe.display()));
+    let cubin = std::fs::read(&output);
     let _ = std::fs::remove_dir_all(&dir);
+    let out = out?;
     let text = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
         return Err(format!("ptxas -arch={arch} failed:\n{text}"));
     }
-    Ok(parse(&text, arch))
+    let cubin = cubin.map_err(|e| format!("ptxas -arch={arch} wrote no CUBIN: {e}"))?;
+    Ok((cubin, parse(&text, arch)))
 }
 
 /// Reads ptxas' `-v` report.
