@@ -13,43 +13,71 @@ const PARALLEL_VALUES: usize = 1 << 16;
 /// Fills `columns` (`c_in/group · kh · kw` rows of `oh · ow`) from `src` (`c_in/group × h × w`).
 pub(crate) fn fill(src: &[f32], p: &Conv2d, (oh, ow): (usize, usize), columns: &mut [f32]) {
     let plane = oh * ow;
-    let rows = p.group_in() * p.kh * p.kw;
+    let taps = p.kh * p.kw;
+    let rows = p.group_in() * taps;
     let columns = &mut columns[..rows * plane];
-    let row = |r: usize, dst: &mut [f32]| {
-        let (c, tap) = (r / (p.kh * p.kw), r % (p.kh * p.kw));
-        let (ki, kj) = (tap / p.kw, tap % p.kw);
-        fill_row(&src[c * p.h * p.w..(c + 1) * p.h * p.w], p, ki, kj, ow, dst);
-    };
+    // Per column tap: the output columns inside the input, and the first one's input column.
+    let spans: Vec<Span> = (0..p.kw).map(|kj| Span::of(p, kj, ow)).collect();
+    let channel = |c: usize| &src[c * p.h * p.w..(c + 1) * p.h * p.w];
     if columns.len() >= PARALLEL_VALUES && rayon::current_num_threads() > 1 {
-        columns.par_chunks_mut(plane).enumerate().for_each(|(r, dst)| row(r, dst));
+        columns.par_chunks_mut(plane).enumerate().for_each(|(r, dst)| {
+            let (c, tap) = (r / taps, r % taps);
+            fill_row(channel(c), p, tap / p.kw, &spans[tap % p.kw], (oh, ow), dst);
+        });
     } else {
-        columns.chunks_mut(plane).enumerate().for_each(|(r, dst)| row(r, dst));
+        // Nested loops: no division per row (small images have thousands of short rows).
+        let mut at = 0;
+        for c in 0..p.group_in() {
+            for ki in 0..p.kh {
+                for span in &spans {
+                    fill_row(channel(c), p, ki, span, (oh, ow), &mut columns[at..at + plane]);
+                    at += plane;
+                }
+            }
+        }
     }
 }
 
-/// One row: tap `(ki, kj)` of one channel over every output position.
+/// The output columns `lo..hi` that one column tap reaches inside the
+/// input, and the input column `start` of the first.
+#[derive(Clone, Copy)]
+struct Span {
+    lo: usize,
+    hi: usize,
+    start: usize,
+}
+
+impl Span {
+    fn of(p: &Conv2d, kj: usize, ow: usize) -> Span {
+        let sw = p.stride[1];
+        // output columns whose input column lies inside: ox·sw + kj·dw − left ∈ [0, w)
+        let first_x = |ox: usize| ox as isize * sw as isize + (kj * p.dilation[1]) as isize - p.pads[1] as isize;
+        let lo = (0..ow).find(|&ox| first_x(ox) >= 0).unwrap_or(ow);
+        let hi = (lo..ow).find(|&ox| first_x(ox) >= p.w as isize).unwrap_or(ow);
+        let start = if lo < hi { first_x(lo) as usize } else { 0 };
+        Span { lo, hi, start }
+    }
+}
+
+/// One row: tap `(ki, span)` of one channel over every output position.
 /// Small images make runs of a few floats per output row, where a call of
-/// `memcpy`/`memset` per run cost more than the copy (over half of a
-/// 16×16-image network's time): runs under 64 floats are copied inline.
-fn fill_row(channel: &[f32], p: &Conv2d, ki: usize, kj: usize, ow: usize, dst: &mut [f32]) {
-    let [sh, sw] = p.stride;
-    let [dh, dw] = p.dilation;
-    let (top, left) = (p.pads[0] as isize, p.pads[1] as isize);
-    // output columns whose input column lies inside: ox·sw + kj·dw − left ∈ [0, w)
-    let first_x = |ox: usize| ox as isize * sw as isize + (kj * dw) as isize - left;
-    let lo = (0..ow).find(|&ox| first_x(ox) >= 0).unwrap_or(ow);
-    let hi = (lo..ow).find(|&ox| first_x(ox) >= p.w as isize).unwrap_or(ow);
-    for (oy, out) in dst.chunks_exact_mut(ow).enumerate() {
-        let iy = oy as isize * sh as isize + (ki * dh) as isize - top;
+/// `memcpy`/`memset` per run cost more than the copy: runs under 64 floats
+/// are copied inline.
+fn fill_row(channel: &[f32], p: &Conv2d, ki: usize, span: &Span, (oh, ow): (usize, usize), dst: &mut [f32]) {
+    let (sh, sw) = (p.stride[0], p.stride[1]);
+    let top = p.pads[0] as isize;
+    let Span { lo, hi, start } = *span;
+    for oy in 0..oh {
+        let out = &mut dst[oy * ow..(oy + 1) * ow];
+        let iy = oy as isize * sh as isize + (ki * p.dilation[0]) as isize - top;
         if iy < 0 || iy >= p.h as isize {
-            out.fill(0.0);
+            zero(out);
             continue;
         }
         let line = &channel[iy as usize * p.w..(iy as usize + 1) * p.w];
         zero(&mut out[..lo]);
         zero(&mut out[hi..]);
         if lo < hi {
-            let start = first_x(lo) as usize;
             if sw == 1 {
                 copy_run(&mut out[lo..hi], &line[start..start + (hi - lo)]);
             } else {
