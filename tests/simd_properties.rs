@@ -26,7 +26,8 @@ enum Op {
     /// `Where(extra_k > 0, chain, extra_k)`.
     Select(usize),
     Clip(i8, i8),
-    /// `Pow(chain, EXPONENTS[k])` (of `Abs(chain)` for fractional exponents).
+    /// `Pow(chain, EXPONENTS[k])` (of `Abs(chain)` for fractional exponents,
+    /// `Abs(chain) + 1` for negative ones).
     Pow(usize),
 }
 
@@ -229,7 +230,14 @@ fn build(c: &Case) -> (diamond_ir::Model, Vec<(String, Value)>, usize) {
             Op::Pow(k) => {
                 let e = EXPONENTS[*k];
                 inits.push(floats(&format!("{out}e"), vec![], vec![e]));
-                let base = if e.fract() != 0.0 {
+                let base = if e < 0.0 {
+                    // 1/x of a value near 0 then fed to Exp overflows f32
+                    // (the reference widens to f64): keep the base at least 1.
+                    nodes.push(node("Abs", &[&cur], &format!("{out}a"), vec![]));
+                    inits.push(floats(&format!("{out}o"), vec![], vec![1.0]));
+                    nodes.push(node("Add", &[&format!("{out}a"), &format!("{out}o")], &format!("{out}b"), vec![]));
+                    format!("{out}b")
+                } else if e.fract() != 0.0 {
                     nodes.push(node("Abs", &[&cur], &format!("{out}a"), vec![]));
                     format!("{out}a")
                 } else {
