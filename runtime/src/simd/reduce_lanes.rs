@@ -142,18 +142,27 @@ fn value(c: Combiner, acc: f64, count: usize) -> f32 {
 /// Where each lane of a block starts in one tensor.
 struct Lanes {
     offs: Vec<isize>,
+    /// The odometer's multi-index, kept to be reused.
+    index: Vec<usize>,
 }
 
 impl Lanes {
     fn new() -> Lanes {
-        Lanes { offs: Vec::with_capacity(TILE) }
+        Lanes { offs: Vec::with_capacity(TILE), index: Vec::new() }
     }
 
     /// The lanes of outer points `first..first + n` of `outer` under `strides`.
     fn set(&mut self, first: usize, n: usize, outer: &[usize], strides: &[isize], offset: isize) {
         self.offs.clear();
         let r = outer.len();
-        let mut index = vec_index(first, outer);
+        let index = &mut self.index;
+        index.clear();
+        let mut rest = first;
+        for &e in outer.iter().rev() {
+            index.push(rest % e);
+            rest /= e;
+        }
+        index.reverse();
         let mut off = offset + offset_of(first, outer, strides);
         for _ in 0..n {
             self.offs.push(off);
@@ -168,53 +177,6 @@ impl Lanes {
                 }
                 off -= strides[a] * outer[a] as isize;
                 index[a] = 0;
-            }
-        }
-    }
-}
-
-/// The multi-index of point `index` of `extents` (C order).
-fn vec_index(mut index: usize, extents: &[usize]) -> smallvec_index::Index {
-    let mut out = smallvec_index::Index::zeros(extents.len());
-    for a in (0..extents.len()).rev() {
-        out[a] = index % extents[a];
-        index /= extents[a];
-    }
-    out
-}
-
-/// A multi-index without a heap allocation for the usual ranks.
-mod smallvec_index {
-    /// Up to 8 axes inline.
-    pub struct Index {
-        inline: [usize; 8],
-        heap: Vec<usize>,
-        rank: usize,
-    }
-
-    impl Index {
-        pub fn zeros(rank: usize) -> Index {
-            Index { inline: [0; 8], heap: if rank > 8 { vec![0; rank] } else { Vec::new() }, rank }
-        }
-    }
-
-    impl std::ops::Index<usize> for Index {
-        type Output = usize;
-        fn index(&self, a: usize) -> &usize {
-            if self.rank > 8 {
-                &self.heap[a]
-            } else {
-                &self.inline[a]
-            }
-        }
-    }
-
-    impl std::ops::IndexMut<usize> for Index {
-        fn index_mut(&mut self, a: usize) -> &mut usize {
-            if self.rank > 8 {
-                &mut self.heap[a]
-            } else {
-                &mut self.inline[a]
             }
         }
     }
