@@ -3,6 +3,12 @@
 //! kernel tap `(ki, kj)` of channel `c` meets there (0 in the padding), so
 //! that the convolution is `weights · columns`. Rows are filled in
 //! parallel on the current rayon pool.
+//!
+//! Two ways of filling, chosen by the shape: narrow outputs (a few columns
+//! per output row, or a column stride) gather each channel through one
+//! table of input offsets per call, worked out once for every tap and
+//! output position; wide ones copy each output row's run of input columns
+//! ([`fill_row`]), where the per-row set-up is paid back by long copies.
 
 use super::conv::Conv2d;
 use rayon::prelude::*;
@@ -16,6 +22,9 @@ pub(crate) fn fill(src: &[f32], p: &Conv2d, (oh, ow): (usize, usize), columns: &
     let taps = p.kh * p.kw;
     let rows = p.group_in() * taps;
     let columns = &mut columns[..rows * plane];
+    if gathers(p, ow) {
+        return fill_by_table(src, p, (oh, ow), columns);
+    }
     // Per column tap: the output columns inside the input, and the first one's input column.
     let spans: Vec<Span> = (0..p.kw).map(|kj| Span::of(p, kj, ow)).collect();
     let channel = |c: usize| &src[c * p.h * p.w..(c + 1) * p.h * p.w];
@@ -36,6 +45,62 @@ pub(crate) fn fill(src: &[f32], p: &Conv2d, (oh, ow): (usize, usize), columns: &
             }
         }
     }
+}
+
+/// Whether the columns are gathered through a table: when output rows are
+/// narrow, the per-row set-up of [`fill_row`] costs more than the copies.
+fn gathers(p: &Conv2d, ow: usize) -> bool {
+    // Offsets are i32 and the padding reads element 0: a channel must hold one.
+    if p.h * p.w == 0 || p.h * p.w > i32::MAX as usize {
+        return false;
+    }
+    ow < NARROW || p.stride[1] > 1
+}
+
+/// Output rows narrower than this many columns are gathered through a table.
+const NARROW: usize = 16;
+
+/// Fills the columns channel by channel through one table: entry
+/// `tap · plane + position` is the offset in a channel of the input value
+/// that the tap meets at that output position, or −1 in the padding.
+fn fill_by_table(src: &[f32], p: &Conv2d, (oh, ow): (usize, usize), columns: &mut [f32]) {
+    let plane = oh * ow;
+    let per_channel = p.kh * p.kw * plane;
+    let mut table = TABLE.with(|t| t.take());
+    table.clear();
+    table.reserve(per_channel);
+    for ki in 0..p.kh {
+        for kj in 0..p.kw {
+            for oy in 0..oh {
+                let iy = (oy * p.stride[0] + ki * p.dilation[0]) as isize - p.pads[0] as isize;
+                for ox in 0..ow {
+                    let ix = (ox * p.stride[1] + kj * p.dilation[1]) as isize - p.pads[1] as isize;
+                    let inside = iy >= 0 && iy < p.h as isize && ix >= 0 && ix < p.w as isize;
+                    table.push(if inside { (iy as usize * p.w + ix as usize) as i32 } else { -1 });
+                }
+            }
+        }
+    }
+    let hw = p.h * p.w;
+    let gather = |c: usize, dst: &mut [f32]| {
+        let channel = &src[c * hw..(c + 1) * hw];
+        for (d, &at) in dst.iter_mut().zip(table.iter()) {
+            // Branch-free: the padding reads element 0 and keeps 0.
+            let v = channel[at.max(0) as usize];
+            *d = if at >= 0 { v } else { 0.0 };
+        }
+    };
+    if columns.len() >= PARALLEL_VALUES && rayon::current_num_threads() > 1 {
+        columns.par_chunks_mut(per_channel).enumerate().for_each(|(c, dst)| gather(c, dst));
+    } else {
+        columns.chunks_mut(per_channel).enumerate().for_each(|(c, dst)| gather(c, dst));
+    }
+    TABLE.with(|t| t.set(table));
+}
+
+thread_local! {
+    /// The offset table of the last call on this thread (kept for its allocation).
+    static TABLE: std::cell::Cell<Vec<i32>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// The output columns `lo..hi` that one column tap reaches inside the
