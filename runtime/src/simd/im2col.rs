@@ -49,7 +49,7 @@ pub(crate) fn fill(src: &[f32], p: &Conv2d, (oh, ow): (usize, usize), columns: &
 
 /// Whether the columns are gathered through a table: when output rows are
 /// narrow, the per-row set-up of [`fill_row`] costs more than the copies.
-fn gathers(p: &Conv2d, ow: usize) -> bool {
+pub(crate) fn gathers(p: &Conv2d, ow: usize) -> bool {
     // Offsets are i32 and the padding reads element 0: a channel must hold one.
     if p.h * p.w == 0 || p.h * p.w > i32::MAX as usize {
         return false;
@@ -64,23 +64,9 @@ const NARROW: usize = 16;
 /// `tap · plane + position` is the offset in a channel of the input value
 /// that the tap meets at that output position, or −1 in the padding.
 fn fill_by_table(src: &[f32], p: &Conv2d, (oh, ow): (usize, usize), columns: &mut [f32]) {
-    let plane = oh * ow;
-    let per_channel = p.kh * p.kw * plane;
+    let per_channel = p.kh * p.kw * oh * ow;
     let mut table = TABLE.with(|t| t.take());
-    table.clear();
-    table.reserve(per_channel);
-    for ki in 0..p.kh {
-        for kj in 0..p.kw {
-            for oy in 0..oh {
-                let iy = (oy * p.stride[0] + ki * p.dilation[0]) as isize - p.pads[0] as isize;
-                for ox in 0..ow {
-                    let ix = (ox * p.stride[1] + kj * p.dilation[1]) as isize - p.pads[1] as isize;
-                    let inside = iy >= 0 && iy < p.h as isize && ix >= 0 && ix < p.w as isize;
-                    table.push(if inside { (iy as usize * p.w + ix as usize) as i32 } else { -1 });
-                }
-            }
-        }
-    }
+    offset_table(p, (oh, ow), &mut table);
     let hw = p.h * p.w;
     let gather = |c: usize, dst: &mut [f32]| {
         let channel = &src[c * hw..(c + 1) * hw];
@@ -96,6 +82,27 @@ fn fill_by_table(src: &[f32], p: &Conv2d, (oh, ow): (usize, usize), columns: &mu
         columns.chunks_mut(per_channel).enumerate().for_each(|(c, dst)| gather(c, dst));
     }
     TABLE.with(|t| t.set(table));
+}
+
+/// Writes into `table` (cleared first), for each kernel tap `(ki, kj)` and
+/// each output position, the offset in an input channel of the value the
+/// tap meets there, or −1 in the padding: entry `(ki·kw + kj)·plane + position`.
+/// The caller checks that a channel's offsets fit an `i32` ([`gathers`]).
+pub(crate) fn offset_table(p: &Conv2d, (oh, ow): (usize, usize), table: &mut Vec<i32>) {
+    table.clear();
+    table.reserve(p.kh * p.kw * oh * ow);
+    for ki in 0..p.kh {
+        for kj in 0..p.kw {
+            for oy in 0..oh {
+                let iy = (oy * p.stride[0] + ki * p.dilation[0]) as isize - p.pads[0] as isize;
+                for ox in 0..ow {
+                    let ix = (ox * p.stride[1] + kj * p.dilation[1]) as isize - p.pads[1] as isize;
+                    let inside = iy >= 0 && iy < p.h as isize && ix >= 0 && ix < p.w as isize;
+                    table.push(if inside { (iy as usize * p.w + ix as usize) as i32 } else { -1 });
+                }
+            }
+        }
+    }
 }
 
 thread_local! {
