@@ -34,7 +34,7 @@ pub(crate) fn conv(
     let plane = oh * ow;
     let channels = p.c_out;
     #[cfg(target_arch = "x86_64")]
-    if cpu::avx2_fma() && im2col::gathers(p, ow) {
+    if cpu::avx2_fma() && (im2col::gathers(p, ow) || (im2col::table_fits(p) && p.stride[1] > 1)) {
         return blocked::conv(input, weight, p, (oh, ow), out, ep);
     }
     let one = |index: usize, dst: &mut [f32]| {
@@ -113,8 +113,8 @@ mod blocked {
     /// Channels per block: one AVX register of `f32`s.
     const LANES: usize = 8;
 
-    /// As [`super::conv`], for a processor with AVX2 and FMA and outputs
-    /// [`im2col::gathers`] accepts.
+    /// As [`super::conv`], for a processor with AVX2 and FMA and inputs
+    /// whose offsets fit the table ([`im2col::table_fits`]).
     pub(super) fn conv(
         input: &[f32],
         weight: &[f32],

@@ -378,7 +378,7 @@ fn large_products_cut_into_tiles_match_the_reference_on_one_and_several_threads(
             };
             check_conv(&conv, &per_row, 4);
             check_conv(&ConvSpec { group: 24, group_in: 1, group_out: 1, stride: [2, 2], ..conv }, &full, 5);
-            // a column stride: im2col's gather table, over enough columns to fill them in parallel
+            // 14 output columns: im2col's gather table, over enough columns to fill them in parallel
             check_conv(&ConvSpec { group_in: 20, stride: [1, 2], ..conv }, &per_row, 7);
             check_batched(&[6], (0, 0), (0, 0), (40, 30, 50), (false, false), full, 6);
         });
