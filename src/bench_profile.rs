@@ -45,6 +45,7 @@ impl Profile {
             let label = match s.step.kind {
                 StepKind::Reference => format!("reference {}", s.step.ops),
                 StepKind::Contraction => format!("contraction {}", s.step.ops),
+                StepKind::Native => format!("simd kernel {}", s.step.ops),
                 kind => kind.name().to_string(),
             };
             let e = by.entry(label).or_default();

@@ -10,7 +10,7 @@ mod ml;
 pub(crate) mod nn;
 mod random;
 pub(crate) mod reduce_linalg;
-mod resize;
+pub(crate) mod resize;
 mod rnn;
 mod shape_ops;
 

@@ -154,6 +154,40 @@ fn taps(p: &Params, o: usize, in_len: usize, out_len: usize, scale: f64, roi: (f
     }
 }
 
+/// The taps of every output position along one axis, for the SIMD
+/// session's own Resize kernel: `mode` nearest or linear, no antialiasing,
+/// no crop box. `None` when the mode or transformation is not one of
+/// those, or a position would read the extrapolation value.
+pub(crate) fn axis_taps(
+    mode: &str,
+    transform: &str,
+    nearest: &str,
+    in_len: usize,
+    out_len: usize,
+    scale: f64,
+) -> Option<Vec<Vec<(usize, f64)>>> {
+    let mode = match mode {
+        "nearest" => Mode::Nearest,
+        "linear" => Mode::Linear,
+        _ => return None,
+    };
+    if !["half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric"].contains(&transform)
+        || in_len == 0
+    {
+        return None;
+    }
+    let p = Params {
+        mode,
+        transform: transform.to_string(),
+        nearest: nearest.to_string(),
+        a: -0.75,
+        exclude_outside: false,
+        extrapolation: 0.0,
+        antialias: false,
+    };
+    (0..out_len).map(|o| taps(&p, o, in_len, out_len, scale, (0.0, 1.0))).collect()
+}
+
 /// Resamples `v` (shape `shape`) along `axis` to `out_len`. An axis that
 /// every output reads at its own position alone (a scale of 1 under most
 /// modes) is left as it is, without a pass over the tensor.
@@ -173,7 +207,8 @@ fn resample(
     let reads_itself = |o: usize, t: &[(usize, f64)]| {
         t.iter().all(|&(k, w)| w == 0.0 || (k == o && w == 1.0)) && t.iter().any(|&(k, w)| k == o && w == 1.0)
     };
-    let identity = out_len == in_len && plan.iter().enumerate().all(|(o, t)| t.as_deref().is_some_and(|t| reads_itself(o, t)));
+    let identity =
+        out_len == in_len && plan.iter().enumerate().all(|(o, t)| t.as_deref().is_some_and(|t| reads_itself(o, t)));
     if identity {
         return v;
     }

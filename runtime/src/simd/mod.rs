@@ -11,6 +11,7 @@
 //! Contractions run on the fast kernels ([`contraction`]: MatMul and Gemm
 //! through [`gemm`], 2-D Conv through [`conv`] with its depthwise and
 //! pointwise cases) and their fused elementwise program after them;
+//! ConvTranspose and Resize run on kernels of their own ([`native`]);
 //! programs computing other types than `f32` and bool, contractions the
 //! kernels do not cover, and every other node run on the reference
 //! kernels. A [`Session`] prepares a model once for given input
@@ -27,6 +28,7 @@ pub mod epilogue;
 pub mod gemm;
 pub mod im2col;
 pub mod math;
+pub mod native;
 pub mod portable_gemm;
 pub mod profile;
 pub mod reduce;

@@ -17,6 +17,8 @@ pub enum StepKind {
     Reduction,
     /// MatMul, Gemm or Conv on the contraction kernels.
     Contraction,
+    /// Another node on the session's own kernels (ConvTranspose, Resize).
+    Native,
     /// Graph nodes on the reference kernels.
     Reference,
 }
@@ -28,6 +30,7 @@ impl StepKind {
             StepKind::Elementwise => "simd elementwise",
             StepKind::Reduction => "simd reduction",
             StepKind::Contraction => "contraction",
+            StepKind::Native => "simd kernel",
             StepKind::Reference => "reference",
         }
     }

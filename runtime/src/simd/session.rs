@@ -14,7 +14,7 @@
 use super::bind::{bind, Bound};
 use super::profile::{first_names, op_list, StepKind, StepTime};
 use super::tile::{Dst, Src};
-use super::{contraction, elementwise, reduce, Options};
+use super::{contraction, elementwise, native, reduce, Options};
 use crate::error::{Result, RunError};
 use crate::exec::{run_one, Frame};
 use crate::kernel::{verify::verify, ContractionOp, LoweredModel, Program, Step};
@@ -56,6 +56,9 @@ pub(crate) enum Planned {
     /// A contraction node on the fast kernels (the reference kernels when
     /// they do not cover it).
     Contraction(NodeId, ContractionOp),
+    /// A node no program expresses, on the session's own kernels
+    /// ([`native`]; the reference kernels when they do not cover it).
+    Native(NodeId),
 }
 
 /// What one run produced.
@@ -78,6 +81,8 @@ pub struct Coverage {
     pub reference_nodes: usize,
     /// Contraction nodes (MatMul, Gemm, Conv) given to the fast kernels.
     pub contractions: usize,
+    /// Other nodes given to the session's own kernels (ConvTranspose, Resize).
+    pub native_nodes: usize,
     /// Steps computed once when the session was prepared (their inputs all constant).
     pub hoisted_steps: usize,
 }
@@ -154,6 +159,10 @@ impl<'m> Session<'m> {
                     if let Some(e) = &c.epilogue {
                         plan_program(e, &mut steps, &mut coverage);
                     }
+                }
+                Step::Node(n) if native::covers(&graph.nodes[*n]) => {
+                    coverage.native_nodes += 1;
+                    steps.push(Planned::Native(*n));
                 }
                 Step::Node(n) => {
                     coverage.reference_nodes += 1;
@@ -276,6 +285,7 @@ impl<'m> Session<'m> {
                     Planned::Program(r) if r.program.reduce.is_empty() => StepKind::Elementwise,
                     Planned::Program(_) => StepKind::Reduction,
                     Planned::Contraction(..) => StepKind::Contraction,
+                    Planned::Native(_) => StepKind::Native,
                     Planned::Nodes(_) => StepKind::Reference,
                 };
                 let nodes = step_nodes(step);
@@ -362,6 +372,7 @@ impl<'m> Session<'m> {
                 },
                 Planned::Nodes(nodes) => self.run_nodes(nodes, peak, *live)?,
                 Planned::Contraction(node, op) => self.run_contraction(*node, *op, peak, *live)?,
+                Planned::Native(node) => self.run_native(*node, peak, *live)?,
             };
             if let (Some(start), Some(times)) = (start, self.times.as_mut()) {
                 times[s] += start.elapsed();
@@ -402,6 +413,24 @@ impl<'m> Session<'m> {
     /// Runs contraction `n` on the fast kernels, or on the reference kernels
     /// when they do not cover its operands; the bytes it added.
     fn run_contraction(&mut self, n: NodeId, op: ContractionOp, peak: &mut u64, live: u64) -> Result<u64> {
+        self.run_on_own_kernels(n, peak, live, &mut |node, inputs, take| contraction::compute(op, node, inputs, take))
+    }
+
+    /// Runs node `n` on the session's own kernels ([`native`]); the bytes it added.
+    fn run_native(&mut self, n: NodeId, peak: &mut u64, live: u64) -> Result<u64> {
+        self.run_on_own_kernels(n, peak, live, &mut native::compute)
+    }
+
+    /// Runs node `n` through `compute` (its inputs, and buffers from the
+    /// pool), or on the reference kernels where `compute` does not cover it;
+    /// the bytes it added.
+    fn run_on_own_kernels(
+        &mut self,
+        n: NodeId,
+        peak: &mut u64,
+        live: u64,
+        compute: &mut dyn FnMut(&diamond_ir::Node, &[Option<&Tensor>], contraction::Take<'_>) -> Option<Tensor>,
+    ) -> Result<u64> {
         let graph = self.frame.graph;
         let node = &graph.nodes[n];
         let mut inputs = Vec::with_capacity(node.inputs.len());
@@ -413,7 +442,7 @@ impl<'m> Session<'m> {
             }
         }
         let pool = &mut self.pool;
-        let Some(t) = contraction::compute(op, node, &inputs, &mut |len| take_from(pool, len)) else {
+        let Some(t) = compute(node, &inputs, &mut |len| take_from(pool, len)) else {
             return self.run_nodes(&[n], peak, live);
         };
         let value = Value::Tensor(t);
@@ -547,7 +576,7 @@ fn step_nodes(s: &Planned) -> Vec<NodeId> {
     match s {
         Planned::Program(r) => r.program.nodes.clone(),
         Planned::Nodes(n) => n.clone(),
-        Planned::Contraction(n, _) => vec![*n],
+        Planned::Contraction(n, _) | Planned::Native(n) => vec![*n],
     }
 }
 
