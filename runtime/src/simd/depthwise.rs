@@ -7,11 +7,10 @@
 //! Narrow or column-strided outputs make those rows a few floats long, and
 //! a scalar loop: there, on AVX2, eight channels are computed at once
 //! instead ([`blocked`]). Their planes are interleaved into one
-//! position-major block (eight floats per position), each output position
-//! sums its taps as 8-wide multiply-adds of the tap's eight weights and the
-//! eight inputs the tap meets (found through one table of input offsets
-//! per call, [`im2col::offset_table`]), and the block is spread back into
-//! the eight output planes.
+//! position-major, zero-padded block (eight floats per position), each
+//! output position sums its taps as 8-wide multiply-adds of the tap's eight
+//! weights and the eight inputs the tap meets, and the results are spread
+//! back into the eight output planes.
 //!
 //! The planes (or blocks) run in parallel on the current rayon pool, and
 //! each gets its epilogue while it is in cache.
@@ -34,7 +33,7 @@ pub(crate) fn conv(
     let plane = oh * ow;
     let channels = p.c_out;
     #[cfg(target_arch = "x86_64")]
-    if cpu::avx2_fma() && (im2col::gathers(p, ow) || (im2col::table_fits(p) && p.stride[1] > 1)) {
+    if cpu::avx2_fma() && (ow < im2col::NARROW || p.stride[1] > 1) {
         return blocked::conv(input, weight, p, (oh, ow), out, ep);
     }
     let one = |index: usize, dst: &mut [f32]| {
@@ -107,14 +106,21 @@ fn accumulate_body(src: &[f32], taps: &[f32], p: &Conv2d, ow: usize, dst: &mut [
 mod blocked {
     use super::super::conv::Conv2d;
     use super::super::epilogue::Epilogue;
-    use super::super::im2col;
     use rayon::prelude::*;
 
     /// Channels per block: one AVX register of `f32`s.
     const LANES: usize = 8;
+    /// Output positions per step: independent accumulators side by side.
+    const STEP: usize = 4;
 
-    /// As [`super::conv`], for a processor with AVX2 and FMA and inputs
-    /// whose offsets fit the table ([`im2col::table_fits`]).
+    /// The padded input plane's geometry: rows, columns.
+    #[derive(Clone, Copy)]
+    struct Padded {
+        rows: usize,
+        cols: usize,
+    }
+
+    /// As [`super::conv`], for a processor with AVX2 and FMA.
     pub(super) fn conv(
         input: &[f32],
         weight: &[f32],
@@ -124,18 +130,17 @@ mod blocked {
         ep: &Epilogue,
     ) {
         let plane = oh * ow;
-        let (c, hw, taps) = (p.c_out, p.h * p.w, p.kh * p.kw);
-        let mut table = Vec::new();
-        im2col::offset_table(p, (oh, ow), &mut table);
+        let (c, hw) = (p.c_out, p.h * p.w);
+        let padded = Padded { rows: p.h + p.pads[0] + p.pads[2], cols: p.w + p.pads[1] + p.pads[3] };
         let blocks = c.div_ceil(LANES);
         // A work item: channels c0..c0 + LANES (fewer in the last block) of one image.
         let one = |item: usize, dst: &mut [f32]| {
             let (image, c0) = (item / blocks, (item % blocks) * LANES);
             let lanes = LANES.min(c - c0);
             let src = &input[(image * c + c0) * hw..][..lanes * hw];
-            let w = &weight[c0 * taps..][..lanes * taps];
+            let w = &weight[c0 * p.kh * p.kw..][..lanes * p.kh * p.kw];
             // SAFETY: the caller checked that the processor has AVX2 and FMA.
-            unsafe { block_avx2(src, w, &table, (hw, taps, plane), lanes, dst) };
+            unsafe { block_avx2(src, w, p, padded, (oh, ow), lanes, dst) };
             for (j, out) in dst.chunks_mut(plane).enumerate() {
                 ep.shifted(c0 + j, (image * c + c0 + j) * plane).apply(out, 1, plane);
             }
@@ -156,24 +161,44 @@ mod blocked {
         }
     }
 
-    /// `lanes` channels (input planes `src`, `taps` weights each in `w`) into
-    /// their output planes `dst`, through the interleaved block.
+    /// `lanes` channels (input planes `src`, their taps in `w`) into their
+    /// output planes `dst`. The planes are interleaved, position-major and
+    /// zero-padded, into one block (eight floats per position), so that
+    /// every tap of every output position reads inside it; each output
+    /// position is then a chain of 8-wide multiply-adds, [`STEP`] positions
+    /// side by side.
     #[target_feature(enable = "avx2,fma")]
     unsafe fn block_avx2(
         src: &[f32],
         w: &[f32],
-        table: &[i32],
-        (hw, taps, plane): (usize, usize, usize),
+        p: &Conv2d,
+        padded: Padded,
+        (oh, ow): (usize, usize),
         lanes: usize,
         dst: &mut [f32],
     ) {
-        let mut inputs = SPARE.with(|s| s.take());
-        // Position-major: position q's eight channels at q·LANES (missing lanes 0).
+        let (hw, taps, plane) = (p.h * p.w, p.kh * p.kw, oh * ow);
+        let (mut inputs, mut results) = SPARE.with(|s| s.take());
         inputs.clear();
-        inputs.resize(hw * LANES, 0.0);
-        for j in 0..lanes {
-            for (q, &v) in src[j * hw..(j + 1) * hw].iter().enumerate() {
-                inputs[q * LANES + j] = v;
+        inputs.resize(padded.rows * padded.cols * LANES, 0.0);
+        // Position by position, its eight channels written side by side: one
+        // pass over the block (channel by channel, eight strided passes cost
+        // more than the whole convolution).
+        for y in 0..p.h {
+            let row = ((y + p.pads[0]) * padded.cols + p.pads[1]) * LANES;
+            let mut x = 0;
+            if lanes == LANES {
+                while x + LANES <= p.w {
+                    let from: [&[f32]; LANES] = std::array::from_fn(|j| &src[j * hw + y * p.w + x..][..LANES]);
+                    transpose8(from, &mut inputs[row + x * LANES..][..LANES * LANES]);
+                    x += LANES;
+                }
+            }
+            for x in x..p.w {
+                let to: &mut [f32; LANES] = (&mut inputs[row + x * LANES..][..LANES]).try_into().expect("eight lanes");
+                for (j, t) in to.iter_mut().enumerate().take(lanes) {
+                    *t = src[j * hw + y * p.w + x];
+                }
             }
         }
         let mut weights = vec![[0f32; LANES]; taps];
@@ -182,26 +207,85 @@ mod blocked {
                 row[j] = w[j * taps + t];
             }
         }
-        for q in 0..plane {
-            let mut acc = [0f32; LANES];
-            for (t, wt) in weights.iter().enumerate() {
-                let at = table[t * plane + q];
-                if at >= 0 {
-                    let x: &[f32; LANES] = inputs[at as usize * LANES..][..LANES].try_into().expect("eight lanes");
-                    for l in 0..LANES {
-                        acc[l] = wt[l].mul_add(x[l], acc[l]);
+        results.clear();
+        results.resize(plane * LANES, 0.0);
+        let [sh, sw] = p.stride;
+        let [dh, dw] = p.dilation;
+        let lane = |at: usize| -> &[f32; LANES] { inputs[at..at + LANES].try_into().expect("eight lanes") };
+        for oy in 0..oh {
+            let mut ox = 0;
+            while ox < ow {
+                let n = STEP.min(ow - ox);
+                let mut acc = [[0f32; LANES]; STEP];
+                for ki in 0..p.kh {
+                    let row = (oy * sh + ki * dh) * padded.cols;
+                    for kj in 0..p.kw {
+                        let wt = &weights[ki * p.kw + kj];
+                        if n == STEP {
+                            for (u, a) in acc.iter_mut().enumerate() {
+                                let x = lane((row + (ox + u) * sw + kj * dw) * LANES);
+                                for l in 0..LANES {
+                                    a[l] = wt[l].mul_add(x[l], a[l]);
+                                }
+                            }
+                        } else {
+                            for (u, a) in acc.iter_mut().enumerate().take(n) {
+                                let x = lane((row + (ox + u) * sw + kj * dw) * LANES);
+                                for l in 0..LANES {
+                                    a[l] = wt[l].mul_add(x[l], a[l]);
+                                }
+                            }
+                        }
                     }
                 }
-            }
-            for (j, out) in dst.chunks_mut(plane).enumerate().take(lanes) {
-                out[q] = acc[j];
+                let at = (oy * ow + ox) * LANES;
+                for (u, a) in acc.iter().enumerate().take(n) {
+                    results[at + u * LANES..at + (u + 1) * LANES].copy_from_slice(a);
+                }
+                ox += n;
             }
         }
-        SPARE.with(|s| s.set(inputs));
+        for (j, out) in dst.chunks_mut(plane).enumerate().take(lanes) {
+            for (q, o) in out.iter_mut().enumerate() {
+                *o = results[q * LANES + j];
+            }
+        }
+        SPARE.with(|s| s.set((inputs, results)));
+    }
+
+    /// `to[k·8 + j] = from[j][k]`: eight rows of eight floats transposed in
+    /// registers.
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn transpose8(from: [&[f32]; LANES], to: &mut [f32]) {
+        use std::arch::x86_64::*;
+        assert!(to.len() >= LANES * LANES && from.iter().all(|r| r.len() >= LANES));
+        let r: [__m256; LANES] = std::array::from_fn(|j| _mm256_loadu_ps(from[j].as_ptr()));
+        let lo = |a, b| _mm256_unpacklo_ps(a, b);
+        let hi = |a, b| _mm256_unpackhi_ps(a, b);
+        let (t0, t1, t2, t3) = (lo(r[0], r[1]), hi(r[0], r[1]), lo(r[2], r[3]), hi(r[2], r[3]));
+        let (t4, t5, t6, t7) = (lo(r[4], r[5]), hi(r[4], r[5]), lo(r[6], r[7]), hi(r[6], r[7]));
+        let (u0, u1) = (_mm256_shuffle_ps::<0x44>(t0, t2), _mm256_shuffle_ps::<0xEE>(t0, t2));
+        let (u2, u3) = (_mm256_shuffle_ps::<0x44>(t1, t3), _mm256_shuffle_ps::<0xEE>(t1, t3));
+        let (u4, u5) = (_mm256_shuffle_ps::<0x44>(t4, t6), _mm256_shuffle_ps::<0xEE>(t4, t6));
+        let (u6, u7) = (_mm256_shuffle_ps::<0x44>(t5, t7), _mm256_shuffle_ps::<0xEE>(t5, t7));
+        let out = [
+            _mm256_permute2f128_ps::<0x20>(u0, u4),
+            _mm256_permute2f128_ps::<0x20>(u1, u5),
+            _mm256_permute2f128_ps::<0x20>(u2, u6),
+            _mm256_permute2f128_ps::<0x20>(u3, u7),
+            _mm256_permute2f128_ps::<0x31>(u0, u4),
+            _mm256_permute2f128_ps::<0x31>(u1, u5),
+            _mm256_permute2f128_ps::<0x31>(u2, u6),
+            _mm256_permute2f128_ps::<0x31>(u3, u7),
+        ];
+        for (k, v) in out.into_iter().enumerate() {
+            _mm256_storeu_ps(to.as_mut_ptr().add(k * LANES), v);
+        }
     }
 
     thread_local! {
-        /// The interleaved input block of the last call on this thread (kept for its allocation).
-        static SPARE: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
+        /// The padded input block and the result block of the last call on
+        /// this thread (kept for their allocations).
+        static SPARE: std::cell::Cell<(Vec<f32>, Vec<f32>)> = const { std::cell::Cell::new((Vec::new(), Vec::new())) };
     }
 }

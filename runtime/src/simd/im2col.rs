@@ -51,18 +51,18 @@ pub(crate) fn fill(src: &[f32], p: &Conv2d, (oh, ow): (usize, usize), columns: &
 /// narrow, the per-row set-up of [`fill_row`] costs more than the copies.
 /// (A column stride alone does not make it worth it: conv1 of a ResNet,
 /// 7×7 at stride 2 over 16 columns, fills faster by rows.)
-pub(crate) fn gathers(p: &Conv2d, ow: usize) -> bool {
+fn gathers(p: &Conv2d, ow: usize) -> bool {
     table_fits(p) && ow < NARROW
 }
 
 /// Whether a channel's offsets fit the table: `i32`, and the padding reads
 /// element 0, so a channel must hold one.
-pub(crate) fn table_fits(p: &Conv2d) -> bool {
+fn table_fits(p: &Conv2d) -> bool {
     p.h * p.w > 0 && p.h * p.w <= i32::MAX as usize
 }
 
 /// Output rows narrower than this many columns are gathered through a table.
-const NARROW: usize = 16;
+pub(crate) const NARROW: usize = 16;
 
 /// Fills the columns channel by channel through one table: entry
 /// `tap · plane + position` is the offset in a channel of the input value
@@ -92,7 +92,7 @@ fn fill_by_table(src: &[f32], p: &Conv2d, (oh, ow): (usize, usize), columns: &mu
 /// each output position, the offset in an input channel of the value the
 /// tap meets there, or −1 in the padding: entry `(ki·kw + kj)·plane + position`.
 /// The caller checks that a channel's offsets fit the table ([`table_fits`]).
-pub(crate) fn offset_table(p: &Conv2d, (oh, ow): (usize, usize), table: &mut Vec<i32>) {
+fn offset_table(p: &Conv2d, (oh, ow): (usize, usize), table: &mut Vec<i32>) {
     table.clear();
     table.reserve(p.kh * p.kw * oh * ow);
     for ki in 0..p.kh {

@@ -47,6 +47,10 @@ pub(crate) enum Schedule {
     Reduce(reduce::Phases),
 }
 
+/// A kernel of the session's own for one node: its inputs (`None` where
+/// omitted) and a source of buffers in, its output (`None`: not covered).
+type OwnKernel<'a> = dyn FnMut(&diamond_ir::Node, &[Option<&Tensor>], contraction::Take<'_>) -> Option<Tensor> + 'a;
+
 /// One step as the session runs it.
 pub(crate) enum Planned {
     /// A bound program.
@@ -429,7 +433,7 @@ impl<'m> Session<'m> {
         n: NodeId,
         peak: &mut u64,
         live: u64,
-        compute: &mut dyn FnMut(&diamond_ir::Node, &[Option<&Tensor>], contraction::Take<'_>) -> Option<Tensor>,
+        compute: &mut OwnKernel<'_>,
     ) -> Result<u64> {
         let graph = self.frame.graph;
         let node = &graph.nodes[n];
