@@ -110,6 +110,7 @@ fn graph(cx: &mut Converter, parts: Vec<Bytes>, budget: Budget, owner: GraphOwne
     for payload in lists.sparse_initializers {
         cx.add_sparse_initializer(&mut g, wire::decode(payload, entry)?)?;
     }
+    g.nodes.reserve_exact(lists.nodes.len());
     for payload in lists.nodes {
         let node = node(cx, &mut g, id, payload, entry)?;
         g.nodes.push(node);
