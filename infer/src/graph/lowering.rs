@@ -13,6 +13,7 @@
 
 use super::declared::{facts_from_type, states_shape, Declared};
 use super::facts::{ConstValue, Facts, ValueKind};
+use super::facts_table::FactsTable;
 use super::{CheckOptions, OpCtx};
 use crate::cause::{NodeSite, Origin};
 use crate::diagnostic::Code;
@@ -53,7 +54,7 @@ pub(crate) struct Lowering<'m> {
     pub(crate) table: &'m OpTable,
     pub(crate) solver: Solver,
     pub(crate) instances: Vec<Instance<'m>>,
-    pub(crate) facts: HashMap<Key, Facts>,
+    pub(crate) facts: FactsTable,
     /// Stored tensors whose elements are decoded on first use.
     pub(crate) lazy: HashMap<Key, &'m Tensor>,
     /// Values in report order, with their solver tensor.
@@ -84,8 +85,8 @@ impl<'m> Lowering<'m> {
         solver.set_computed_units_claim_free(true);
         solver.set_unit_widening_warns(options.strict_units);
         solver.set_default_basis_unnamed(true);
-        // Every value of every graph gets facts, most of them once: made
-        // room for at once, the map is not rebuilt as it grows.
+        // Every value of every graph gets facts and most are reported, most
+        // of them once: their lists are made room for at once.
         let values: usize = model.graphs.values().map(|g| g.values.len()).sum();
         Lowering {
             model,
@@ -93,7 +94,7 @@ impl<'m> Lowering<'m> {
             table,
             solver,
             instances: Vec::new(),
-            facts: HashMap::with_capacity_and_hasher(values, Default::default()),
+            facts: FactsTable::default(),
             lazy: HashMap::default(),
             reported: Vec::with_capacity(values),
             defined: Vec::with_capacity(values),
@@ -213,6 +214,7 @@ impl<'m> Lowering<'m> {
         let depth = instance.depth;
         self.instances.push(instance);
         let graph = self.graph(inst);
+        self.facts.start_instance(inst, graph.values.len());
         if depth > MAX_DEPTH {
             let cause = self.solver.cause(Origin::Solver("lowering"), "nesting limit");
             self.solver.report_fact(
