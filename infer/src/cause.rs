@@ -23,24 +23,42 @@ pub enum Origin {
         /// The statement as written.
         text: String,
     },
-    /// An operand of a graph node. The node's strings are shared by every
-    /// cause made at that node (a node makes several, one per operand and axis).
+    /// An operand of a graph node. The node is shared by every cause made
+    /// at it (a node makes several, one per operand and axis), and the
+    /// operand's text by every cause that names it.
     Operand {
-        /// The node's display name (`Add 'fc1' (n3)`).
-        node: Arc<str>,
-        /// The node's own name (empty when it has none).
-        name: Arc<str>,
-        /// The node's operator type.
-        op: Arc<str>,
-        /// The node's index in its graph.
-        index: u32,
-        /// Where the graph sits: `""` for the main graph, `If_0/then_branch/` inside a subgraph.
-        graph: Arc<str>,
-        /// Which operand (`input 1`, `output 0`).
-        operand: String,
+        /// The node.
+        site: Arc<NodeSite>,
+        /// Which operand (`input 1`, `output 0`, `node` for the node as a whole).
+        operand: Arc<str>,
     },
     /// Something the solver itself decided (closing, a template).
     Solver(&'static str),
+}
+
+/// The graph node a cause was made at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeSite {
+    /// The node's own name (empty when it has none).
+    pub name: Box<str>,
+    /// The node's operator type.
+    pub op: Arc<str>,
+    /// The node's index in its graph.
+    pub index: u32,
+    /// Where the graph sits: `""` for the main graph, `If_0/then_branch/` inside a subgraph.
+    pub graph: Arc<str>,
+}
+
+/// The node's display label: `Add 'fc1' (node 3)`, or `Add (node 3)`
+/// without a name.
+impl fmt::Display for NodeSite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.name.is_empty() {
+            write!(f, "{} (node {})", self.op, self.index)
+        } else {
+            write!(f, "{} '{}' (node {})", self.op, self.name, self.index)
+        }
+    }
 }
 
 /// The id of a cause in the solver's cause arena.
@@ -290,7 +308,7 @@ impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Origin::Line { line, text } => write!(f, "line {line} `{text}`"),
-            Origin::Operand { node, operand, .. } => write!(f, "{node} {operand}"),
+            Origin::Operand { site, operand } => write!(f, "{site} {operand}"),
             Origin::Solver(what) => write!(f, "{what}"),
         }
     }

@@ -654,12 +654,12 @@ impl Solver {
             clash: None,
             assumes: Vec::new(),
         };
-        if let Some(Origin::Operand { node, name, op, index, graph, operand }) = self.causes.origin(cause) {
-            d.node = Some(if name.is_empty() { node.to_string() } else { name.to_string() });
-            d.op = Some(op.to_string());
-            d.node_index = Some(*index);
-            d.graph = (!graph.is_empty()).then(|| graph.to_string());
-            d.operand = (operand != "node").then(|| operand.clone());
+        if let Some(Origin::Operand { site, operand }) = self.causes.origin(cause) {
+            d.node = Some(if site.name.is_empty() { site.to_string() } else { site.name.to_string() });
+            d.op = Some(site.op.to_string());
+            d.node_index = Some(site.index);
+            d.graph = (!site.graph.is_empty()).then(|| site.graph.to_string());
+            d.operand = (&**operand != "node").then(|| operand.to_string());
         }
         d
     }

@@ -75,6 +75,12 @@ impl<K: EntityId, V> Arena<K, V> {
         Arena { items: Vec::new(), _key: PhantomData }
     }
 
+    /// Makes room for `additional` more entities (exactly that many, when
+    /// the number to come is known).
+    pub fn reserve_exact(&mut self, additional: usize) {
+        self.items.reserve_exact(additional);
+    }
+
     /// Adds `value` and returns its id.
     pub fn push(&mut self, value: V) -> K {
         let id = K::new(self.items.len());

@@ -13,7 +13,8 @@ use crate::entity::{Arena, GraphId, NodeId, ValueId};
 use crate::model::{NodeDeviceConfiguration, StringEntry};
 use crate::tensor::{SparseTensor, Tensor, TensorAnnotation};
 use crate::types::TypeInfo;
-use rustc_hash::FxHashMap as HashMap;
+use hashbrown::hash_table::{Entry, HashTable};
+use std::hash::BuildHasher;
 
 /// Where a graph sits in its model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,7 +36,7 @@ pub enum GraphOwner {
 }
 
 /// A computation graph.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Graph {
     /// What contains this graph.
     pub owner: GraphOwner,
@@ -47,7 +48,9 @@ pub struct Graph {
     pub nodes: Arena<NodeId, Node>,
     /// Every named value the graph mentions.
     pub values: Arena<ValueId, Value>,
-    by_name: HashMap<String, ValueId>,
+    /// The values by name: ids hashed by their name, which `values` holds
+    /// (each name is stored once).
+    by_name: HashTable<ValueId>,
     /// Declared graph inputs.
     pub inputs: Vec<ValueInfo>,
     /// Declared graph outputs.
@@ -110,6 +113,45 @@ pub struct Node {
     pub device_configurations: Vec<NodeDeviceConfiguration>,
 }
 
+/// The hash a value's name is found by.
+fn name_hash(name: &str) -> u64 {
+    rustc_hash::FxBuildHasher.hash_one(name)
+}
+
+/// Equal graphs hold equal values in the same order; the name index follows
+/// from them.
+impl PartialEq for Graph {
+    fn eq(&self, other: &Graph) -> bool {
+        let Graph {
+            owner,
+            name,
+            doc_string,
+            nodes,
+            values,
+            by_name: _,
+            inputs,
+            outputs,
+            value_info,
+            initializers,
+            sparse_initializers,
+            quantization_annotations,
+            metadata_props,
+        } = self;
+        *owner == other.owner
+            && *name == other.name
+            && *doc_string == other.doc_string
+            && *nodes == other.nodes
+            && *values == other.values
+            && *inputs == other.inputs
+            && *outputs == other.outputs
+            && *value_info == other.value_info
+            && *initializers == other.initializers
+            && *sparse_initializers == other.sparse_initializers
+            && *quantization_annotations == other.quantization_annotations
+            && *metadata_props == other.metadata_props
+    }
+}
+
 impl Graph {
     /// An empty graph with the given owner.
     pub fn new(owner: GraphOwner) -> Graph {
@@ -119,7 +161,7 @@ impl Graph {
             doc_string: None,
             nodes: Arena::new(),
             values: Arena::new(),
-            by_name: HashMap::default(),
+            by_name: HashTable::new(),
             inputs: Vec::new(),
             outputs: Vec::new(),
             value_info: Vec::new(),
@@ -132,17 +174,21 @@ impl Graph {
 
     /// The value named `name`, created on first mention.
     pub fn intern(&mut self, name: &str) -> ValueId {
-        if let Some(&id) = self.by_name.get(name) {
-            return id;
+        let hash = name_hash(name);
+        let values = &self.values;
+        match self.by_name.entry(hash, |&id| values[id].name == name, |&id| name_hash(&values[id].name)) {
+            Entry::Occupied(found) => *found.get(),
+            Entry::Vacant(slot) => {
+                let id = self.values.push(Value { name: name.to_string() });
+                slot.insert(id);
+                id
+            }
         }
-        let id = self.values.push(Value { name: name.to_string() });
-        self.by_name.insert(name.to_string(), id);
-        id
     }
 
     /// The value named `name`, if the graph mentions it.
     pub fn value_named(&self, name: &str) -> Option<ValueId> {
-        self.by_name.get(name).copied()
+        self.by_name.find(name_hash(name), |&id| self.values[id].name == name).copied()
     }
 
     /// The name of value `id`.

@@ -4,8 +4,8 @@
 use diamond_infer::check_model;
 use diamond_infer::graph::{CheckReport, ConstValue, DimReport};
 use diamond_ir::{ElemType, Graph, GraphId, Model, NodeId, ValueId};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// The facts about a model that the passes decide on.
@@ -52,9 +52,9 @@ impl<'r> Analysis<'r> {
     fn index(model: &Model, report: Cow<'r, CheckReport>) -> Option<Analysis<'r>> {
         let main = model.graph?;
         let graph = &model.graphs[main];
-        let mut consumers: HashMap<ValueId, Vec<NodeId>> = HashMap::new();
-        let mut producer = HashMap::new();
-        let mut outer_refs = HashSet::new();
+        let mut consumers: HashMap<ValueId, Vec<NodeId>> = HashMap::default();
+        let mut producer = HashMap::default();
+        let mut outer_refs = HashSet::default();
         for (nid, node) in graph.nodes.iter() {
             for &v in &node.inputs {
                 consumers.entry(v).or_default().push(nid);
@@ -185,7 +185,7 @@ pub(crate) fn collect_refs(model: &Model, g: GraphId, out: &mut HashSet<String>)
             }
         }
         for sub in node.subgraphs() {
-            let mut inner = HashSet::new();
+            let mut inner = HashSet::default();
             collect_refs(model, sub, &mut inner);
             out.extend(inner.into_iter().filter(|n| !defined.contains(n.as_str())));
         }

@@ -263,7 +263,8 @@ pub fn sort_topologically(model: &mut diamond_ir::Model) -> bool {
     let mut waiting: Vec<usize> = vec![0; ids.len()];
     for (i, &id) in ids.iter().enumerate() {
         let node = &graph.nodes[id];
-        let mut names: HashSet<String> = node.inputs.iter().map(|&v| graph.value_name(v).to_string()).collect();
+        let mut names: rustc_hash::FxHashSet<String> =
+            node.inputs.iter().map(|&v| graph.value_name(v).to_string()).collect();
         for sub in node.subgraphs() {
             crate::analysis::collect_refs(model, sub, &mut names);
         }

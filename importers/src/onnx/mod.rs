@@ -1,15 +1,21 @@
 //! ONNX: protobuf bytes → [`Model`].
 //!
 //! [`load_model`] memory-maps the file and decodes it with prost into types
-//! whose `bytes` fields are slices of that map, then converts the messages to
-//! the IR ([`to_ir`]). Structural rules the rest of diamond relies on (a
+//! whose `bytes` fields are slices of that map, converting the messages to
+//! the IR ([`to_ir`]). The graphs stream (`stream.rs`): each node,
+//! initializer and declared value is decoded and converted alone, so a large
+//! graph's messages are never all in memory; a file the streaming decoder
+//! refuses is decoded again whole ([`decode_model_whole`]), which words the
+//! error. Structural rules the rest of diamond relies on (a
 //! graph exists, opsets are declared, external data stays inside the model's
 //! directory and within its file) are checked here, so that later stages may
 //! assume them.
 
 mod external;
 mod limits;
+mod stream;
 mod to_ir;
+mod wire;
 
 use crate::error::ImportError;
 use bytes::Bytes;
@@ -32,9 +38,21 @@ pub fn decode_model(bytes: Bytes, path: &Path, base_dir: &Path) -> Result<Model,
     if bytes.is_empty() {
         return Err(ImportError::Empty { path: path.to_path_buf() });
     }
+    stream::decode_model(bytes.clone(), path, base_dir).or_else(|_refused| decode_model_whole(bytes, path, base_dir))
+}
+
+/// [`decode_model`] by the whole `ModelProto`: prost decodes every message
+/// of the file, then they are converted. It gives the same model and the
+/// same errors (which it words) in more time and memory; the streaming
+/// decoder falls back on it for files it refuses, and the tests hold the
+/// two to each other.
+pub fn decode_model_whole(bytes: Bytes, path: &Path, base_dir: &Path) -> Result<Model, ImportError> {
+    if bytes.is_empty() {
+        return Err(ImportError::Empty { path: path.to_path_buf() });
+    }
     let proto = ModelProto::decode(bytes)
         .map_err(|e| ImportError::Decode { path: path.to_path_buf(), detail: decode_detail(&e) })?;
-    check_model_header(&proto, path)?;
+    check_header(proto.ir_version, proto.graph.is_some(), proto.opset_import.len(), path)?;
     to_ir::convert_model(proto, path, base_dir)
 }
 
@@ -91,16 +109,18 @@ pub fn read_file(path: &Path) -> Result<Bytes, ImportError> {
     Ok(Bytes::from_owner(map))
 }
 
-fn check_model_header(proto: &ModelProto, path: &Path) -> Result<(), ImportError> {
+/// The model's header rules: an IR version, a graph, and operator sets
+/// where the IR version requires them.
+fn check_header(ir_version: Option<i64>, has_graph: bool, opsets: usize, path: &Path) -> Result<(), ImportError> {
     let invalid = |problem: &str| ImportError::Invalid { path: PathBuf::from(path), problem: problem.to_string() };
-    let ir_version = proto.ir_version.ok_or_else(|| invalid("the model states no ir_version (field 1)"))?;
+    let ir_version = ir_version.ok_or_else(|| invalid("the model states no ir_version (field 1)"))?;
     if ir_version < 1 {
         return Err(invalid(&format!("ir_version {ir_version} is not a valid IR version")));
     }
-    if proto.graph.is_none() {
+    if !has_graph {
         return Err(invalid("the model has no graph (field 7)"));
     }
-    if ir_version >= 3 && proto.opset_import.is_empty() {
+    if ir_version >= 3 && opsets == 0 {
         return Err(invalid(&format!(
             "the model imports no operator set (opset_import, field 8), which IR version {ir_version} requires"
         )));

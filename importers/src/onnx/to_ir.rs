@@ -2,7 +2,12 @@
 //!
 //! Every optional field keeps its presence and every repeated field its order,
 //! so that `diamond-exporters` can write back a message equal to the one read.
-//! Subgraphs are pushed into the model's graph arena as they are met.
+//! Subgraphs are pushed into the model's graph arena as they are met. The
+//! conversion of one message at a time ([`Converter`]'s pieces) is shared by
+//! the streaming decoder (`stream.rs`), which hands it each graph entry as it
+//! decodes it, and by [`convert_model`], which takes a whole decoded
+//! `ModelProto`; both convert in the same order, so values and graphs get the
+//! same ids either way.
 
 use super::external;
 use crate::error::ImportError;
@@ -10,128 +15,192 @@ use diamond_ir as ir;
 use diamond_ir::entity::EntityId;
 use diamond_ir::{ElemType, GraphId, GraphOwner, Model};
 use diamond_onnx_proto as pb;
+use std::collections::HashSet;
 use std::path::Path;
 
 /// The state of one model's conversion.
-struct Converter<'a> {
+pub(super) struct Converter<'a> {
     model: Model,
     path: &'a Path,
     base_dir: &'a Path,
 }
 
+/// Which list of a graph a declared value belongs to.
+#[derive(Clone, Copy)]
+pub(super) enum Declared {
+    Input,
+    Output,
+    ValueInfo,
+}
+
 /// Converts a decoded model; `path` names it in errors, `base_dir` resolves
 /// external data.
-pub(super) fn convert_model(proto: pb::ModelProto, path: &Path, base_dir: &Path) -> Result<Model, ImportError> {
-    let mut cx = Converter { model: Model::default(), path, base_dir };
-    let graph = proto.graph.map(|g| cx.graph(g, GraphOwner::Main)).transpose()?;
-    let training_info = proto.training_info.into_iter().map(|t| cx.training_info(t)).collect::<Result<_, _>>()?;
-    let functions = proto.functions.into_iter().map(|f| cx.function(f)).collect::<Result<_, _>>()?;
-    cx.model = Model {
-        ir_version: proto.ir_version,
-        opset_imports: proto.opset_import.into_iter().map(opset).collect(),
-        producer_name: proto.producer_name,
-        producer_version: proto.producer_version,
-        domain: proto.domain,
-        model_version: proto.model_version,
-        doc_string: proto.doc_string,
-        graph,
-        metadata_props: entries(proto.metadata_props),
-        training_info,
-        functions,
-        configurations: proto.configuration.into_iter().map(device_configuration).collect(),
-        graphs: std::mem::take(&mut cx.model.graphs),
-    };
-    Ok(cx.model)
+pub(super) fn convert_model(mut proto: pb::ModelProto, path: &Path, base_dir: &Path) -> Result<Model, ImportError> {
+    let mut cx = Converter::new(path, base_dir);
+    let graph = proto.graph.take().map(|g| cx.graph(g, GraphOwner::Main)).transpose()?;
+    cx.finish(proto, graph)
 }
 
 /// Converts one decoded tensor; `path` names it in errors, `base_dir`
 /// resolves external data.
 pub(super) fn convert_tensor(proto: pb::TensorProto, path: &Path, base_dir: &Path) -> Result<ir::Tensor, ImportError> {
-    Converter { model: Model::default(), path, base_dir }.tensor(proto)
+    Converter::new(path, base_dir).tensor(proto)
 }
 
-impl Converter<'_> {
-    fn graph(&mut self, proto: pb::GraphProto, owner: GraphOwner) -> Result<GraphId, ImportError> {
-        // Reserve the id first so that subgraphs get later ids than their parent.
-        let id = self.model.graphs.push(ir::Graph::new(owner));
-        let mut graph = ir::Graph::new(owner);
-        graph.name = proto.name;
-        graph.doc_string = proto.doc_string;
-        for info in proto.input {
-            let info = value_info(&mut graph, info);
-            self.check_declared(&graph, &info)?;
-            graph.inputs.push(info);
+impl<'a> Converter<'a> {
+    pub(super) fn new(path: &'a Path, base_dir: &'a Path) -> Self {
+        Converter { model: Model::default(), path, base_dir }
+    }
+
+    /// The model around its converted main graph: training graphs and
+    /// functions (whose graphs get ids after the main graph's), then the
+    /// header fields. `proto.graph` is not read.
+    pub(super) fn finish(mut self, proto: pb::ModelProto, graph: Option<GraphId>) -> Result<Model, ImportError> {
+        let training_info = proto.training_info.into_iter().map(|t| self.training_info(t)).collect::<Result<_, _>>()?;
+        let functions = proto.functions.into_iter().map(|f| self.function(f)).collect::<Result<_, _>>()?;
+        Ok(Model {
+            ir_version: proto.ir_version,
+            opset_imports: proto.opset_import.into_iter().map(opset).collect(),
+            producer_name: proto.producer_name,
+            producer_version: proto.producer_version,
+            domain: proto.domain,
+            model_version: proto.model_version,
+            doc_string: proto.doc_string,
+            graph,
+            metadata_props: entries(proto.metadata_props),
+            training_info,
+            functions,
+            configurations: proto.configuration.into_iter().map(device_configuration).collect(),
+            graphs: self.model.graphs,
+        })
+    }
+
+    fn graph(&mut self, mut proto: pb::GraphProto, owner: GraphOwner) -> Result<GraphId, ImportError> {
+        let (id, mut graph) = self.begin_graph(owner);
+        for info in std::mem::take(&mut proto.input) {
+            self.declare(&mut graph, info, Declared::Input)?;
         }
-        for info in proto.output {
-            let info = value_info(&mut graph, info);
-            self.check_declared(&graph, &info)?;
-            graph.outputs.push(info);
+        for info in std::mem::take(&mut proto.output) {
+            self.declare(&mut graph, info, Declared::Output)?;
         }
-        for info in proto.value_info {
-            let info = value_info(&mut graph, info);
-            self.check_declared(&graph, &info)?;
-            graph.value_info.push(info);
+        for info in std::mem::take(&mut proto.value_info) {
+            self.declare(&mut graph, info, Declared::ValueInfo)?;
         }
-        let mut initializer_names = std::collections::HashSet::new();
-        for tensor in proto.initializer {
-            let tensor = self.tensor(tensor)?;
-            if let Some(name) = &tensor.name {
-                if !initializer_names.insert(name.clone()) {
-                    return Err(ImportError::Invalid {
-                        path: self.path.to_path_buf(),
-                        problem: format!("initializer '{name}' is given twice (names are defined once)"),
-                    });
-                }
-                graph.intern(name);
-            }
-            graph.initializers.push(tensor);
+        let mut initializer_names = HashSet::new();
+        for tensor in std::mem::take(&mut proto.initializer) {
+            self.add_initializer(&mut graph, tensor, &mut initializer_names)?;
         }
-        for sparse in proto.sparse_initializer {
-            let sparse = self.sparse_tensor(sparse)?;
-            if let Some(name) = sparse.values.as_ref().and_then(|v| v.name.as_ref()) {
-                graph.intern(name);
-            }
-            graph.sparse_initializers.push(sparse);
+        for sparse in std::mem::take(&mut proto.sparse_initializer) {
+            self.add_sparse_initializer(&mut graph, sparse)?;
         }
-        for node in proto.node {
+        for node in std::mem::take(&mut proto.node) {
             let node = self.node(&mut graph, node, id)?;
             graph.nodes.push(node);
         }
-        graph.quantization_annotations = proto.quantization_annotation.into_iter().map(annotation).collect();
-        graph.metadata_props = entries(proto.metadata_props);
-        self.model.graphs[id] = graph;
+        self.end_graph(id, graph, proto);
         Ok(id)
+    }
+
+    /// Reserves the id of a graph about to be converted (first, so that its
+    /// subgraphs get later ids) and starts it empty.
+    pub(super) fn begin_graph(&mut self, owner: GraphOwner) -> (GraphId, ir::Graph) {
+        (self.model.graphs.push(ir::Graph::new(owner)), ir::Graph::new(owner))
+    }
+
+    /// Stores a converted graph under its reserved id, with the fields of
+    /// `rest` not yet converted: name, documentation, quantization
+    /// annotations and metadata (its lists of entries are not read).
+    pub(super) fn end_graph(&mut self, id: GraphId, mut graph: ir::Graph, rest: pb::GraphProto) {
+        graph.name = rest.name;
+        graph.doc_string = rest.doc_string;
+        graph.quantization_annotations = rest.quantization_annotation.into_iter().map(annotation).collect();
+        graph.metadata_props = entries(rest.metadata_props);
+        self.model.graphs[id] = graph;
+    }
+
+    /// Adds a graph input, output or value_info entry, its declared shape checked.
+    pub(super) fn declare(
+        &self,
+        graph: &mut ir::Graph,
+        proto: pb::ValueInfoProto,
+        list: Declared,
+    ) -> Result<(), ImportError> {
+        let info = value_info(graph, proto);
+        self.check_declared(graph, &info)?;
+        match list {
+            Declared::Input => graph.inputs.push(info),
+            Declared::Output => graph.outputs.push(info),
+            Declared::ValueInfo => graph.value_info.push(info),
+        }
+        Ok(())
+    }
+
+    /// Adds an initializer; `names` holds those of the graph's earlier ones.
+    pub(super) fn add_initializer(
+        &mut self,
+        graph: &mut ir::Graph,
+        proto: pb::TensorProto,
+        names: &mut HashSet<String>,
+    ) -> Result<(), ImportError> {
+        let tensor = self.tensor(proto)?;
+        if let Some(name) = &tensor.name {
+            if !names.insert(name.clone()) {
+                return Err(ImportError::Invalid {
+                    path: self.path.to_path_buf(),
+                    problem: format!("initializer '{name}' is given twice (names are defined once)"),
+                });
+            }
+            graph.intern(name);
+        }
+        graph.initializers.push(tensor);
+        Ok(())
+    }
+
+    pub(super) fn add_sparse_initializer(
+        &mut self,
+        graph: &mut ir::Graph,
+        proto: pb::SparseTensorProto,
+    ) -> Result<(), ImportError> {
+        let sparse = self.sparse_tensor(proto)?;
+        if let Some(name) = sparse.values.as_ref().and_then(|v| v.name.as_ref()) {
+            graph.intern(name);
+        }
+        graph.sparse_initializers.push(sparse);
+        Ok(())
     }
 
     fn node(
         &mut self,
         graph: &mut ir::Graph,
-        proto: pb::NodeProto,
+        mut proto: pb::NodeProto,
         graph_id: GraphId,
     ) -> Result<ir::Node, ImportError> {
-        let node_id = ir::NodeId::new(graph.nodes.len());
-        let owner = GraphOwner::Attribute { graph: graph_id, node: node_id };
+        let owner = attribute_owner(graph, graph_id);
         // Exactly as many as the node has: collecting in place would keep the
         // decoded list's buffer, sized for the larger protobuf messages.
         let mut attributes = Vec::with_capacity(proto.attribute.len());
-        for a in proto.attribute {
+        for a in std::mem::take(&mut proto.attribute) {
             attributes.push(self.attribute(a, owner)?);
         }
-        Ok(ir::Node {
-            name: proto.name,
-            op_type: proto.op_type,
-            domain: proto.domain,
-            overload: proto.overload,
-            inputs: proto.input.iter().map(|n| graph.intern(n)).collect(),
-            outputs: proto.output.iter().map(|n| graph.intern(n)).collect(),
-            attributes,
-            doc_string: proto.doc_string,
-            metadata_props: entries(proto.metadata_props),
-            device_configurations: proto.device_configurations.into_iter().map(node_device_configuration).collect(),
-        })
+        Ok(node_parts(graph, proto, attributes))
     }
 
-    fn attribute(&mut self, proto: pb::AttributeProto, owner: GraphOwner) -> Result<ir::Attribute, ImportError> {
+    fn attribute(&mut self, mut proto: pb::AttributeProto, owner: GraphOwner) -> Result<ir::Attribute, ImportError> {
+        let g = proto.g.take().map(|g| self.graph(g, owner)).transpose()?;
+        let graphs =
+            std::mem::take(&mut proto.graphs).into_iter().map(|g| self.graph(g, owner)).collect::<Result<_, _>>()?;
+        self.attribute_parts(proto, g, graphs)
+    }
+
+    /// An attribute whose graphs (`g`, `graphs`) are converted already;
+    /// `proto`'s own graph fields are not read. No other field allocates a
+    /// graph id, so converting the graphs first keeps the ids in file order.
+    pub(super) fn attribute_parts(
+        &mut self,
+        proto: pb::AttributeProto,
+        g: Option<GraphId>,
+        graphs: Vec<GraphId>,
+    ) -> Result<ir::Attribute, ImportError> {
         Ok(ir::Attribute {
             name: proto.name,
             ref_attr_name: proto.ref_attr_name,
@@ -141,14 +210,14 @@ impl Converter<'_> {
             i: proto.i,
             s: proto.s,
             t: proto.t.map(|t| self.tensor(t).map(Box::new)).transpose()?,
-            g: proto.g.map(|g| self.graph(g, owner)).transpose()?,
+            g,
             sparse_tensor: proto.sparse_tensor.map(|s| self.sparse_tensor(s).map(Box::new)).transpose()?,
             tp: proto.tp.map(type_info),
             floats: proto.floats,
             ints: proto.ints,
             strings: proto.strings,
             tensors: proto.tensors.into_iter().map(|t| self.tensor(t)).collect::<Result<_, _>>()?,
-            graphs: proto.graphs.into_iter().map(|g| self.graph(g, owner)).collect::<Result<_, _>>()?,
+            graphs,
             sparse_tensors: proto
                 .sparse_tensors
                 .into_iter()
@@ -245,6 +314,29 @@ impl Converter<'_> {
             initialization_binding: entries(proto.initialization_binding),
             update_binding: entries(proto.update_binding),
         })
+    }
+}
+
+/// What the subgraphs of the next node of `graph` (the one about to be
+/// pushed) belong to.
+pub(super) fn attribute_owner(graph: &ir::Graph, graph_id: GraphId) -> GraphOwner {
+    GraphOwner::Attribute { graph: graph_id, node: ir::NodeId::new(graph.nodes.len()) }
+}
+
+/// A node from its converted attributes and the rest of its message
+/// (`proto.attribute` is not read); its operand names are interned in `graph`.
+pub(super) fn node_parts(graph: &mut ir::Graph, proto: pb::NodeProto, attributes: Vec<ir::Attribute>) -> ir::Node {
+    ir::Node {
+        name: proto.name,
+        op_type: proto.op_type,
+        domain: proto.domain,
+        overload: proto.overload,
+        inputs: proto.input.iter().map(|n| graph.intern(n)).collect(),
+        outputs: proto.output.iter().map(|n| graph.intern(n)).collect(),
+        attributes,
+        doc_string: proto.doc_string,
+        metadata_props: entries(proto.metadata_props),
+        device_configurations: proto.device_configurations.into_iter().map(node_device_configuration).collect(),
     }
 }
 

@@ -10,11 +10,10 @@
 use super::declared::{expr_dim, size_dim};
 use super::facts::{ConstValue, Elem, Facts, ValueKind};
 use super::lowering::{node_label, Instance, Key, Lowering};
-use crate::cause::{CauseId, Origin, Rule};
+use crate::cause::{CauseId, NodeSite, Origin, Rule};
 use crate::constraint::Constraint;
 use crate::diagnostic::Code;
 use crate::ops::Defer;
-use diamond_ir::entity::EntityId;
 use diamond_ir::term::{Dim, DimTerm, RowTerm, Size};
 use diamond_ir::{AttrValue, Attribute, ElemType, GraphId, Node, NodeId, Tensor};
 use std::sync::Arc;
@@ -28,12 +27,10 @@ pub struct OpCtx<'l, 'm> {
     inst: u32,
     nid: NodeId,
     node: &'m Node,
-    /// The node's display label, name, op type and graph prefix, made once
-    /// and shared by every cause this node makes.
-    label: Arc<str>,
-    name: Arc<str>,
-    op_type: Arc<str>,
-    graph_prefix: Arc<str>,
+    /// The node's display label.
+    label: String,
+    /// The node as its causes name it, shared by all of them.
+    site: Arc<NodeSite>,
     inputs: Vec<Option<Key>>,
     outputs: Vec<Option<Key>>,
     touched: Vec<bool>,
@@ -44,10 +41,8 @@ impl<'l, 'm> OpCtx<'l, 'm> {
     pub(crate) fn new(low: &'l mut Lowering<'m>, inst: u32, nid: NodeId, version: i64) -> OpCtx<'l, 'm> {
         let graph = low.graph(inst);
         let node = &graph.nodes[nid];
-        let label: Arc<str> = node_label(graph, nid).into();
-        let name: Arc<str> = node.name().into();
-        let op_type = low.shared_op(node.op_type());
-        let graph_prefix = low.shared_prefix(inst);
+        let label = node_label(graph, nid);
+        let site = low.node_site(inst, node, nid);
         let inputs = node
             .inputs
             .iter()
@@ -56,7 +51,7 @@ impl<'l, 'm> OpCtx<'l, 'm> {
         let outputs: Vec<Option<Key>> =
             node.outputs.iter().map(|&v| if graph.value_name(v).is_empty() { None } else { Some((inst, v)) }).collect();
         let touched = vec![false; outputs.len()];
-        OpCtx { low, inst, nid, node, label, name, op_type, graph_prefix, inputs, outputs, touched, version }
+        OpCtx { low, inst, nid, node, label, site, inputs, outputs, touched, version }
     }
 
     /// Marks untouched outputs unknown. Called by the lowering after the rule.
@@ -487,14 +482,7 @@ impl<'l, 'm> OpCtx<'l, 'm> {
 
     /// A root cause at this node: `operand` (`input 1`, `output 0`, `attribute perm`) and what the rule requires.
     pub fn cause(&mut self, operand: &str, rule: impl Into<Rule>) -> CauseId {
-        let origin = Origin::Operand {
-            node: self.label.clone(),
-            name: self.name.clone(),
-            op: self.op_type.clone(),
-            index: self.nid.index() as u32,
-            graph: self.graph_prefix.clone(),
-            operand: operand.to_string(),
-        };
+        let origin = Origin::Operand { site: self.site.clone(), operand: self.low.shared_operand(operand) };
         self.low.solver.cause(origin, rule)
     }
 

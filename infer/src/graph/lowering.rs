@@ -13,8 +13,9 @@
 
 use super::declared::{facts_from_type, states_shape, Declared};
 use super::facts::{ConstValue, Facts, ValueKind};
+use super::facts_table::FactsTable;
 use super::{CheckOptions, OpCtx};
-use crate::cause::Origin;
+use crate::cause::{NodeSite, Origin};
 use crate::diagnostic::Code;
 use crate::ops::{Defer, OpTable};
 use crate::solver::{Solver, TensorId, TensorKind};
@@ -53,7 +54,7 @@ pub(crate) struct Lowering<'m> {
     pub(crate) table: &'m OpTable,
     pub(crate) solver: Solver,
     pub(crate) instances: Vec<Instance<'m>>,
-    pub(crate) facts: HashMap<Key, Facts>,
+    pub(crate) facts: FactsTable,
     /// Stored tensors whose elements are decoded on first use.
     pub(crate) lazy: HashMap<Key, &'m Tensor>,
     /// Values in report order, with their solver tensor.
@@ -70,6 +71,8 @@ pub(crate) struct Lowering<'m> {
     pub(crate) input_symbols: std::collections::HashSet<String>,
     /// Operator types as the shared strings causes hold, one per distinct type.
     op_names: HashMap<&'m str, Arc<str>>,
+    /// Operand texts (`input 0`) as the shared strings causes hold.
+    operand_names: rustc_hash::FxHashSet<Arc<str>>,
     /// Each instance's value-name prefix as a shared string, made on first use.
     prefixes: Vec<Option<Arc<str>>>,
 }
@@ -82,21 +85,25 @@ impl<'m> Lowering<'m> {
         solver.set_computed_units_claim_free(true);
         solver.set_unit_widening_warns(options.strict_units);
         solver.set_default_basis_unnamed(true);
+        // Every value of every graph gets facts and most are reported, most
+        // of them once: their lists are made room for at once.
+        let values: usize = model.graphs.values().map(|g| g.values.len()).sum();
         Lowering {
             model,
             options,
             table,
             solver,
             instances: Vec::new(),
-            facts: HashMap::default(),
+            facts: FactsTable::default(),
             lazy: HashMap::default(),
-            reported: Vec::new(),
-            defined: Vec::new(),
+            reported: Vec::with_capacity(values),
+            defined: Vec::with_capacity(values),
             from_declaration: Vec::new(),
             declared: HashMap::default(),
             index_bounds: HashMap::default(),
             input_symbols: model.main_graph().map(super::claims::input_symbols).unwrap_or_default(),
             op_names: HashMap::default(),
+            operand_names: Default::default(),
             prefixes: Vec::new(),
         }
     }
@@ -104,6 +111,26 @@ impl<'m> Lowering<'m> {
     /// `op` as a shared string (made once per operator type).
     pub(crate) fn shared_op(&mut self, op: &'m str) -> Arc<str> {
         self.op_names.entry(op).or_insert_with(|| op.into()).clone()
+    }
+
+    /// `operand` as a shared string (made once per distinct text).
+    pub(crate) fn shared_operand(&mut self, operand: &str) -> Arc<str> {
+        if let Some(shared) = self.operand_names.get(operand) {
+            return shared.clone();
+        }
+        let shared: Arc<str> = operand.into();
+        self.operand_names.insert(shared.clone());
+        shared
+    }
+
+    /// The site causes made at node `nid` of `inst` share.
+    pub(crate) fn node_site(&mut self, inst: u32, node: &'m Node, nid: NodeId) -> Arc<NodeSite> {
+        Arc::new(NodeSite {
+            name: node.name().into(),
+            op: self.shared_op(node.op_type()),
+            index: nid.index() as u32,
+            graph: self.shared_prefix(inst),
+        })
     }
 
     /// The report-name prefix of `inst` as a shared string (made once per instance).
@@ -187,6 +214,7 @@ impl<'m> Lowering<'m> {
         let depth = instance.depth;
         self.instances.push(instance);
         let graph = self.graph(inst);
+        self.facts.start_instance(inst, graph.values.len());
         if depth > MAX_DEPTH {
             let cause = self.solver.cause(Origin::Solver("lowering"), "nesting limit");
             self.solver.report_fact(
@@ -438,16 +466,9 @@ impl<'m> Lowering<'m> {
         order
     }
 
-    fn graph_error(&mut self, inst: u32, message: String, graph: &Graph, nid: NodeId) {
-        let node = &graph.nodes[nid];
-        let origin = Origin::Operand {
-            node: node_label(graph, nid).into(),
-            name: node.name().into(),
-            op: node.op_type().into(),
-            index: nid.index() as u32,
-            graph: self.instances[inst as usize].prefix.as_str().into(),
-            operand: "node".into(),
-        };
+    fn graph_error(&mut self, inst: u32, message: String, graph: &'m Graph, nid: NodeId) {
+        let site = self.node_site(inst, &graph.nodes[nid], nid);
+        let origin = Origin::Operand { site, operand: self.shared_operand("node") };
         let cause = self.solver.cause(origin, "graph structure");
         self.solver.report_fact(Code::InvalidGraph, message, cause, Vec::new());
     }

@@ -15,6 +15,7 @@ mod context;
 mod declared;
 pub mod decode;
 pub mod facts;
+mod facts_table;
 mod grouping;
 pub mod inferred;
 mod lowering;

@@ -105,7 +105,7 @@ pub struct CheckReport {
     /// Main-graph values computed by nodes whose elements value propagation
     /// knows (shape arithmetic: integers, size expressions), by name.
     #[serde(skip)]
-    pub known_values: std::collections::HashMap<String, std::sync::Arc<super::facts::ConstValue>>,
+    pub known_values: rustc_hash::FxHashMap<String, std::sync::Arc<super::facts::ConstValue>>,
 }
 
 impl CheckReport {
@@ -249,9 +249,9 @@ pub(crate) fn build(mut low: Lowering<'_>, main: GraphId) -> CheckReport {
 fn known_values(
     low: &Lowering<'_>,
     main: GraphId,
-) -> std::collections::HashMap<String, std::sync::Arc<super::facts::ConstValue>> {
+) -> rustc_hash::FxHashMap<String, std::sync::Arc<super::facts::ConstValue>> {
     let graph = &low.model.graphs[main];
-    let mut out = std::collections::HashMap::new();
+    let mut out = rustc_hash::FxHashMap::default();
     for (_, node) in graph.nodes.iter() {
         for &v in &node.outputs {
             let name = graph.value_name(v);

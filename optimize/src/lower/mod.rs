@@ -44,7 +44,7 @@ pub(crate) struct Cx<'a> {
     kinds: &'a [Kind],
     group_of: &'a HashMap<NodeId, usize>,
     deps: &'a [BTreeSet<usize>],
-    producer: &'a HashMap<ValueId, NodeId>,
+    producer: &'a rustc_hash::FxHashMap<ValueId, NodeId>,
 }
 
 /// A group of the lowering.
@@ -126,7 +126,7 @@ pub fn lower_with(model: &Model, a: &Analysis) -> LoweredModel {
     };
     let order: Vec<NodeId> = schedule.order.iter().map(|&i| ids[i]).collect();
     let position: HashMap<NodeId, usize> = order.iter().enumerate().map(|(p, &n)| (n, p)).collect();
-    let producer: HashMap<ValueId, NodeId> = a.producer.clone();
+    let producer = &a.producer;
     let mut kinds: Vec<Kind> = Vec::new();
     let mut deps: Vec<BTreeSet<usize>> = Vec::new();
     let mut group_of: HashMap<NodeId, usize> = HashMap::new();
@@ -134,7 +134,7 @@ pub fn lower_with(model: &Model, a: &Analysis) -> LoweredModel {
         let node = &graph.nodes[n];
         let reads = diamond_runtime::schedule::reads(model, graph, node);
         let placed = {
-            let cx = Cx { model, a, graph, kinds: &kinds, group_of: &group_of, deps: &deps, producer: &producer };
+            let cx = Cx { model, a, graph, kinds: &kinds, group_of: &group_of, deps: &deps, producer };
             place(&cx, n, &reads)
         };
         let (g, group) = match placed {

@@ -18,7 +18,7 @@ impl Pass for DeadCode {
 
     fn run(&self, model: &mut Model, a: &Analysis) -> usize {
         let graph = a.graph(model);
-        let mut needed: HashSet<ValueId> = a.outputs.clone();
+        let mut needed: HashSet<ValueId> = a.outputs.iter().copied().collect();
         needed.extend(a.outer_refs.iter().filter_map(|n| graph.value_named(n)));
         let mut stack: Vec<ValueId> = needed.iter().copied().collect();
         let mut live: HashSet<NodeId> = HashSet::new();
