@@ -428,13 +428,7 @@ impl<'m> Session<'m> {
     /// Runs node `n` through `compute` (its inputs, and buffers from the
     /// pool), or on the reference kernels where `compute` does not cover it;
     /// the bytes it added.
-    fn run_on_own_kernels(
-        &mut self,
-        n: NodeId,
-        peak: &mut u64,
-        live: u64,
-        compute: &mut OwnKernel<'_>,
-    ) -> Result<u64> {
+    fn run_on_own_kernels(&mut self, n: NodeId, peak: &mut u64, live: u64, compute: &mut OwnKernel<'_>) -> Result<u64> {
         let graph = self.frame.graph;
         let node = &graph.nodes[n];
         let mut inputs = Vec::with_capacity(node.inputs.len());
