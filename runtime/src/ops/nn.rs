@@ -265,8 +265,24 @@ fn conv_transpose(ctx: &NodeCtx<'_>) -> Result<Outs> {
     let in_size: usize = spatial.iter().product();
     let out_size: usize = out_sp.iter().product();
     let k_size: usize = kernel.iter().product();
+    let ost = strides(&out_sp);
+    // for each input position and kernel offset: the output index (or MAX)
+    let mut scatter = Vec::with_capacity(in_size * k_size);
+    each_index(spatial, |i| {
+        each_index(&kernel, |k| {
+            let mut off = 0usize;
+            for a in 0..s {
+                let p = i[a] as i64 * st[a] + k[a] as i64 * dil[a] - pb[a];
+                if p < 0 || p >= out_sp[a] as i64 {
+                    off = usize::MAX;
+                    break;
+                }
+                off += p as usize * ost[a];
+            }
+            scatter.push(off);
+        });
+    });
     let mut out = vec![0.0; n * m * out_size];
-    let geometry = Transposed { spatial, kernel: &kernel, out: &out_sp, strides: &st, dilations: &dil, begins: &pb };
     for b in 0..n {
         for g in 0..group {
             for ic in 0..cg {
@@ -276,10 +292,13 @@ fn conv_transpose(ctx: &NodeCtx<'_>) -> Result<Outs> {
                     let oc = g * mg + om;
                     let acc = &mut out[(b * m + oc) * out_size..][..out_size];
                     let wk = &wv[(ch * mg + om) * k_size..][..k_size];
-                    if s == 2 {
-                        geometry.scatter_2d(xin, wk, acc);
-                    } else {
-                        geometry.scatter(xin, wk, acc);
+                    for (i, &xval) in xin.iter().enumerate() {
+                        for (kk, &wgt) in wk.iter().enumerate() {
+                            let o = scatter[i * k_size + kk];
+                            if o != usize::MAX {
+                                acc[o] += xval * wgt;
+                            }
+                        }
                     }
                 }
             }
@@ -296,76 +315,6 @@ fn conv_transpose(ctx: &NodeCtx<'_>) -> Result<Outs> {
     }
     let shape = [&[n, m][..], &out_sp].concat();
     one(from_f64s(ctx, x.elem(), shape, &out)?)
-}
-
-/// Where a transposed convolution's input positions land in its output.
-struct Transposed<'a> {
-    spatial: &'a [usize],
-    kernel: &'a [usize],
-    out: &'a [usize],
-    strides: &'a [i64],
-    dilations: &'a [i64],
-    /// The padding at the start of each axis (negative pads the end).
-    begins: &'a [i64],
-}
-
-impl Transposed<'_> {
-    /// Output coordinate of input coordinate `i` under kernel tap `k` along axis `a`, if inside.
-    fn land(&self, a: usize, i: usize, k: usize) -> Option<usize> {
-        let p = i as i64 * self.strides[a] + k as i64 * self.dilations[a] - self.begins[a];
-        (p >= 0 && p < self.out[a] as i64).then_some(p as usize)
-    }
-
-    /// `acc += x ⊛ w` for one input and one output channel, any rank: per input
-    /// position, per kernel tap.
-    fn scatter(&self, x: &[f64], w: &[f64], acc: &mut [f64]) {
-        let ost = strides(self.out);
-        let s = self.spatial.len();
-        let mut ii = 0;
-        each_index(self.spatial, |i| {
-            let xval = x[ii];
-            ii += 1;
-            let mut kk = 0;
-            each_index(self.kernel, |k| {
-                let wgt = w[kk];
-                kk += 1;
-                let mut off = 0;
-                for a in 0..s {
-                    match self.land(a, i[a], k[a]) {
-                        Some(p) => off += p * ost[a],
-                        None => return,
-                    }
-                }
-                acc[off] += xval * wgt;
-            });
-        });
-    }
-
-    /// [`Self::scatter`] in two dimensions, tap by tap: for each kernel tap,
-    /// the input columns that land inside are found once, and each input row
-    /// is added along an output row with the column stride.
-    fn scatter_2d(&self, x: &[f64], w: &[f64], acc: &mut [f64]) {
-        let (h, wd) = (self.spatial[0], self.spatial[1]);
-        let (kh, kw) = (self.kernel[0], self.kernel[1]);
-        let ow = self.out[1];
-        let sx = self.strides[1] as usize;
-        for kj in 0..kw {
-            let inside: Vec<usize> = (0..wd).filter(|&ix| self.land(1, ix, kj).is_some()).collect();
-            let (Some(&lo), Some(&hi)) = (inside.first(), inside.last()) else { continue };
-            let first = self.land(1, lo, kj).expect("a column inside");
-            for ki in 0..kh {
-                let wgt = w[ki * kw + kj];
-                for iy in 0..h {
-                    let Some(oy) = self.land(0, iy, ki) else { continue };
-                    let row = &x[iy * wd + lo..=iy * wd + hi];
-                    let dst = &mut acc[oy * ow + first..];
-                    for (t, &xval) in row.iter().enumerate() {
-                        dst[t * sx] += xval * wgt;
-                    }
-                }
-            }
-        }
-    }
 }
 
 #[derive(Clone, Copy, PartialEq)]

@@ -188,12 +188,10 @@ pub(crate) fn axis_taps(
     (0..out_len).map(|o| taps(&p, o, in_len, out_len, scale, (0.0, 1.0))).collect()
 }
 
-/// Resamples `v` (shape `shape`) along `axis` to `out_len`. An axis that
-/// every output reads at its own position alone (a scale of 1 under most
-/// modes) is left as it is, without a pass over the tensor.
+/// Resamples `v` (shape `shape`) along `axis` to `out_len`.
 fn resample(
     p: &Params,
-    v: Vec<f64>,
+    v: &[f64],
     shape: &mut [usize],
     axis: usize,
     out_len: usize,
@@ -204,30 +202,14 @@ fn resample(
     let outer: usize = shape[..axis].iter().product();
     let inner: usize = shape[axis + 1..].iter().product();
     let plan: Vec<Option<Vec<(usize, f64)>>> = (0..out_len).map(|o| taps(p, o, in_len, out_len, scale, roi)).collect();
-    let reads_itself = |o: usize, t: &[(usize, f64)]| {
-        t.iter().all(|&(k, w)| w == 0.0 || (k == o && w == 1.0)) && t.iter().any(|&(k, w)| k == o && w == 1.0)
-    };
-    let identity =
-        out_len == in_len && plan.iter().enumerate().all(|(o, t)| t.as_deref().is_some_and(|t| reads_itself(o, t)));
-    if identity {
-        return v;
-    }
     let mut out = vec![0.0; outer * out_len * inner];
     for b in 0..outer {
         for (o, t) in plan.iter().enumerate() {
-            let row = &mut out[(b * out_len + o) * inner..][..inner];
-            match t {
-                None => row.fill(p.extrapolation),
-                Some(t) => {
-                    // The sum of each point runs tap by tap from −0.0, as `Iterator::sum` does.
-                    row.fill(-0.0);
-                    for &(k, w) in t {
-                        let src = &v[(b * in_len + k) * inner..][..inner];
-                        for (o, &x) in row.iter_mut().zip(src) {
-                            *o += w * x;
-                        }
-                    }
-                }
+            for i in 0..inner {
+                out[(b * out_len + o) * inner + i] = match t {
+                    None => p.extrapolation,
+                    Some(t) => t.iter().map(|&(k, w)| w * v[(b * in_len + k) * inner + i]).sum(),
+                };
             }
         }
     }
@@ -348,7 +330,7 @@ fn resize(ctx: &NodeCtx<'_>) -> Result<Outs> {
     let mut shape = x.shape.clone();
     for k in 0..n {
         let box_ = if roi.len() == 2 * n { (roi[k], roi[k + n]) } else { (0.0, 1.0) };
-        v = resample(&p, v, &mut shape, axes[k], out[k], scale[k], box_);
+        v = resample(&p, &v, &mut shape, axes[k], out[k], scale[k], box_);
     }
     one(from_f64s(ctx, x.elem(), shape, &v)?)
 }
@@ -386,7 +368,7 @@ fn upsample(ctx: &NodeCtx<'_>) -> Result<Outs> {
     let mut shape = x.shape.clone();
     for (a, &s) in scales.iter().enumerate() {
         let out = (s * x.shape[a] as f64) as usize;
-        v = resample(&p, v, &mut shape, a, out, s, (0.0, 1.0));
+        v = resample(&p, &v, &mut shape, a, out, s, (0.0, 1.0));
     }
     one(from_f64s(ctx, x.elem(), shape, &v)?)
 }

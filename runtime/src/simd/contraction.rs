@@ -15,14 +15,14 @@ use crate::tensor::{Data, Tensor};
 use diamond_ir::{AttrValue, Node};
 
 /// The `f32` slice of a tensor.
-fn floats(t: &Tensor) -> Option<&[f32]> {
+pub(super) fn floats(t: &Tensor) -> Option<&[f32]> {
     match &t.data {
         Data::F32(v) => Some(v),
         _ => None,
     }
 }
 
-fn int_attr(node: &Node, name: &str, default: i64) -> Option<i64> {
+pub(super) fn int_attr(node: &Node, name: &str, default: i64) -> Option<i64> {
     match node.attribute(name).and_then(|a| a.value()) {
         None => Some(default),
         Some(AttrValue::Int(v)) => Some(v),
@@ -62,7 +62,7 @@ pub(crate) fn compute(op: ContractionOp, node: &Node, inputs: &[Option<&Tensor>]
 pub(crate) type Take<'a> = &'a mut dyn FnMut(usize) -> Vec<f32>;
 
 /// A buffer from `take` holding `len` zeros.
-fn sized(take: Take<'_>, len: usize) -> Vec<f32> {
+pub(super) fn sized(take: Take<'_>, len: usize) -> Vec<f32> {
     let mut buffer = take(len);
     buffer.clear();
     buffer.resize(len, 0.0);

@@ -16,7 +16,7 @@
 //! a resize of the batch or channel axis — returns `None`, and the node
 //! runs on the reference kernels as before.
 
-use super::contraction::Take;
+use super::contraction::{floats, int_attr, sized, Take};
 use super::epilogue::Epilogue;
 use super::gemm::{sgemm, MatRef};
 use crate::ops::resize::axis_taps;
@@ -39,23 +39,8 @@ pub(crate) fn compute(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -
     }
 }
 
-fn floats(t: &Tensor) -> Option<&[f32]> {
-    match &t.data {
-        Data::F32(v) => Some(v),
-        _ => None,
-    }
-}
-
 fn attr<'n>(node: &'n Node, name: &str) -> Option<AttrValue<'n>> {
     node.attribute(name).and_then(|a| a.value())
-}
-
-fn int_attr(node: &Node, name: &str, default: i64) -> Option<i64> {
-    match attr(node, name) {
-        None => Some(default),
-        Some(AttrValue::Int(v)) => Some(v),
-        _ => None,
-    }
 }
 
 /// A pair of sizes from an `ints` attribute (`default` when absent).
@@ -73,14 +58,6 @@ fn string_attr(node: &Node, name: &str, default: &str) -> Option<String> {
         Some(AttrValue::String(s)) => Some(String::from_utf8_lossy(s).into_owned()),
         _ => None,
     }
-}
-
-/// A buffer from `take` holding `len` zeros.
-fn sized(take: Take<'_>, len: usize) -> Vec<f32> {
-    let mut buffer = take(len);
-    buffer.clear();
-    buffer.resize(len, 0.0);
-    buffer
 }
 
 fn conv_transpose(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -> Option<Tensor> {
