@@ -1,6 +1,6 @@
 //! Host execution of generated CUDA source: the kernels of a model, as one
 //! translation unit with the shim of [`super::prelude`], compiled by g++
-//! and run on the CPU — one OS thread per CUDA thread of a block, blocks in
+//! and run on the CPU — one fiber per CUDA thread of a block, blocks in
 //! sequence. This is how the CUDA code is tested numerically on machines
 //! without a GPU.
 //!
@@ -60,18 +60,21 @@ pub fn translation_unit(kernels: &[CudaKernel]) -> String {
     tu.push_str(
         "static bool dm_read(void* p, size_t n) { return n == 0 || fread(p, 1, n, stdin) == n; }\n\
          int main() {\n  for (;;) {\n    uint32_t h[4];\n    if (!dm_read(h, sizeof h)) return 0;\n    \
-         std::vector<std::vector<unsigned char>> bufs(h[3]);\n    std::vector<void*> ptrs;\n    \
-         for (auto& b : bufs) { uint64_t n; if (!dm_read(&n, 8)) return 2; b.resize(n); if (!dm_read(b.data(), n)) return 2; ptrs.push_back(b.data()); }\n    \
-         uint32_t ns; if (!dm_read(&ns, 4)) return 2;\n    std::vector<long long> syms(ns);\n    if (!dm_read(syms.data(), ns * 8)) return 2;\n    \
+         void** ptrs = (void**)calloc(h[3] + 1, sizeof(void*));\n    uint64_t* sizes = (uint64_t*)calloc(h[3] + 1, 8);\n    \
+         if (!ptrs || !sizes) return 2;\n    \
+         for (uint32_t i = 0; i < h[3]; i++) {\n      if (!dm_read(&sizes[i], 8)) return 2;\n      \
+         ptrs[i] = malloc(sizes[i] ? sizes[i] : 1);\n      if (!ptrs[i] || !dm_read(ptrs[i], sizes[i])) return 2;\n    }\n    \
+         uint32_t ns; if (!dm_read(&ns, 4)) return 2;\n    long long* syms = (long long*)malloc(((size_t)ns + 1) * 8);\n    \
+         if (!syms || !dm_read(syms, (size_t)ns * 8)) return 2;\n    \
          switch (h[0]) {\n",
     );
     for i in 0..kernels.len() {
-        tu.push_str(&format!("      case {i}: dm_run_{i}(ptrs.data(), syms.data(), h[1], h[2]); break;\n"));
+        tu.push_str(&format!("      case {i}: dm_run_{i}(ptrs, syms, h[1], h[2]); break;\n"));
     }
     tu.push_str(
         "      default: return 3;\n    }\n    \
-         for (auto& b : bufs) { uint64_t n = b.size(); fwrite(&n, 8, 1, stdout); fwrite(b.data(), 1, n, stdout); }\n    \
-         fflush(stdout);\n  }\n}\n",
+         for (uint32_t i = 0; i < h[3]; i++) { fwrite(&sizes[i], 8, 1, stdout); fwrite(ptrs[i], 1, sizes[i], stdout); free(ptrs[i]); }\n    \
+         free(ptrs); free(sizes); free(syms);\n    fflush(stdout);\n  }\n}\n",
     );
     tu
 }
@@ -91,7 +94,7 @@ impl HostProgram {
         let tmp = cache.join(format!("host-{key}.{}.tmp", std::process::id()));
         let cxx = std::env::var("CXX").unwrap_or_else(|_| "g++".into());
         let out = Command::new(&cxx)
-            .args(["-std=c++20", "-O1", "-pthread", "-w", "-x", "c++"])
+            .args(["-std=c++20", "-O1", "-w", "-x", "c++"])
             .arg(&src)
             .arg("-o")
             .arg(&tmp)

@@ -4,12 +4,15 @@
 //! keeping NaN), and the host shim that lets g++ compile and run the very
 //! same CUDA source on the CPU.
 //!
-//! The shim maps `__global__`/`__device__` to plain C++, gives each
-//! emulated CUDA thread its own `threadIdx` (a `thread_local`), runs one OS
-//! thread per CUDA thread of a block with the blocks in sequence, makes
-//! `__syncthreads` a barrier across the block's threads, and `__shared__`
-//! a function-level `static` (one copy, which the block running now owns:
-//! blocks never overlap). `__half`/`__nv_bfloat16` are 16-bit structs with
+//! The shim maps `__global__`/`__device__` to plain C++, runs each CUDA
+//! thread of a block as a fiber (its own stack and context; `threadIdx` is
+//! set as each is resumed) with the blocks in sequence, makes
+//! `__syncthreads` a barrier across the block's fibers (each yields there
+//! until all live ones have arrived), and `__shared__` a function-level
+//! `static` (one copy, which the block running now owns: blocks never
+//! overlap). Fibers rather than OS threads: a barrier is a context switch,
+//! not a wake-up of hundreds of threads on a few cores, and the shim needs
+//! no C++ threading headers (half of a small translation unit's compile). `__half`/`__nv_bfloat16` are 16-bit structs with
 //! the conversions written out (round to nearest even).
 
 /// Device helpers, compiled for the GPU and, under the shim, for the host.
@@ -74,24 +77,33 @@ pub const HOST_SHIM: &str = r#"
 #include <cstring>
 #include <cstdio>
 #include <cstdlib>
-#include <vector>
-#include <thread>
-#include <barrier>
-#include <functional>
+#include <ucontext.h>
 using std::fabs; using std::ceil; using std::floor; using std::rint; using std::sqrt; using std::exp;
 using std::expm1; using std::log; using std::log1p; using std::sin; using std::cos; using std::tan;
 using std::tanh; using std::erf; using std::pow;
 struct dim3 { unsigned int x = 1, y = 1, z = 1; };
-static thread_local dim3 threadIdx;
-static thread_local dim3 blockIdx;
+static dim3 threadIdx;
+static dim3 blockIdx;
 static dim3 blockDim;
 static dim3 gridDim;
-static std::barrier<>* dm_block_barrier = nullptr;
 #define __global__
 #define __device__
 #define __forceinline__ inline
 #define __shared__ static
-static inline void __syncthreads() { dm_block_barrier->arrive_and_wait(); }
+// One emulated CUDA thread: a fiber with its own stack.
+struct dm_fiber { ucontext_t context; bool done; };
+static ucontext_t dm_scheduler;
+static dm_fiber* dm_running = nullptr;
+// The barrier: the running thread stops here until every live thread of the block has reached it.
+static inline void __syncthreads() { swapcontext(&dm_running->context, &dm_scheduler); }
+static void (*dm_body)(void*) = nullptr;
+static void* dm_body_state = nullptr;
+static void dm_thread_main() { dm_body(dm_body_state); dm_running->done = true; }
+template <class F> static void dm_call(void* f) { (*(F*)f)(); }
+static const size_t dm_stack_bytes = 128 * 1024;
+static char* dm_stacks = nullptr;
+static unsigned int dm_stacks_for = 0;
+static dm_fiber* dm_fibers = nullptr;
 static inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 static inline double __longlong_as_double(long long i) { double d; std::memcpy(&d, &i, 8); return d; }
 struct __half { unsigned short bits; };
@@ -129,24 +141,46 @@ static inline __nv_bfloat16 __float2bfloat16(float f) {
     if ((x & 0x7fffffff) > 0x7f800000) { b.bits = (unsigned short)((x >> 16) | 0x40); return b; }
     x += 0x7fff + ((x >> 16) & 1); b.bits = (unsigned short)(x >> 16); return b;
 }
-// Runs `body` as a grid of `grid` blocks of `block` threads: one OS thread per
-// CUDA thread, the blocks in sequence, a barrier between blocks.
-static void dm_launch(unsigned int grid, unsigned int block, const std::function<void()>& body) {
+// Runs `body` as a grid of `grid` blocks of `block` threads, the blocks in
+// sequence. Each CUDA thread of a block is a fiber; the block runs in rounds,
+// each fiber going until its next `__syncthreads` or its end, so a round is
+// the span between two barriers. Odd rounds take the threads in reverse
+// order, so a missing barrier (one thread reading shared memory another has
+// not written yet, or overwriting what another has not read) shows.
+template <class F>
+static void dm_launch(unsigned int grid, unsigned int block, F body) {
     gridDim.x = grid; blockDim.x = block;
-    std::barrier<> bar((std::ptrdiff_t)block);
-    dm_block_barrier = &bar;
-    std::vector<std::thread> threads;
-    for (unsigned int t = 0; t < block; t++) {
-        threads.emplace_back([t, grid, &bar, &body] {
-            threadIdx.x = t;
-            for (unsigned int b = 0; b < grid; b++) {
-                blockIdx.x = b;
-                body();
-                bar.arrive_and_wait();
-            }
-        });
+    dm_body = &dm_call<F>; dm_body_state = &body;
+    if (block > dm_stacks_for) {
+        free(dm_stacks); free(dm_fibers);
+        dm_stacks = (char*)malloc((size_t)block * dm_stack_bytes);
+        dm_fibers = (dm_fiber*)calloc(block, sizeof(dm_fiber));
+        if (!dm_stacks || !dm_fibers) { fprintf(stderr, "out of memory for %u threads\n", block); exit(4); }
+        dm_stacks_for = block;
     }
-    for (auto& th : threads) th.join();
-    dm_block_barrier = nullptr;
+    for (unsigned int b = 0; b < grid; b++) {
+        blockIdx.x = b;
+        for (unsigned int t = 0; t < block; t++) {
+            dm_fiber* f = &dm_fibers[t];
+            f->done = false;
+            getcontext(&f->context);
+            f->context.uc_stack.ss_sp = dm_stacks + (size_t)t * dm_stack_bytes;
+            f->context.uc_stack.ss_size = dm_stack_bytes;
+            f->context.uc_link = &dm_scheduler;
+            makecontext(&f->context, dm_thread_main, 0);
+        }
+        for (unsigned int round = 0, live = block; live > 0; round++) {
+            live = 0;
+            for (unsigned int i = 0; i < block; i++) {
+                unsigned int t = (round & 1) ? block - 1 - i : i;
+                dm_fiber* f = &dm_fibers[t];
+                if (f->done) continue;
+                dm_running = f; threadIdx.x = t;
+                swapcontext(&dm_scheduler, &f->context);
+                live += !f->done;
+            }
+        }
+    }
+    dm_running = nullptr;
 }
 "#;
