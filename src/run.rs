@@ -506,7 +506,12 @@ fn report(
         text.push_str(&format!("note: {note}\n"));
     }
     match predicted {
-        Some(p) => text.push_str(&format!("peak live bytes: {peak} (predicted {p})\n")),
+        Some(p) if matches!(backend, Backend::Reference) => {
+            text.push_str(&format!("peak live bytes: {peak} (predicted {p})\n"))
+        }
+        // The plan replays the reference executor; the other backends keep
+        // other buffers (initializers between runs, outputs in place).
+        Some(p) => text.push_str(&format!("peak live bytes: {peak} (the reference executor's, predicted: {p})\n")),
         None => {
             let reasons = plan.partial();
             let more = if reasons.len() > 1 { format!("; and {} more", reasons.len() - 1) } else { String::new() };

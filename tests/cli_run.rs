@@ -106,7 +106,9 @@ fn run_summarizes_writes_and_compares_outputs() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(text.contains("z: float[2,3]  min 1.500000 max 6.500000 mean 4.000000 nan 0"), "{text}");
-    assert!(text.contains("peak live bytes: 72 (predicted 72)"), "x, y and z live together: {text}");
+    // On the SIMD backend z is written in place of x, which dies at the Add;
+    // the reference executor holds x, y and z together.
+    assert!(text.contains("peak live bytes: 48 (the reference executor's, predicted: 72)"), "{text}");
     let (header, values) = read_f32_npy(&out_dir.join("z.npy"));
     assert!(header.contains("'shape': (2, 3)"), "{header}");
     assert_eq!(values, vec![1.5, 2.5, 3.5, 4.5, 5.5, 6.5]);

@@ -1,8 +1,10 @@
 //! The SIMD backend's vectorizable transcendental functions against `f64`:
 //! within a few ulps over the range that matters, exact at the edges
-//! (infinities, NaN, overflow and underflow).
+//! (infinities, NaN, overflow and underflow). Each function is checked in
+//! both of its instances: multiply-adds rounded twice (the portable code)
+//! and fused (the code compiled for FMA).
 
-use diamond_runtime::simd::math::{erf, exp, gelu_tanh, sigmoid, tanh};
+use diamond_runtime::simd::math::{erf_in, exp_in, gelu_tanh_in, sigmoid_in, tanh_in, Arith, Fused, Split};
 
 /// `|got - want|` in units of `want`'s last place (f32), with a floor at
 /// the smallest normal.
@@ -18,6 +20,12 @@ fn sweep(lo: f32, hi: f32) -> impl Iterator<Item = f32> {
 
 #[test]
 fn exp_is_within_two_ulps_and_exact_at_the_edges() {
+    exp_edges::<Split>();
+    exp_edges::<Fused>();
+}
+
+fn exp_edges<A: Arith>() {
+    let exp = exp_in::<A>;
     for x in sweep(-87.3, 88.72) {
         let u = ulps(exp(x), f64::from(x).exp());
         assert!(u <= 2.0, "exp({x}) = {} vs {}: {u} ulps", exp(x), f64::from(x).exp());
@@ -36,6 +44,12 @@ fn exp_is_within_two_ulps_and_exact_at_the_edges() {
 
 #[test]
 fn tanh_sigmoid_and_gelu_follow_their_definitions() {
+    definitions::<Split>();
+    definitions::<Fused>();
+}
+
+fn definitions<A: Arith>() {
+    let (tanh, sigmoid, gelu_tanh) = (tanh_in::<A>, sigmoid_in::<A>, gelu_tanh_in::<A>);
     for x in sweep(-20.0, 20.0) {
         let t = f64::from(x).tanh();
         assert!((f64::from(tanh(x)) - t).abs() <= 3e-7 * t.abs().max(1e-3), "tanh({x}) = {} vs {t}", tanh(x));
@@ -59,6 +73,12 @@ fn tanh_sigmoid_and_gelu_follow_their_definitions() {
 
 #[test]
 fn erf_keeps_relative_accuracy_near_zero_and_absolute_beyond() {
+    erf_accuracy::<Split>();
+    erf_accuracy::<Fused>();
+}
+
+fn erf_accuracy<A: Arith>() {
+    let erf = erf_in::<A>;
     for x in sweep(-6.0, 6.0).chain(sweep(-1e-3, 1e-3)).chain([1e-30, -1e-20, 0.999_999_9, 1.0, -1.0]) {
         let want = libm::erf(f64::from(x));
         let err = (f64::from(erf(x)) - want).abs();

@@ -12,8 +12,9 @@
 //! `static` (one copy, which the block running now owns: blocks never
 //! overlap). Fibers rather than OS threads: a barrier is a context switch,
 //! not a wake-up of hundreds of threads on a few cores, and the shim needs
-//! no C++ threading headers (half of a small translation unit's compile). `__half`/`__nv_bfloat16` are 16-bit structs with
-//! the conversions written out (round to nearest even).
+//! no C++ threading headers (half of a small translation unit's compile).
+//! `__half`/`__nv_bfloat16` are 16-bit structs with the conversions written
+//! out (round to nearest even).
 
 /// Device helpers, compiled for the GPU and, under the shim, for the host.
 pub const DEVICE_HELPERS: &str = r#"

@@ -4,8 +4,8 @@
 //! vary with no axis are evaluated once and held as splats.
 
 use super::bind::{offset_of, Bound};
-use super::tile::{self, Dst, Registers, Src, TILE};
-use crate::kernel::{Level, Program};
+use super::tile::{self, Dst, Placed, Registers, Src, TILE};
+use crate::kernel::{Inst, Level, Program};
 use rayon::prelude::*;
 
 /// Points per parallel work item.
@@ -39,7 +39,10 @@ impl Order {
 ///
 /// # Safety
 /// `srcs` and `dsts` point at buffers of the lengths `b` was checked
-/// against.
+/// against, and no output buffer overlaps an operand or another output
+/// (contiguous rows are read and written where they lie, not copied),
+/// except that an output may be the very buffer of an operand read through
+/// the same view (written in place).
 pub unsafe fn run(p: &Program, order: &Order, b: &Bound, srcs: &[Src], dsts: &[Dst], simd: bool) {
     if b.empty {
         return;
@@ -63,6 +66,34 @@ pub unsafe fn run(p: &Program, order: &Order, b: &Bound, srcs: &[Src], dsts: &[D
         })
         .collect();
     let streaming = stream.contains(&true);
+    // Loads that read their operand where it lies: contiguous `f32` rows
+    // (operand k of load i is `loads_in_place[i]`).
+    let loads_in_place: Vec<Option<usize>> = (0..p.body.len())
+        .map(|i| match p.body[i].inst {
+            Inst::Load(k) if op_inner[k] == 1 && matches!(srcs[k], Src::F32(_)) && varying.contains(&i) => Some(k),
+            _ => None,
+        })
+        .collect();
+    let loaded: Vec<bool> = loads_in_place.iter().map(Option::is_some).collect();
+    // Outputs that their instruction writes directly: contiguous `f32`
+    // rows not streamed, of a computed (not loaded, not uniform) value that
+    // no earlier output takes, into a buffer that is no operand's (output j
+    // of instruction i is `direct[i]`). An output written in place of its
+    // operand is stored after the tile's instructions have read it.
+    let in_place = |j: usize| match dsts[j] {
+        Dst::F32(d) => srcs.iter().any(|s| matches!(s, Src::F32(p) if std::ptr::eq(*p, d))),
+        Dst::Bool(_) => false,
+    };
+    let mut direct: Vec<Option<usize>> = vec![None; p.body.len()];
+    for (j, out) in p.outputs.iter().enumerate() {
+        let i = out.source;
+        let computed = !matches!(p.body[i].inst, Inst::Load(_)) && varying.contains(&i);
+        let f32_row = out_inner[j] == 1 && matches!(dsts[j], Dst::F32(_));
+        if computed && direct[i].is_none() && f32_row && !stream[j] && !in_place(j) {
+            direct[i] = Some(j);
+        }
+    }
+    let written: Vec<bool> = (0..p.outputs.len()).map(|j| direct.contains(&Some(j))).collect();
     let init = || {
         let mut regs = Registers::new(p.body.len() * TILE);
         tile::eval(simd, &p.body, uniform, &mut regs, 1, srcs, &base_offs, &op_inner);
@@ -76,6 +107,9 @@ pub unsafe fn run(p: &Program, order: &Order, b: &Bound, srcs: &[Src], dsts: &[D
     let (rows_per_item, pieces) = if inner >= CHUNK { (1, inner.div_ceil(CHUNK)) } else { ((CHUNK / inner).max(1), 1) };
     let items = if pieces > 1 { rows * pieces } else { rows.div_ceil(rows_per_item) };
     let work = |regs: &mut Registers, item: usize| {
+        let base = regs.as_mut_ptr();
+        // SAFETY: the registers buffer holds one per instruction.
+        let mut at: Vec<*mut f32> = (0..p.body.len()).map(|i| unsafe { base.add(i * TILE) }).collect();
         let (row0, row1, c0, c1) = if pieces > 1 {
             let piece = item % pieces;
             let row = item / pieces;
@@ -98,9 +132,24 @@ pub unsafe fn run(p: &Program, order: &Order, b: &Bound, srcs: &[Src], dsts: &[D
                 for k in 0..offs.len() {
                     offs[k] = row_offs[k] + c as isize * op_inner[k];
                 }
-                tile::eval(simd, &p.body, varying, regs, n, srcs, &offs, &op_inner);
+                for (i, placed) in at.iter_mut().enumerate() {
+                    if let Some(k) = loads_in_place[i] {
+                        if let Src::F32(s) = srcs[k] {
+                            *placed = s.offset(offs[k]) as *mut f32;
+                        }
+                    } else if let Some(j) = direct[i] {
+                        if let Dst::F32(d) = dsts[j] {
+                            *placed = d.offset(out_offs[j] + c as isize);
+                        }
+                    }
+                }
+                let place = Placed { at: &at, loaded: &loaded };
+                tile::eval_with(simd, &p.body, varying, place, n, srcs, &offs, &op_inner);
                 for (j, out) in p.outputs.iter().enumerate() {
-                    let reg = &regs[out.source * TILE..][..n];
+                    if written[j] {
+                        continue;
+                    }
+                    let reg = std::slice::from_raw_parts(at[out.source], n);
                     let at = out_offs[j] + c as isize * out_inner[j];
                     match dsts[j] {
                         #[cfg(target_arch = "x86_64")]

@@ -2,85 +2,153 @@
 //! activations need (exp, tanh, sigmoid, erf), written as straight-line code so
 //! that a loop over a tile compiles to vector instructions; within 2 ulp of
 //! the correctly rounded result over the ranges that matter, with
-//! overflow, underflow and NaN handled by selects. The rarer functions go
-//! through `f64` per element (`map_f64` in the tile evaluator), like the
-//! reference kernels.
+//! overflow, underflow and NaN handled by the arithmetic itself (clamps
+//! written in the operand order that is one `max`/`min` instruction and lets
+//! NaN through, scales that overflow to infinity and round to subnormals).
+//! The rarer functions go through `f64` per element (`map_f64` in the tile
+//! evaluator), like the reference kernels.
+//!
+//! Each function is generic over [`Arith`], the way `a·b + c` is computed:
+//! [`Fused`] (one rounding, `mul_add`) in code compiled for FMA, where it is
+//! one instruction, and [`Split`] (two roundings) in the portable code, where
+//! `mul_add` would be a library call per element. The plain names (`exp`,
+//! `tanh`, ...) are the [`Split`] instances.
 
-/// `e^x`. Rounding to the nearest integer and building `2^n` go through
-/// the bits (the 1.5·2^23 trick), which vectorizes on every x86 level.
+/// How `a·b + c` is computed.
+pub trait Arith: Copy {
+    /// `a·b + c`.
+    fn mul_add(a: f32, b: f32, c: f32) -> f32;
+}
+
+/// `a·b + c` rounded once: for code compiled with FMA.
+#[derive(Clone, Copy, Debug)]
+pub struct Fused;
+
+/// `a·b + c` rounded twice: for the portable code.
+#[derive(Clone, Copy, Debug)]
+pub struct Split;
+
+impl Arith for Fused {
+    #[inline(always)]
+    fn mul_add(a: f32, b: f32, c: f32) -> f32 {
+        a.mul_add(b, c)
+    }
+}
+
+impl Arith for Split {
+    #[inline(always)]
+    fn mul_add(a: f32, b: f32, c: f32) -> f32 {
+        a * b + c
+    }
+}
+
+/// `x` limited to `[lo, hi]`, NaN passing through: each comparison is one
+/// `max`/`min` instruction with the operands in this order.
+#[inline(always)]
+pub fn clamp(x: f32, lo: f32, hi: f32) -> f32 {
+    let x = if x < lo { lo } else { x };
+    if x > hi {
+        hi
+    } else {
+        x
+    }
+}
+
+/// `e^x`, [`Split`].
 #[inline(always)]
 pub fn exp(x: f32) -> f32 {
+    exp_in::<Split>(x)
+}
+
+/// `1 / (1 + e^-x)`, [`Split`].
+#[inline(always)]
+pub fn sigmoid(x: f32) -> f32 {
+    sigmoid_in::<Split>(x)
+}
+
+/// `tanh x`, [`Split`].
+#[inline(always)]
+pub fn tanh(x: f32) -> f32 {
+    tanh_in::<Split>(x)
+}
+
+/// GELU with the tanh approximation, [`Split`].
+#[inline(always)]
+pub fn gelu_tanh(x: f32) -> f32 {
+    gelu_tanh_in::<Split>(x)
+}
+
+/// The error function, [`Split`].
+#[inline(always)]
+pub fn erf(x: f32) -> f32 {
+    erf_in::<Split>(x)
+}
+
+/// `e^x`. The argument is reduced to `n·ln2 + r`, |r| <= ln2/2, with `n`
+/// rounded through the bits (the 1.5·2^23 trick, which vectorizes on every
+/// x86 level); `e^r` is `1 + r + r²·P(r)` with Cephes' degree-5 `P`; `2^n`
+/// is applied in two normal halves, so that n from -150 to 128 rounds to a
+/// subnormal or overflows to infinity exactly where `e^x` does. The clamp
+/// to [-104, 89] keeps `n` in that range and lets NaN through.
+#[inline(always)]
+pub fn exp_in<A: Arith>(x: f32) -> f32 {
     const LOG2E: f32 = std::f32::consts::LOG2_E;
     const LN2_HI: f32 = 0.693_359_4;
     const LN2_LO: f32 = -2.121_944_4e-4;
     const MAGIC: f32 = 12_582_912.0;
-    let xc = x.max(-103.9).min(88.722_8);
-    let v = xc * LOG2E + MAGIC;
+    let xc = clamp(x, -104.0, 89.0);
+    let v = A::mul_add(xc, LOG2E, MAGIC);
     let n = v - MAGIC;
     let ni = (v.to_bits() as i32).wrapping_sub(MAGIC.to_bits() as i32);
-    let r = xc - n * LN2_HI - n * LN2_LO;
-    // Taylor series to degree 7 on |r| <= ln2/2.
-    let mut p = 1.0 / 5040.0;
-    p = p * r + 1.0 / 720.0;
-    p = p * r + 1.0 / 120.0;
-    p = p * r + 1.0 / 24.0;
-    p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
-    p = p * r + 1.0;
-    p = p * r + 1.0;
-    // 2^n in two normal halves, so n from -150 to 128 works (the product
-    // rounds to a subnormal where it must).
+    let r = A::mul_add(n, -LN2_HI, xc);
+    let r = A::mul_add(n, -LN2_LO, r);
+    let mut p = 1.987_569_1e-4;
+    p = A::mul_add(p, r, 1.398_199_9e-3);
+    p = A::mul_add(p, r, 8.333_452e-3);
+    p = A::mul_add(p, r, 4.166_579_6e-2);
+    p = A::mul_add(p, r, 1.666_666_5e-1);
+    p = A::mul_add(p, r, 5.000_000_1e-1);
+    let e = A::mul_add(p, r * r, r) + 1.0;
     let h = ni >> 1;
     let s1 = f32::from_bits((h.wrapping_add(127) as u32) << 23);
     let s2 = f32::from_bits((ni.wrapping_sub(h).wrapping_add(127) as u32) << 23);
-    let y = p * s1 * s2;
-    let y = if x > 88.722_8 { f32::INFINITY } else { y };
-    let y = if x < -103.9 { 0.0 } else { y };
-    if x.is_nan() {
-        x
-    } else {
-        y
-    }
+    e * s1 * s2
 }
 
 /// `1 / (1 + e^-x)`.
 #[inline(always)]
-pub fn sigmoid(x: f32) -> f32 {
-    1.0 / (1.0 + exp(-x))
+pub fn sigmoid_in<A: Arith>(x: f32) -> f32 {
+    1.0 / (1.0 + exp_in::<A>(-x))
 }
 
-/// `tanh x`: an odd polynomial near 0, `1 - 2/(e^2|x| + 1)` elsewhere.
+/// `tanh x`: Cephes' odd polynomial for |x| < 0.625, `1 - 2/(e^2|x| + 1)`
+/// with the sign of `x` elsewhere.
 #[inline(always)]
-pub fn tanh(x: f32) -> f32 {
+pub fn tanh_in<A: Arith>(x: f32) -> f32 {
+    let z = x * x;
+    let mut p = -5.704_988_7e-3;
+    p = A::mul_add(p, z, 2.063_908_9e-2);
+    p = A::mul_add(p, z, -5.373_971_6e-2);
+    p = A::mul_add(p, z, 1.333_144_2e-1);
+    p = A::mul_add(p, z, -3.333_328_2e-1);
+    let small = A::mul_add(x * z, p, x);
     let a = x.abs();
-    let x2 = x * x;
-    let series = {
-        // x - x^3/3 + 2x^5/15 - 17x^7/315 + 62x^9/2835 - 1382x^11/155925
-        let mut q = -1382.0 / 155_925.0;
-        q = q * x2 + 62.0 / 2835.0;
-        q = q * x2 - 17.0 / 315.0;
-        q = q * x2 + 2.0 / 15.0;
-        q = q * x2 - 1.0 / 3.0;
-        x + x * x2 * q
-    };
-    let e = exp(2.0 * a.min(20.0));
-    let far = 1.0 - 2.0 / (e + 1.0);
-    let far = if x < 0.0 { -far } else { far };
-    let y = if a < 0.4 { series } else { far };
-    if x.is_nan() {
-        x
+    let big = 1.0 - 2.0 / (exp_in::<A>(2.0 * a) + 1.0);
+    let big = f32::from_bits(big.to_bits() | (x.to_bits() & 0x8000_0000));
+    if a < 0.625 {
+        small
     } else {
-        y
+        big
     }
 }
 
-/// Gelu with the tanh approximation, as `x * sigmoid(2z)` (which equals
+/// GELU with the tanh approximation, as `x * sigmoid(2z)` (which equals
 /// `x/2 * (1 + tanh z)` without its cancellation for negative `x`).
 #[inline(always)]
-pub fn gelu_tanh(x: f32) -> f32 {
+pub fn gelu_tanh_in<A: Arith>(x: f32) -> f32 {
     const C: f32 = 0.797_884_6; // sqrt(2/pi)
-    let z = C * (x + 0.044_715 * x * x * x);
-    x * sigmoid(2.0 * z)
+    let z = C * A::mul_add(0.044_715 * x, x * x, x);
+    x * sigmoid_in::<A>(2.0 * z)
 }
 
 /// The error function. For |x| < 1 its Maclaurin series to x^23 (the next
@@ -90,32 +158,32 @@ pub fn gelu_tanh(x: f32) -> f32 {
 /// erf is above 0.84). Both are computed and one selected, so a loop over a
 /// tile vectorizes.
 #[inline(always)]
-pub fn erf(x: f32) -> f32 {
+pub fn erf_in<A: Arith>(x: f32) -> f32 {
     const TWO_OVER_SQRT_PI: f32 = std::f32::consts::FRAC_2_SQRT_PI;
     let z = x * x;
     // (-1)^n / (n! (2n+1)), n = 11 down to 1.
     let mut s = -1.0 / 918_086_400.0;
-    s = s * z + 1.0 / 76_204_800.0;
-    s = s * z - 1.0 / 6_894_720.0;
-    s = s * z + 1.0 / 685_440.0;
-    s = s * z - 1.0 / 75_600.0;
-    s = s * z + 1.0 / 9360.0;
-    s = s * z - 1.0 / 1320.0;
-    s = s * z + 1.0 / 216.0;
-    s = s * z - 1.0 / 42.0;
-    s = s * z + 1.0 / 10.0;
-    s = s * z - 1.0 / 3.0;
-    s = s * z + 1.0;
+    s = A::mul_add(s, z, 1.0 / 76_204_800.0);
+    s = A::mul_add(s, z, -1.0 / 6_894_720.0);
+    s = A::mul_add(s, z, 1.0 / 685_440.0);
+    s = A::mul_add(s, z, -1.0 / 75_600.0);
+    s = A::mul_add(s, z, 1.0 / 9360.0);
+    s = A::mul_add(s, z, -1.0 / 1320.0);
+    s = A::mul_add(s, z, 1.0 / 216.0);
+    s = A::mul_add(s, z, -1.0 / 42.0);
+    s = A::mul_add(s, z, 1.0 / 10.0);
+    s = A::mul_add(s, z, -1.0 / 3.0);
+    s = A::mul_add(s, z, 1.0);
     let near = TWO_OVER_SQRT_PI * x * s;
     let a = x.abs();
-    let t = 1.0 / (1.0 + 0.327_591_1 * a);
+    let t = 1.0 / A::mul_add(0.327_591_1, a, 1.0);
     let mut p = 1.061_405_4;
-    p = p * t - 1.453_152;
-    p = p * t + 1.421_413_7;
-    p = p * t - 0.284_496_74;
-    p = p * t + 0.254_829_6;
-    let far = 1.0 - p * t * exp(-z);
-    let far = if x < 0.0 { -far } else { far };
+    p = A::mul_add(p, t, -1.453_152);
+    p = A::mul_add(p, t, 1.421_413_7);
+    p = A::mul_add(p, t, -0.284_496_74);
+    p = A::mul_add(p, t, 0.254_829_6);
+    let far = A::mul_add(-p * t, exp_in::<A>(-z), 1.0);
+    let far = f32::from_bits(far.to_bits() | (x.to_bits() & 0x8000_0000));
     if a < 1.0 {
         near
     } else {

@@ -17,7 +17,7 @@ use super::tile::{Dst, Src};
 use super::{contraction, elementwise, native, reduce, Options};
 use crate::error::{Result, RunError};
 use crate::exec::{run_one, Frame};
-use crate::kernel::{verify::verify, ContractionOp, LoweredModel, Program, Step};
+use crate::kernel::{verify::verify, ContractionOp, Inst, LoweredModel, Program, Step};
 use crate::plan::{Fed, Plan};
 use crate::schedule::reads;
 use crate::tensor::{Data, Tensor, Value};
@@ -370,7 +370,7 @@ impl<'m> Session<'m> {
         for (s, step) in steps.iter().enumerate() {
             let start = timed.then(Instant::now);
             let made = match step {
-                Planned::Program(r) => match self.run_program(r)? {
+                Planned::Program(r) => match self.run_program(r, s)? {
                     Some(made) => made,
                     None => self.run_nodes(&r.program.nodes, peak, *live)?,
                 },
@@ -453,7 +453,7 @@ impl<'m> Session<'m> {
 
     /// Runs a bound program; `None` when its operands are not what it was
     /// bound for (the caller runs its nodes instead).
-    fn run_program(&mut self, r: &Ready) -> Result<Option<u64>> {
+    fn run_program(&mut self, r: &Ready, step: usize) -> Result<Option<u64>> {
         let mut srcs = Vec::with_capacity(r.operands.len());
         for (k, &id) in r.operands.iter().enumerate() {
             let Some(Value::Tensor(t)) = self.frame.values[idx(id)].as_ref() else { return Ok(None) };
@@ -466,11 +466,21 @@ impl<'m> Session<'m> {
         }
         let mut bufs: Vec<Data> = Vec::with_capacity(r.outputs.len());
         let mut dsts = Vec::with_capacity(r.outputs.len());
+        let (mut donors, mut donated) = (Vec::new(), 0u64);
         for (j, out) in r.program.outputs.iter().enumerate() {
             let len: usize = r.bound.output_shapes[j].iter().product();
             match out.view.elem {
                 ElemType::Float => {
-                    let mut v = self.take_buffer(len);
+                    let donor = self.donor(r, j, step, &donors);
+                    let mut v = match donor.and_then(|k| self.frame.values[idx(r.operands[k])].take()) {
+                        Some(Value::Tensor(Tensor { data: Data::F32(mut v), .. })) => {
+                            donors.extend(donor);
+                            donated += (v.len() * 4) as u64;
+                            v.clear();
+                            v
+                        }
+                        _ => self.take_buffer(len),
+                    };
                     dsts.push(Dst::F32(v.as_mut_ptr()));
                     bufs.push(Data::F32(v));
                 }
@@ -504,7 +514,41 @@ impl<'m> Session<'m> {
                 made -= old.byte_size();
             }
         }
-        Ok(Some(made))
+        Ok(Some(made.saturating_sub(donated)))
+    }
+
+    /// The operand of elementwise program `r` whose buffer output `j` can
+    /// take over (written in place), if any: an `f32` value that dies at
+    /// this step, is no initializer, is read by the program once and
+    /// through the very view the output is written by (so that each point
+    /// reads its element before writing it, and no other point reads it),
+    /// writes a value not yet held (so that the bytes the step adds stay a
+    /// sum of outputs less donors), is no output itself (an output that is
+    /// a load of it would be stored
+    /// from the memory the in-place output overwrote), and is not already
+    /// taken (`taken`).
+    fn donor(&self, r: &Ready, j: usize, step: usize, taken: &[usize]) -> Option<usize> {
+        if !matches!(r.schedule, Schedule::Elementwise(_)) {
+            return None;
+        }
+        let out = &r.bound.outputs[j];
+        let len: usize = r.bound.output_shapes[j].iter().product();
+        let dies = self.frees.get(step)?;
+        (0..r.operands.len()).find(|&k| {
+            let id = r.operands[k];
+            let view = &r.bound.operands[k];
+            !taken.contains(&k)
+                && id != r.outputs[j]
+                && self.frame.values[idx(r.outputs[j])].is_none()
+                && !r.program.outputs.iter().any(|o| matches!(r.program.body[o.source].inst, Inst::Load(l) if l == k))
+                && !self.initializer[idx(id)]
+                && dies.contains(&id)
+                && r.operands.iter().filter(|&&o| o == id).count() == 1
+                && view.offset == out.offset
+                && view.strides == out.strides
+                && matches!(&self.frame.values[idx(id)],
+                    Some(Value::Tensor(Tensor { data: Data::F32(v), .. })) if v.len() == len)
+        })
     }
 
     /// An empty buffer with capacity for `len` floats, from the pool when

@@ -8,7 +8,7 @@
 //! (chosen at run time when the processor has them) and the portable one;
 //! the loops are written so the compiler vectorizes them.
 
-use super::math;
+use super::math::{self, Arith, Fused, Split};
 use crate::kernel::{BinaryOp, Inst, Instr, UnaryOp};
 
 /// Points per tile: 256 floats per register, so a program of 30
@@ -59,26 +59,95 @@ pub unsafe fn eval(
     offs: &[isize],
     inner: &[isize],
 ) {
-    #[cfg(target_arch = "x86_64")]
-    if simd {
-        return eval_avx2(body, which, regs, n, srcs, offs, inner);
-    }
-    let _ = simd;
-    eval_body(body, which, regs, n, srcs, offs, inner)
+    eval_with(simd, body, which, Packed(regs.as_mut_ptr()), n, srcs, offs, inner)
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn eval_avx2(
+/// Where each instruction's register is.
+pub trait Place: Copy {
+    /// The first point of instruction `i`'s register.
+    fn at(self, i: usize) -> *mut f32;
+    /// Whether instruction `i` (a load) already finds its points at
+    /// [`Place::at`], so that there is nothing to copy.
+    fn loaded(self, i: usize) -> bool;
+}
+
+/// The registers one after the other in one buffer, `TILE` floats each.
+#[derive(Clone, Copy)]
+pub struct Packed(pub *mut f32);
+
+impl Place for Packed {
+    #[inline(always)]
+    fn at(self, i: usize) -> *mut f32 {
+        // SAFETY (of the callers): the buffer holds a register per instruction.
+        unsafe { self.0.add(i * TILE) }
+    }
+    #[inline(always)]
+    fn loaded(self, _: usize) -> bool {
+        false
+    }
+}
+
+/// Registers placed one by one: a load of a contiguous `f32` operand reads
+/// the operand itself where it lies, and an instruction that is a
+/// contiguous `f32` output writes the output buffer directly, so that
+/// neither is copied through a register. `at[i]` is instruction `i`'s
+/// register; `loaded[i]` marks the loads that need no copy.
+#[derive(Clone, Copy)]
+pub struct Placed<'a> {
+    /// Each instruction's register.
+    pub at: &'a [*mut f32],
+    /// The loads whose register is their operand.
+    pub loaded: &'a [bool],
+}
+
+impl Place for Placed<'_> {
+    #[inline(always)]
+    fn at(self, i: usize) -> *mut f32 {
+        self.at[i]
+    }
+    #[inline(always)]
+    fn loaded(self, i: usize) -> bool {
+        self.loaded[i]
+    }
+}
+
+/// [`eval`] with the registers where `place` says.
+///
+/// # Safety
+/// As [`eval`]; besides, every register `place` names has room for `n`
+/// points, the registers of distinct instructions do not overlap, and a
+/// register that is not a loaded operand overlaps no operand.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn eval_with<P: Place>(
+    simd: bool,
     body: &[Instr],
     which: &[usize],
-    regs: &mut [f32],
+    place: P,
     n: usize,
     srcs: &[Src],
     offs: &[isize],
     inner: &[isize],
 ) {
-    eval_body(body, which, regs, n, srcs, offs, inner)
+    #[cfg(target_arch = "x86_64")]
+    if simd {
+        return eval_avx2(body, which, place, n, srcs, offs, inner);
+    }
+    let _ = simd;
+    eval_body::<P, Split>(body, which, place, n, srcs, offs, inner)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn eval_avx2<P: Place>(
+    body: &[Instr],
+    which: &[usize],
+    place: P,
+    n: usize,
+    srcs: &[Src],
+    offs: &[isize],
+    inner: &[isize],
+) {
+    eval_body::<P, Fused>(body, which, place, n, srcs, offs, inner)
 }
 
 /// The registers of one program run: `len` floats, from a buffer that the
@@ -181,25 +250,27 @@ pub fn fence() {
 }
 
 #[inline(always)]
-unsafe fn eval_body(
+unsafe fn eval_body<P: Place, A: Arith>(
     body: &[Instr],
     which: &[usize],
-    regs: &mut [f32],
+    place: P,
     n: usize,
     srcs: &[Src],
     offs: &[isize],
     inner: &[isize],
 ) {
-    let base = regs.as_mut_ptr();
     for &i in which {
+        if place.loaded(i) {
+            continue;
+        }
         // SAFETY: register i is distinct from the registers of its
         // arguments (SSA: they are earlier instructions).
-        let out = std::slice::from_raw_parts_mut(base.add(i * TILE), n);
-        let reg = |a: usize| std::slice::from_raw_parts(base.add(a * TILE) as *const f32, n);
+        let out = std::slice::from_raw_parts_mut(place.at(i), n);
+        let reg = |a: usize| std::slice::from_raw_parts(place.at(a) as *const f32, n);
         match body[i].inst {
             Inst::Load(k) => load(srcs[k], offs[k], inner[k], out),
             Inst::Const(c) => out.fill(c as f32),
-            Inst::Unary(op, a) => unary(op, reg(a), out),
+            Inst::Unary(op, a) => unary::<A>(op, reg(a), out),
             // A constant operand stays a scalar: one load less per point.
             Inst::Binary(op, a, b) => match (&body[a].inst, &body[b].inst) {
                 (_, Inst::Const(c)) => binary_scalar(op, reg(a), *c as f32, false, out),
@@ -256,6 +327,28 @@ fn map1(out: &mut [f32], a: &[f32], f: impl Fn(f32) -> f32) {
     }
 }
 
+/// [`map1`] for the long functions (exp, tanh, erf and what uses them):
+/// blocks of [`BLOCK`] points, each compiled to several independent vector
+/// chains side by side. One function is a long chain of dependent
+/// multiply-adds; evaluated one vector at a time, the scheduler fills with
+/// operations waiting on their predecessor, and interleaved chains keep
+/// the arithmetic units busy.
+#[inline(always)]
+fn map1_long(out: &mut [f32], a: &[f32], f: impl Fn(f32) -> f32) {
+    let whole = out.len() / BLOCK * BLOCK;
+    for (o, x) in out[..whole].chunks_exact_mut(BLOCK).zip(a[..whole].chunks_exact(BLOCK)) {
+        let x: &[f32; BLOCK] = x.try_into().expect("a whole block");
+        let o: &mut [f32; BLOCK] = o.try_into().expect("a whole block");
+        for t in 0..BLOCK {
+            o[t] = f(x[t]);
+        }
+    }
+    map1(&mut out[whole..], &a[whole..], f)
+}
+
+/// Points per block of [`map1_long`].
+const BLOCK: usize = 32;
+
 #[inline(always)]
 fn map2(out: &mut [f32], a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32) {
     for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
@@ -286,12 +379,12 @@ macro_rules! inlined {
 
 /// GELU with erf, `x/2 · (1 + erf(x/√2))`.
 #[inline(always)]
-fn gelu(x: f32) -> f32 {
-    0.5 * x * (1.0 + math::erf(x * std::f32::consts::FRAC_1_SQRT_2))
+fn gelu<A: Arith>(x: f32) -> f32 {
+    0.5 * x * (1.0 + math::erf_in::<A>(x * std::f32::consts::FRAC_1_SQRT_2))
 }
 
 #[inline(always)]
-fn unary(op: UnaryOp, a: &[f32], out: &mut [f32]) {
+fn unary<A: Arith>(op: UnaryOp, a: &[f32], out: &mut [f32]) {
     match op {
         UnaryOp::Identity => out.copy_from_slice(a),
         UnaryOp::Neg => map1(out, a, |x| -x),
@@ -311,19 +404,19 @@ fn unary(op: UnaryOp, a: &[f32], out: &mut [f32]) {
         UnaryOp::Sqrt => map1(out, a, |x| x.sqrt()),
         UnaryOp::Reciprocal => map1(out, a, |x| 1.0 / x),
         UnaryOp::Square => map1(out, a, |x| x * x),
-        UnaryOp::Exp => map1(out, a, inlined!(math::exp)),
+        UnaryOp::Exp => map1_long(out, a, inlined!(math::exp_in::<A>)),
         UnaryOp::Log => via_f64(out, a, f64::ln),
         UnaryOp::Sin => via_f64(out, a, f64::sin),
         UnaryOp::Cos => via_f64(out, a, f64::cos),
         UnaryOp::Tan => via_f64(out, a, f64::tan),
-        UnaryOp::Tanh => map1(out, a, inlined!(math::tanh)),
-        UnaryOp::Erf => map1(out, a, inlined!(math::erf)),
+        UnaryOp::Tanh => map1_long(out, a, inlined!(math::tanh_in::<A>)),
+        UnaryOp::Erf => map1_long(out, a, inlined!(math::erf_in::<A>)),
         UnaryOp::Relu => map1(out, a, |x| if x < 0.0 { 0.0 } else { x }),
-        UnaryOp::Sigmoid => map1(out, a, inlined!(math::sigmoid)),
+        UnaryOp::Sigmoid => map1_long(out, a, inlined!(math::sigmoid_in::<A>)),
         UnaryOp::Softsign => map1(out, a, |x| x / (1.0 + x.abs())),
         UnaryOp::Softplus => via_f64(out, a, |x| if x > 30.0 { x } else { x.exp().ln_1p() }),
-        UnaryOp::Gelu => map1(out, a, inlined!(gelu)),
-        UnaryOp::GeluTanh => map1(out, a, inlined!(math::gelu_tanh)),
+        UnaryOp::Gelu => map1_long(out, a, inlined!(gelu::<A>)),
+        UnaryOp::GeluTanh => map1_long(out, a, inlined!(math::gelu_tanh_in::<A>)),
         UnaryOp::HardSwish => map1(out, a, |x| x * (x / 6.0 + 0.5).clamp(0.0, 1.0)),
         UnaryOp::Not => map1(out, a, |x| flag(x == 0.0)),
         UnaryOp::IsNaN => map1(out, a, |x| flag(x.is_nan())),
