@@ -14,6 +14,10 @@
 //! `mul_add` would be a library call per element. The plain names (`exp`,
 //! `tanh`, ...) are the [`Split`] instances.
 
+// The polynomial coefficients are written as published (Cephes), some with
+// more digits than an f32 holds.
+#![allow(clippy::excessive_precision)]
+
 /// How `a·b + c` is computed.
 pub trait Arith: Copy {
     /// `a·b + c`.
