@@ -103,13 +103,11 @@ impl Kernels {
 }
 
 /// The most shared-memory rounds (tiles × K steps) a contraction step may
-/// take on the host shim: each round is two block-wide barriers across
-/// 256 OS threads. 811 of the fixtures' 873 steps fit, a third of the
-/// rounds all of them take (the light models' large and grouped
-/// convolutions take up to tens of thousands each); the others are
-/// compiled (NVRTC test) but not run here, and the node suite's Conv
-/// cases run in full.
-const EMULATION_BUDGET: u64 = 256;
+/// take on the host shim (each round two block-wide barriers across 256
+/// emulated threads): a guard against a fixture added later that would
+/// take minutes. Every step of today's fixtures fits (the light models'
+/// large and grouped convolutions take up to tens of thousands of rounds).
+const EMULATION_BUDGET: u64 = 65536;
 
 /// One launch's expectations: what it is, how many of its buffers are
 /// inputs, each output's type, shape and value name, and the tolerance.
@@ -300,7 +298,8 @@ fn every_fixture_kernel_runs_on_the_host_shim_to_the_reference_values() {
     assert!(failures.is_empty(), "{} failure(s):\n{}", failures.len(), failures.join("\n"));
     if std::env::var("CUDA_HOST_ONLY").is_err() {
         assert!(programs_checked >= 500, "only {programs_checked} programs checked");
-        assert!(contractions_checked >= 800, "only {contractions_checked} contraction steps checked");
+        assert!(contractions_checked >= 870, "only {contractions_checked} contraction steps checked");
+        assert_eq!(over_budget, 0, "contraction steps over the emulation budget");
     }
 }
 
