@@ -518,15 +518,15 @@ impl<'m> Session<'m> {
     }
 
     /// The operand of elementwise program `r` whose buffer output `j` can
-    /// take over (written in place), if any: an `f32` value that dies at
-    /// this step, is no initializer, is read by the program once and
-    /// through the very view the output is written by (so that each point
-    /// reads its element before writing it, and no other point reads it),
-    /// writes a value not yet held (so that the bytes the step adds stay a
-    /// sum of outputs less donors), is no output itself (an output that is
-    /// a load of it would be stored
-    /// from the memory the in-place output overwrote), and is not already
-    /// taken (`taken`).
+    /// take over (written in place), if any: an `f32` value that
+    /// - dies at this step and is no initializer;
+    /// - is read by the program once, through the very view the output is
+    ///   written by (so each point reads its element before writing it, and
+    ///   no other point reads it);
+    /// - is not the source of an output by a bare load (that output would be
+    ///   stored from memory the in-place output has overwritten);
+    /// - is not already taken (`taken`), while the output's value is not yet
+    ///   held (so the bytes the step adds stay its outputs less its donors).
     fn donor(&self, r: &Ready, j: usize, step: usize, taken: &[usize]) -> Option<usize> {
         if !matches!(r.schedule, Schedule::Elementwise(_)) {
             return None;
