@@ -126,6 +126,17 @@ pub fn check(
         let painter = crate::render::colour::Painter::new(render.color.enabled());
         crate::emit(&crate::render::text::render(&report, painter, render.max_diagnostics));
     }
+    let outcome = verdict(&report, path, render.deny_warnings);
+    // The process exits next: the model and the report are not freed block
+    // by block (on the 42k-node GPT-2 that saved ~1% of the whole process).
+    std::mem::forget(report);
+    std::mem::forget(model);
+    outcome
+}
+
+/// The exit status `check` owes its report: 2 for a malformed graph, 1 for
+/// errors (or warnings under `--deny-warnings`), success otherwise.
+fn verdict(report: &diamond_infer::CheckReport, path: &Path, deny_warnings: bool) -> Result<(), Failure> {
     // A structurally malformed graph (cycle, dangling name, value produced
     // twice) is bad input: exit 2, like an unreadable file.
     let malformed: Vec<&str> = report
@@ -144,7 +155,7 @@ pub fn check(
             message: format!("{}: {} error(s) in the model", path.display(), report.errors()),
         });
     }
-    if render.deny_warnings && report.warnings() > 0 {
+    if deny_warnings && report.warnings() > 0 {
         return Err(Failure {
             code: 1,
             message: format!("{}: {} warning(s) in the model (--deny-warnings)", path.display(), report.warnings()),

@@ -82,32 +82,61 @@ impl AttrType {
     }
 }
 
-/// One attribute, field for field.
+/// One attribute, field for field. The fields few attributes fill sit
+/// apart, boxed, in [`AttrRare`]: a graph holds an attribute for every
+/// setting of every node, nearly all of them one number, list or tensor.
 #[derive(Clone, Debug, PartialEq, Default)]
 #[allow(missing_docs)]
 pub struct Attribute {
     pub name: Option<String>,
     /// Inside a function body: the caller's attribute this one stands for.
     pub ref_attr_name: Option<String>,
-    pub doc_string: Option<String>,
     /// The declared kind.
     pub attr_type: Option<AttrType>,
     pub f: Option<f32>,
     pub i: Option<i64>,
     pub s: Option<Bytes>,
-    /// Boxed, like `sparse_tensor`: a tensor is large and few attributes hold
-    /// one, while a graph holds an attribute for every node's every setting.
+    /// Boxed: a tensor is large and few attributes hold one.
     pub t: Option<Box<Tensor>>,
     pub g: Option<GraphId>,
-    pub sparse_tensor: Option<Box<SparseTensor>>,
-    pub tp: Option<TypeInfo>,
     pub floats: Vec<f32>,
     pub ints: Vec<i64>,
+    /// The rarely filled fields; `None` when all of them are empty (build it
+    /// with [`AttrRare::boxed`] so that equal attributes compare equal).
+    pub rare: Option<Box<AttrRare>>,
+}
+
+/// The fields of an attribute that few files fill.
+#[derive(Clone, Debug, PartialEq, Default)]
+#[allow(missing_docs)]
+pub struct AttrRare {
+    pub doc_string: Option<String>,
+    pub sparse_tensor: Option<Box<SparseTensor>>,
+    pub tp: Option<TypeInfo>,
     pub strings: Vec<Bytes>,
     pub tensors: Vec<Tensor>,
     pub graphs: Vec<GraphId>,
     pub sparse_tensors: Vec<SparseTensor>,
     pub type_protos: Vec<TypeInfo>,
+}
+
+/// What [`Attribute::rare`] lends when an attribute has no rare field.
+static NO_RARE: AttrRare = AttrRare {
+    doc_string: None,
+    sparse_tensor: None,
+    tp: None,
+    strings: Vec::new(),
+    tensors: Vec::new(),
+    graphs: Vec::new(),
+    sparse_tensors: Vec::new(),
+    type_protos: Vec::new(),
+};
+
+impl AttrRare {
+    /// Boxed, or `None` when every field is empty.
+    pub fn boxed(self) -> Option<Box<AttrRare>> {
+        (self != NO_RARE).then(|| Box::new(self))
+    }
 }
 
 /// The value of an attribute, as its declared kind selects it.
@@ -146,22 +175,27 @@ impl Attribute {
             T::String => AttrValue::String(self.s.as_deref()?),
             T::Tensor => AttrValue::Tensor(self.t.as_deref()?),
             T::Graph => AttrValue::Graph(self.g?),
-            T::SparseTensor => AttrValue::SparseTensor(self.sparse_tensor.as_deref()?),
-            T::TypeProto => AttrValue::Type(self.tp.as_ref()?),
+            T::SparseTensor => AttrValue::SparseTensor(self.rare().sparse_tensor.as_deref()?),
+            T::TypeProto => AttrValue::Type(self.rare().tp.as_ref()?),
             T::Floats => AttrValue::Floats(&self.floats),
             T::Ints => AttrValue::Ints(&self.ints),
-            T::Strings => AttrValue::Strings(&self.strings),
-            T::Tensors => AttrValue::Tensors(&self.tensors),
-            T::Graphs => AttrValue::Graphs(&self.graphs),
-            T::SparseTensors => AttrValue::SparseTensors(&self.sparse_tensors),
-            T::TypeProtos => AttrValue::Types(&self.type_protos),
+            T::Strings => AttrValue::Strings(&self.rare().strings),
+            T::Tensors => AttrValue::Tensors(&self.rare().tensors),
+            T::Graphs => AttrValue::Graphs(&self.rare().graphs),
+            T::SparseTensors => AttrValue::SparseTensors(&self.rare().sparse_tensors),
+            T::TypeProtos => AttrValue::Types(&self.rare().type_protos),
             T::Undefined | T::Unknown(_) => return None,
         })
     }
 
     /// Every subgraph this attribute holds, in field order.
     pub fn subgraphs(&self) -> impl Iterator<Item = GraphId> + '_ {
-        self.g.into_iter().chain(self.graphs.iter().copied())
+        self.g.into_iter().chain(self.rare().graphs.iter().copied())
+    }
+
+    /// The rarely filled fields, all empty when the attribute has none.
+    pub fn rare(&self) -> &AttrRare {
+        self.rare.as_deref().unwrap_or(&NO_RARE)
     }
 }
 

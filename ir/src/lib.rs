@@ -22,7 +22,7 @@ pub mod tensor;
 pub mod term;
 pub mod types;
 
-pub use attribute::{AttrType, AttrValue, Attribute};
+pub use attribute::{AttrRare, AttrType, AttrValue, Attribute};
 pub use elem_type::ElemType;
 pub use entity::{Arena, GraphId, NodeId, ValueId};
 pub use graph::{Graph, GraphOwner, Node, Value, ValueInfo};

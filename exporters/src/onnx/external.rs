@@ -160,8 +160,9 @@ pub(crate) fn for_each_tensor<'m>(model: &'m Model, visit: &mut dyn FnMut(&'m Te
 }
 
 fn visit_attribute<'m>(attr: &'m Attribute, visit: &mut dyn FnMut(&'m Tensor)) {
-    attr.t.as_deref().into_iter().chain(&attr.tensors).for_each(&mut *visit);
-    for sparse in attr.sparse_tensor.as_deref().into_iter().chain(&attr.sparse_tensors) {
+    let rare = attr.rare();
+    attr.t.as_deref().into_iter().chain(&rare.tensors).for_each(&mut *visit);
+    for sparse in rare.sparse_tensor.as_deref().into_iter().chain(&rare.sparse_tensors) {
         sparse.values.iter().chain(&sparse.indices).for_each(&mut *visit);
     }
 }

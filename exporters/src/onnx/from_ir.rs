@@ -62,25 +62,26 @@ fn node(model: &Model, g: &ir::Graph, n: &ir::Node) -> pb::NodeProto {
 }
 
 fn attribute(model: &Model, a: &ir::Attribute) -> pb::AttributeProto {
+    let rare = a.rare();
     pb::AttributeProto {
         name: a.name.clone(),
         ref_attr_name: a.ref_attr_name.clone(),
-        doc_string: a.doc_string.clone(),
+        doc_string: rare.doc_string.clone(),
         r#type: a.attr_type.map(ir::AttrType::code),
         f: a.f,
         i: a.i,
         s: a.s.clone(),
         t: a.t.as_deref().map(tensor),
         g: a.g.map(|g| graph(model, g)),
-        sparse_tensor: a.sparse_tensor.as_deref().map(sparse_tensor),
-        tp: a.tp.as_ref().map(type_proto),
+        sparse_tensor: rare.sparse_tensor.as_deref().map(sparse_tensor),
+        tp: rare.tp.as_ref().map(type_proto),
         floats: a.floats.clone(),
         ints: a.ints.clone(),
-        strings: a.strings.clone(),
-        tensors: a.tensors.iter().map(tensor).collect(),
-        graphs: a.graphs.iter().map(|&g| graph(model, g)).collect(),
-        sparse_tensors: a.sparse_tensors.iter().map(sparse_tensor).collect(),
-        type_protos: a.type_protos.iter().map(type_proto).collect(),
+        strings: rare.strings.clone(),
+        tensors: rare.tensors.iter().map(tensor).collect(),
+        graphs: rare.graphs.iter().map(|&g| graph(model, g)).collect(),
+        sparse_tensors: rare.sparse_tensors.iter().map(sparse_tensor).collect(),
+        type_protos: rare.type_protos.iter().map(type_proto).collect(),
     }
 }
 

@@ -201,20 +201,13 @@ impl<'a> Converter<'a> {
         g: Option<GraphId>,
         graphs: Vec<GraphId>,
     ) -> Result<ir::Attribute, ImportError> {
-        Ok(ir::Attribute {
-            name: proto.name,
-            ref_attr_name: proto.ref_attr_name,
+        // The tensors are converted in field order, as the file lists them.
+        let t = proto.t.map(|t| self.tensor(t).map(Box::new)).transpose()?;
+        let sparse_tensor = proto.sparse_tensor.map(|s| self.sparse_tensor(s).map(Box::new)).transpose()?;
+        let rare = ir::AttrRare {
             doc_string: proto.doc_string,
-            attr_type: proto.r#type.map(ir::AttrType::from_code),
-            f: proto.f,
-            i: proto.i,
-            s: proto.s,
-            t: proto.t.map(|t| self.tensor(t).map(Box::new)).transpose()?,
-            g,
-            sparse_tensor: proto.sparse_tensor.map(|s| self.sparse_tensor(s).map(Box::new)).transpose()?,
+            sparse_tensor,
             tp: proto.tp.map(type_info),
-            floats: proto.floats,
-            ints: proto.ints,
             strings: proto.strings,
             tensors: proto.tensors.into_iter().map(|t| self.tensor(t)).collect::<Result<_, _>>()?,
             graphs,
@@ -224,6 +217,19 @@ impl<'a> Converter<'a> {
                 .map(|s| self.sparse_tensor(s))
                 .collect::<Result<_, _>>()?,
             type_protos: proto.type_protos.into_iter().map(type_info).collect(),
+        };
+        Ok(ir::Attribute {
+            name: proto.name,
+            ref_attr_name: proto.ref_attr_name,
+            attr_type: proto.r#type.map(ir::AttrType::from_code),
+            f: proto.f,
+            i: proto.i,
+            s: proto.s,
+            t,
+            g,
+            floats: proto.floats,
+            ints: proto.ints,
+            rare: rare.boxed(),
         })
     }
 
