@@ -7,7 +7,7 @@
 
 use super::cpu;
 use super::epilogue::Activation;
-use super::math::{clamp, erf_in, sigmoid_in, tanh_in, Arith, Fused, Split};
+use super::math::{clamp, gelu_in, sigmoid_in, tanh_in, Arith, Fused, Split};
 
 /// Applies `act` to every element of `xs` in place.
 pub fn apply(act: &Activation, xs: &mut [f32]) {
@@ -40,9 +40,7 @@ fn apply_body<A: Arith>(act: &Activation, xs: &mut [f32]) {
         Activation::Sigmoid => xs.iter_mut().for_each(|x| *x = sigmoid_in::<A>(*x)),
         Activation::Tanh => xs.iter_mut().for_each(|x| *x = tanh_in::<A>(*x)),
         Activation::HardSigmoid { alpha, beta } => xs.iter_mut().for_each(|x| *x = clamp(alpha * *x + beta, 0.0, 1.0)),
-        Activation::Gelu => {
-            xs.iter_mut().for_each(|x| *x = 0.5 * *x * (1.0 + erf_in::<A>(*x * std::f32::consts::FRAC_1_SQRT_2)))
-        }
+        Activation::Gelu => xs.iter_mut().for_each(|x| *x = gelu_in::<A>(*x)),
         Activation::GeluTanh => xs.iter_mut().for_each(|x| {
             let v = *x;
             *x = 0.5 * v * (1.0 + tanh_in::<A>(SQRT_2_OVER_PI * (v + 0.044715 * v * v * v)))

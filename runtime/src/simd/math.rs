@@ -11,8 +11,7 @@
 //! Each function is generic over [`Arith`], the way `a·b + c` is computed:
 //! [`Fused`] (one rounding, `mul_add`) in code compiled for FMA, where it is
 //! one instruction, and [`Split`] (two roundings) in the portable code, where
-//! `mul_add` would be a library call per element. The plain names (`exp`,
-//! `tanh`, ...) are the [`Split`] instances.
+//! `mul_add` would be a library call per element.
 
 // The polynomial coefficients are written as published (Cephes), some with
 // more digits than an f32 holds.
@@ -56,36 +55,6 @@ pub fn clamp(x: f32, lo: f32, hi: f32) -> f32 {
     } else {
         x
     }
-}
-
-/// `e^x`, [`Split`].
-#[inline(always)]
-pub fn exp(x: f32) -> f32 {
-    exp_in::<Split>(x)
-}
-
-/// `1 / (1 + e^-x)`, [`Split`].
-#[inline(always)]
-pub fn sigmoid(x: f32) -> f32 {
-    sigmoid_in::<Split>(x)
-}
-
-/// `tanh x`, [`Split`].
-#[inline(always)]
-pub fn tanh(x: f32) -> f32 {
-    tanh_in::<Split>(x)
-}
-
-/// GELU with the tanh approximation, [`Split`].
-#[inline(always)]
-pub fn gelu_tanh(x: f32) -> f32 {
-    gelu_tanh_in::<Split>(x)
-}
-
-/// The error function, [`Split`].
-#[inline(always)]
-pub fn erf(x: f32) -> f32 {
-    erf_in::<Split>(x)
 }
 
 /// `e^x`. The argument is reduced to `n·ln2 + r`, |r| <= ln2/2, with `n`
@@ -153,6 +122,12 @@ pub fn gelu_tanh_in<A: Arith>(x: f32) -> f32 {
     const C: f32 = 0.797_884_6; // sqrt(2/pi)
     let z = C * A::mul_add(0.044_715 * x, x * x, x);
     x * sigmoid_in::<A>(2.0 * z)
+}
+
+/// GELU with erf, `x/2 · (1 + erf(x/√2))`.
+#[inline(always)]
+pub fn gelu_in<A: Arith>(x: f32) -> f32 {
+    0.5 * x * (1.0 + erf_in::<A>(x * std::f32::consts::FRAC_1_SQRT_2))
 }
 
 /// The error function. For |x| < 1 its Maclaurin series to x^23 (the next

@@ -377,12 +377,6 @@ macro_rules! inlined {
     };
 }
 
-/// GELU with erf, `x/2 · (1 + erf(x/√2))`.
-#[inline(always)]
-fn gelu<A: Arith>(x: f32) -> f32 {
-    0.5 * x * (1.0 + math::erf_in::<A>(x * std::f32::consts::FRAC_1_SQRT_2))
-}
-
 #[inline(always)]
 fn unary<A: Arith>(op: UnaryOp, a: &[f32], out: &mut [f32]) {
     match op {
@@ -415,7 +409,7 @@ fn unary<A: Arith>(op: UnaryOp, a: &[f32], out: &mut [f32]) {
         UnaryOp::Sigmoid => map1_long(out, a, inlined!(math::sigmoid_in::<A>)),
         UnaryOp::Softsign => map1(out, a, |x| x / (1.0 + x.abs())),
         UnaryOp::Softplus => via_f64(out, a, |x| if x > 30.0 { x } else { x.exp().ln_1p() }),
-        UnaryOp::Gelu => map1_long(out, a, inlined!(gelu::<A>)),
+        UnaryOp::Gelu => map1_long(out, a, inlined!(math::gelu_in::<A>)),
         UnaryOp::GeluTanh => map1_long(out, a, inlined!(math::gelu_tanh_in::<A>)),
         UnaryOp::HardSwish => map1(out, a, |x| x * (x / 6.0 + 0.5).clamp(0.0, 1.0)),
         UnaryOp::Not => map1(out, a, |x| flag(x == 0.0)),
