@@ -4,9 +4,11 @@
 //! vary with no axis are evaluated once and held as splats.
 
 use super::bind::{offset_of, Bound};
+use super::chain::Plan;
 use super::tile::{self, Dst, Placed, Registers, Src, TILE};
 use crate::kernel::{Inst, Level, Program};
 use rayon::prelude::*;
+use std::sync::OnceLock;
 
 /// Points per parallel work item.
 pub const CHUNK: usize = 1 << 14;
@@ -22,6 +24,10 @@ pub const STREAM_BYTES: usize = 16 << 20;
 pub struct Order {
     uniform: Vec<usize>,
     varying: Vec<usize>,
+    /// The plan of the runs (AVX2), with the loads read in place it was
+    /// made for: made at the first run, remade when another binding reads
+    /// other operands in place.
+    plan: OnceLock<(Vec<bool>, Plan)>,
 }
 
 impl Order {
@@ -30,7 +36,7 @@ impl Order {
         let levels = p.levels();
         let uniform = (0..p.body.len()).filter(|&i| levels[i] == Level::Uniform).collect();
         let varying = (0..p.body.len()).filter(|&i| levels[i] != Level::Uniform).collect();
-        Order { uniform, varying }
+        Order { uniform, varying, plan: OnceLock::new() }
     }
 }
 
@@ -94,6 +100,16 @@ pub unsafe fn run(p: &Program, order: &Order, b: &Bound, srcs: &[Src], dsts: &[D
         }
     }
     let written: Vec<bool> = (0..p.outputs.len()).map(|j| direct.contains(&Some(j))).collect();
+    // Chains of instructions run in vector registers (AVX2 only).
+    let make = || Plan::new(&p.body, varying, &loaded, p.outputs.iter().map(|o| o.source));
+    let made = order.plan.get_or_init(|| (loaded.clone(), make()));
+    let fresh;
+    let plan = if made.0 == loaded {
+        &made.1
+    } else {
+        fresh = make();
+        &fresh
+    };
     let init = || {
         let mut regs = Registers::new(p.body.len() * TILE);
         tile::eval(simd, &p.body, uniform, &mut regs, 1, srcs, &base_offs, &op_inner);
@@ -144,7 +160,7 @@ pub unsafe fn run(p: &Program, order: &Order, b: &Bound, srcs: &[Src], dsts: &[D
                     }
                 }
                 let place = Placed { at: &at, loaded: &loaded };
-                tile::eval_with(simd, &p.body, varying, place, n, srcs, &offs, &op_inner);
+                tile::eval_planned(simd, &p.body, varying, &plan, place, n, srcs, &offs, &op_inner);
                 for (j, out) in p.outputs.iter().enumerate() {
                     if written[j] {
                         continue;

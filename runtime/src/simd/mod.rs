@@ -19,6 +19,7 @@
 
 pub mod activation;
 pub mod bind;
+pub mod chain;
 pub mod contraction;
 pub mod conv;
 pub mod cpu;

@@ -8,6 +8,7 @@
 //! (chosen at run time when the processor has them) and the portable one;
 //! the loops are written so the compiler vectorizes them.
 
+use super::chain::{self, Item, Plan};
 use super::math::{self, Arith, Fused, Split};
 use crate::kernel::{BinaryOp, Inst, Instr, UnaryOp};
 
@@ -136,6 +137,50 @@ pub unsafe fn eval_with<P: Place>(
     eval_body::<P, Split>(body, which, place, n, srcs, offs, inner)
 }
 
+/// [`eval_with`] by `plan` (made of `which`): on AVX2 its runs are
+/// evaluated in vector registers ([`chain`]), the rest instruction by
+/// instruction; the portable code ignores the plan.
+///
+/// # Safety
+/// As [`eval_with`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn eval_planned<P: Place>(
+    simd: bool,
+    body: &[Instr],
+    which: &[usize],
+    plan: &Plan,
+    place: P,
+    n: usize,
+    srcs: &[Src],
+    offs: &[isize],
+    inner: &[isize],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if simd && plan.has_runs() {
+        return eval_planned_avx2(body, plan, place, n, srcs, offs, inner);
+    }
+    eval_with(simd, body, which, place, n, srcs, offs, inner)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn eval_planned_avx2<P: Place>(
+    body: &[Instr],
+    plan: &Plan,
+    place: P,
+    n: usize,
+    srcs: &[Src],
+    offs: &[isize],
+    inner: &[isize],
+) {
+    for item in &plan.items {
+        match item {
+            Item::One(i) => eval_one::<P, Fused>(body, *i, place, n, srcs, offs, inner),
+            Item::Run(r) => chain::run(&plan.steps[r.clone()], body, place, n),
+        }
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn eval_avx2<P: Place>(
@@ -260,39 +305,56 @@ unsafe fn eval_body<P: Place, A: Arith>(
     inner: &[isize],
 ) {
     for &i in which {
-        if place.loaded(i) {
-            continue;
-        }
-        // SAFETY: register i is distinct from the registers of its
-        // arguments (SSA: they are earlier instructions).
-        let out = std::slice::from_raw_parts_mut(place.at(i), n);
-        let reg = |a: usize| std::slice::from_raw_parts(place.at(a) as *const f32, n);
-        match body[i].inst {
-            Inst::Load(k) => load(srcs[k], offs[k], inner[k], out),
-            Inst::Const(c) => out.fill(c as f32),
-            Inst::Unary(op, a) => unary::<A>(op, reg(a), out),
-            // A constant operand stays a scalar: one load less per point.
-            Inst::Binary(op, a, b) => match (&body[a].inst, &body[b].inst) {
-                (_, Inst::Const(c)) => binary_scalar(op, reg(a), *c as f32, false, out),
-                (Inst::Const(c), _) => binary_scalar(op, reg(b), *c as f32, true, out),
-                _ => binary(op, reg(a), reg(b), out),
-            },
-            Inst::Select(c, a, b) => {
-                let (c, a, b) = (reg(c), reg(a), reg(b));
-                for t in 0..n {
-                    out[t] = if c[t] != 0.0 { a[t] } else { b[t] };
-                }
+        eval_one::<P, A>(body, i, place, n, srcs, offs, inner);
+    }
+}
+
+/// Evaluates instruction `i` of `body` over `n` points into its register.
+///
+/// # Safety
+/// As [`eval_with`], for the one instruction.
+#[inline(always)]
+pub(super) unsafe fn eval_one<P: Place, A: Arith>(
+    body: &[Instr],
+    i: usize,
+    place: P,
+    n: usize,
+    srcs: &[Src],
+    offs: &[isize],
+    inner: &[isize],
+) {
+    if place.loaded(i) {
+        return;
+    }
+    // SAFETY: register i is distinct from the registers of its
+    // arguments (SSA: they are earlier instructions).
+    let out = std::slice::from_raw_parts_mut(place.at(i), n);
+    let reg = |a: usize| std::slice::from_raw_parts(place.at(a) as *const f32, n);
+    match body[i].inst {
+        Inst::Load(k) => load(srcs[k], offs[k], inner[k], out),
+        Inst::Const(c) => out.fill(c as f32),
+        Inst::Unary(op, a) => unary::<A>(op, reg(a), out),
+        // A constant operand stays a scalar: one load less per point.
+        Inst::Binary(op, a, b) => match (&body[a].inst, &body[b].inst) {
+            (_, Inst::Const(c)) => binary_scalar(op, reg(a), *c as f32, false, out),
+            (Inst::Const(c), _) => binary_scalar(op, reg(b), *c as f32, true, out),
+            _ => binary(op, reg(a), reg(b), out),
+        },
+        Inst::Select(c, a, b) => {
+            let (c, a, b) = (reg(c), reg(a), reg(b));
+            for t in 0..n {
+                out[t] = if c[t] != 0.0 { a[t] } else { b[t] };
             }
-            Inst::Cast(a) => {
-                let a = reg(a);
-                if body[i].ty == diamond_ir::ElemType::Bool {
-                    map1(out, a, |x| f32::from(u8::from(x != 0.0)));
-                } else {
-                    out.copy_from_slice(a);
-                }
-            }
-            Inst::Reduce(..) => {}
         }
+        Inst::Cast(a) => {
+            let a = reg(a);
+            if body[i].ty == diamond_ir::ElemType::Bool {
+                map1(out, a, |x| f32::from(u8::from(x != 0.0)));
+            } else {
+                out.copy_from_slice(a);
+            }
+        }
+        Inst::Reduce(..) => {}
     }
 }
 
@@ -378,7 +440,7 @@ macro_rules! inlined {
 }
 
 #[inline(always)]
-fn unary<A: Arith>(op: UnaryOp, a: &[f32], out: &mut [f32]) {
+pub(super) fn unary<A: Arith>(op: UnaryOp, a: &[f32], out: &mut [f32]) {
     match op {
         UnaryOp::Identity => out.copy_from_slice(a),
         UnaryOp::Neg => map1(out, a, |x| -x),
@@ -457,7 +519,7 @@ fn unary<A: Arith>(op: UnaryOp, a: &[f32], out: &mut [f32]) {
 
 /// `op(a, c)`, or `op(c, a)` when `swap`.
 #[inline(always)]
-fn binary_scalar(op: BinaryOp, a: &[f32], c: f32, swap: bool, out: &mut [f32]) {
+pub(super) fn binary_scalar(op: BinaryOp, a: &[f32], c: f32, swap: bool, out: &mut [f32]) {
     macro_rules! both {
         ($f:expr) => {
             if swap {
@@ -501,7 +563,7 @@ fn binary_scalar(op: BinaryOp, a: &[f32], c: f32, swap: bool, out: &mut [f32]) {
 }
 
 #[inline(always)]
-fn binary(op: BinaryOp, a: &[f32], b: &[f32], out: &mut [f32]) {
+pub(super) fn binary(op: BinaryOp, a: &[f32], b: &[f32], out: &mut [f32]) {
     match op {
         BinaryOp::Add => map2(out, a, b, |x, y| x + y),
         BinaryOp::Sub => map2(out, a, b, |x, y| x - y),
