@@ -160,7 +160,7 @@ pub unsafe fn run(p: &Program, order: &Order, b: &Bound, srcs: &[Src], dsts: &[D
                     }
                 }
                 let place = Placed { at: &at, loaded: &loaded };
-                tile::eval_planned(simd, &p.body, varying, &plan, place, n, srcs, &offs, &op_inner);
+                tile::eval_planned(simd, &p.body, varying, plan, place, n, srcs, &offs, &op_inner);
                 for (j, out) in p.outputs.iter().enumerate() {
                     if written[j] {
                         continue;
