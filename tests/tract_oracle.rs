@@ -106,7 +106,10 @@ fn close(got: &Tensor, want: &Tensor) -> Result<(), String> {
     for (i, (&a, &b)) in g.iter().zip(w.iter()).enumerate() {
         let ok = (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= ATOL + RTOL * b.abs();
         if !ok {
-            return Err(format!("element {i}: {a}, stored {b}"));
+            // Five decimals: tract's wrong values differ in the last digits
+            // between its AVX2 and AVX-512 kernels, and the snapshot below
+            // holds this text.
+            return Err(format!("element {i}: {a:.5}, stored {b:.5}"));
         }
     }
     Ok(())
