@@ -1,6 +1,8 @@
 //! The SIMD backend's GEMM and convolution kernels against the machine's
-//! measured limit: an FMA loop that keeps 12 AVX2 accumulators in
-//! registers gives the single-thread peak (FLOP/s), and each kernel's
+//! measured limit: an FMA loop that keeps 12 accumulators in registers —
+//! AVX-512 ones where the processor has AVX-512 (the `gemm` crate's
+//! microkernels use it there), else AVX2 — gives the single-thread peak
+//! (FLOP/s), and each kernel's
 //! FLOP/s is quoted as a share of it, measured in the same run.
 //! `cargo bench -p diamond-runtime --bench simd_gemm`; after criterion's
 //! own figures, a table of "% of peak" (best of several runs each) is
@@ -38,10 +40,41 @@ unsafe fn fma_loop(iters: u64, seed: f32) -> f32 {
     out.iter().sum()
 }
 
+/// [`fma_loop`] with 16-lane AVX-512 registers: the same FLOP in half the
+/// iterations.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn fma_loop_512(iters: u64, seed: f32) -> f32 {
+    use std::arch::x86_64::*;
+    let x = _mm512_set1_ps(seed);
+    let y = _mm512_set1_ps(0.999_999);
+    let mut acc = [_mm512_set1_ps(1.0); 12];
+    for _ in 0..iters {
+        for a in &mut acc {
+            *a = _mm512_fmadd_ps(*a, y, x);
+        }
+    }
+    let mut sum = _mm512_setzero_ps();
+    for a in acc {
+        sum = _mm512_add_ps(sum, a);
+    }
+    _mm512_reduce_add_ps(sum)
+}
+
+/// Whether the peak is measured with AVX-512 registers.
+fn wide() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return is_x86_feature_detected!("avx512f");
+    #[allow(unreachable_code)]
+    false
+}
+
 fn fma_peak() {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: only reached after the check.
-    if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+    // SAFETY: each loop only after the check of its features.
+    if wide() {
+        black_box(unsafe { fma_loop_512(black_box(FMA_ITERS / 2), black_box(1e-3)) });
+    } else if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
         black_box(unsafe { fma_loop(black_box(FMA_ITERS), black_box(1e-3)) });
     }
 }
@@ -161,7 +194,8 @@ fn kernels(c: &mut Criterion) {
 /// The table of each kernel's share of the FMA peak, measured now.
 fn percent_of_peak() {
     let peak = FMA_FLOP as f64 / best(fma_peak, Duration::from_millis(300)).as_secs_f64();
-    eprintln!("\nFMA peak, 1 thread: {:.1} GFLOP/s", peak / 1e9);
+    let width = if wide() { "AVX-512" } else { "AVX2" };
+    eprintln!("\nFMA peak ({width}), 1 thread: {:.1} GFLOP/s", peak / 1e9);
     eprintln!("{:<40} {:>10} {:>8}", "kernel (1 thread)", "GFLOP/s", "% peak");
     for mut case in cases() {
         let t = best(&mut case.run, Duration::from_millis(300));
