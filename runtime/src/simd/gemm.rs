@@ -203,7 +203,9 @@ pub fn batched_matmul(a: &[f32], a_shape: &[usize], b: &[f32], b_shape: &[usize]
         sgemm(av, bv, c, &ep.shifted(0, i * m * n));
     };
     let out = &mut out[..count * m * n];
-    if count > 1 && rayon::current_num_threads() > 1 {
+    // Spread over the threads only when there is enough work: attention's
+    // many small per-head products cost more to hand out than to compute.
+    if count > 1 && count * m * n * k >= PARALLEL_WORK && rayon::current_num_threads() > 1 {
         out.par_chunks_mut(m * n).enumerate().for_each(|(i, c)| item(i, c));
     } else {
         out.chunks_mut(m * n).enumerate().for_each(|(i, c)| item(i, c));
