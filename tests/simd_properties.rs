@@ -391,3 +391,20 @@ fn a_chain_with_a_softmax_is_one_program() {
     assert_eq!(p.reduce, vec![1], "{text}");
     assert!(text.contains("'x': float[33, s0] at [d1, d0]"), "the Transpose folds into the view: {text}");
 }
+
+/// On a processor with AVX-512 the tests above run the tile evaluator's
+/// AVX-512 instance; this runs the random programs again in a process held
+/// to the AVX2 one (`DIAMOND_SIMD=avx2`), so that both are checked there.
+#[test]
+fn the_avx2_instance_agrees_too_where_avx512_is_present() {
+    if std::env::var_os("DIAMOND_SIMD").is_some() || !diamond_runtime::simd::cpu::avx512() {
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["random_programs_agree_with_the_reference", "--exact", "--test-threads", "1"])
+        .env("DIAMOND_SIMD", "avx2")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("1 passed"), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -11,6 +11,29 @@ pub fn avx2_fma() -> bool {
     *CHOSEN.get_or_init(|| !forced_off() && detected())
 }
 
+/// True when the tile evaluator may run its AVX-512 instance: AVX2+FMA
+/// chosen, the processor has AVX-512 (F, VL), and `DIAMOND_SIMD` is not
+/// `avx2` (which keeps the AVX2 instance, to check it on such a machine).
+pub fn avx512() -> bool {
+    static CHOSEN: OnceLock<bool> = OnceLock::new();
+    *CHOSEN.get_or_init(|| avx2_fma() && !forced_avx2() && detected_avx512())
+}
+
+/// `DIAMOND_SIMD=avx2`: the AVX2 kernels even where AVX-512 is present.
+fn forced_avx2() -> bool {
+    std::env::var("DIAMOND_SIMD").is_ok_and(|v| v.eq_ignore_ascii_case("avx2"))
+}
+
+#[cfg(target_arch = "x86_64")]
+fn detected_avx512() -> bool {
+    is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vl")
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn detected_avx512() -> bool {
+    false
+}
+
 /// `DIAMOND_SIMD=off` forces the portable kernels (to check them on a machine that has AVX2).
 fn forced_off() -> bool {
     std::env::var("DIAMOND_SIMD").is_ok_and(|v| v.eq_ignore_ascii_case("off"))

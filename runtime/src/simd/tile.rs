@@ -131,10 +131,29 @@ pub unsafe fn eval_with<P: Place>(
 ) {
     #[cfg(target_arch = "x86_64")]
     if simd {
+        if super::cpu::avx512() {
+            return eval_avx512(body, which, place, n, srcs, offs, inner);
+        }
         return eval_avx2(body, which, place, n, srcs, offs, inner);
     }
     let _ = simd;
     eval_body::<P, Split>(body, which, place, n, srcs, offs, inner)
+}
+
+/// The tile evaluator compiled for AVX-512: the same loops vectorized 16
+/// lanes wide (the long functions, exp to GELU, are compute-bound).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+unsafe fn eval_avx512<P: Place>(
+    body: &[Instr],
+    which: &[usize],
+    place: P,
+    n: usize,
+    srcs: &[Src],
+    offs: &[isize],
+    inner: &[isize],
+) {
+    eval_body::<P, Fused>(body, which, place, n, srcs, offs, inner)
 }
 
 /// [`eval_with`] by `plan` (made of `which`): on AVX2 its runs are
@@ -157,9 +176,28 @@ pub unsafe fn eval_planned<P: Place>(
 ) {
     #[cfg(target_arch = "x86_64")]
     if simd && plan.has_runs() {
+        if super::cpu::avx512() {
+            return eval_planned_avx512(body, plan, place, n, srcs, offs, inner);
+        }
         return eval_planned_avx2(body, plan, place, n, srcs, offs, inner);
     }
     eval_with(simd, body, which, place, n, srcs, offs, inner)
+}
+
+/// [`eval_planned_avx2`] with the single instructions compiled for AVX-512
+/// (the runs stay AVX2).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+unsafe fn eval_planned_avx512<P: Place>(
+    body: &[Instr],
+    plan: &Plan,
+    place: P,
+    n: usize,
+    srcs: &[Src],
+    offs: &[isize],
+    inner: &[isize],
+) {
+    eval_items(body, plan, place, n, srcs, offs, inner)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -173,12 +211,7 @@ unsafe fn eval_planned_avx2<P: Place>(
     offs: &[isize],
     inner: &[isize],
 ) {
-    for item in &plan.items {
-        match item {
-            Item::One(i) => eval_one::<P, Fused>(body, *i, place, n, srcs, offs, inner),
-            Item::Run(r) => chain::run(&plan.steps[r.clone()], body, place, n),
-        }
-    }
+    eval_items(body, plan, place, n, srcs, offs, inner)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -291,6 +324,27 @@ pub fn fence() {
     #[cfg(target_arch = "x86_64")]
     unsafe {
         std::arch::x86_64::_mm_sfence()
+    }
+}
+
+/// The items of `plan` in order: single instructions by the tile's loops,
+/// runs in registers.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn eval_items<P: Place>(
+    body: &[Instr],
+    plan: &Plan,
+    place: P,
+    n: usize,
+    srcs: &[Src],
+    offs: &[isize],
+    inner: &[isize],
+) {
+    for item in &plan.items {
+        match item {
+            Item::One(i) => eval_one::<P, Fused>(body, *i, place, n, srcs, offs, inner),
+            Item::Run(r) => chain::run(&plan.steps[r.clone()], body, place, n),
+        }
     }
 }
 
