@@ -197,8 +197,8 @@ enum Command {
         /// Also write every intermediate value into the -o directory.
         #[arg(long)]
         dump_all: bool,
-        /// The executor: `simd` (fused kernel programs, AVX2+FMA when the processor has them; DIAMOND_SIMD=off
-        /// forces the portable code) or `reference` (the plain kernels; also what --dump and --dump-all use).
+        /// The executor: `simd` (fused kernel programs, AVX-512 or AVX2+FMA when the processor has them;
+        /// DIAMOND_SIMD=off forces the portable code, DIAMOND_SIMD=avx2 the AVX2 code) or `reference` (the plain kernels; also what --dump and --dump-all use).
         #[arg(long, value_enum, default_value_t = run::Backend::Simd)]
         backend: run::Backend,
         /// Run the model as it is: by default the simd backend first applies `diamond optimize`'s passes
