@@ -1,7 +1,9 @@
 //! [`OpCtx`]: what an operator rule sees of its node — the node, its
-//! inputs, its attributes. How a rule states outputs, terms and
-//! constraints, diagnostics and subgraphs are the sibling files
-//! `outputs.rs`, `terms.rs`, `diagnostics.rs` and `subgraph.rs`.
+//! inputs, its attributes — and [`Defer`], what a rule returns while an
+//! input fact it needs is not known yet. The rest of `OpCtx` is in the
+//! sibling files: stating outputs (`outputs.rs`), terms and constraints
+//! (`terms.rs`), diagnostics (`diagnostics.rs`), subgraphs (`subgraph.rs`)
+//! and index bounds (`bounds.rs`).
 //!
 //! Inputs are read as resolved solver rows (so a rule sees every fact the
 //! nodes before it established), element types and known elements.
@@ -10,30 +12,15 @@
 //! unknown that closing never fills in.
 
 use super::facts::{ConstData, ConstValue, Elem, Facts, ValueKind};
-use super::facts_table::Key;
-use super::host::Host;
+use super::host::{Host, NodeAt};
 use super::state::LoweringState;
-use super::Defer;
-use crate::cause::NodeSite;
 use diamond_ir::term::{DimTerm, RowTerm};
-use diamond_ir::{AttrValue, Attribute, ElemType, GraphId, Node, NodeId, Tensor};
+use diamond_ir::{AttrValue, Attribute, ElemType, GraphId, Node, Tensor};
 use std::sync::Arc;
 
-/// The node a rule runs on, as the lowering found it.
-pub(crate) struct NodeAt<'m> {
-    /// The instance it is lowered in.
-    pub(crate) inst: u32,
-    pub(crate) nid: NodeId,
-    pub(crate) node: &'m Node,
-    /// The node's display label.
-    pub(crate) label: String,
-    /// The node as its causes name it, shared by all of them.
-    pub(crate) site: Arc<NodeSite>,
-    /// The keys of its inputs: `None` for an omitted one.
-    pub(crate) inputs: Vec<Option<Key>>,
-    /// The keys of its outputs: `None` for one not wanted.
-    pub(crate) outputs: Vec<Option<Key>>,
-}
+/// The rule lacks a fact it needs (usually an input's rank): try again later.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Defer;
 
 /// A rule's view of one node. See the module documentation.
 pub struct OpCtx<'l, 'm> {

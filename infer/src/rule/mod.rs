@@ -25,15 +25,10 @@ mod state;
 mod subgraph;
 mod terms;
 
-pub(crate) use ctx::NodeAt;
-pub use ctx::OpCtx;
+pub use ctx::{Defer, OpCtx};
 pub use dims::{expr_dim, size_dim};
 pub use facts::{ConstData, ConstValue, Elem, Facts, ValueKind};
 pub(crate) use facts_table::Key;
-pub(crate) use host::Host;
+pub(crate) use host::{Host, NodeAt};
 pub use outputs::MAX_FLOAT_ELEMS;
 pub(crate) use state::LoweringState;
-
-/// The rule lacks a fact it needs (usually an input's rank): try again later.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Defer;

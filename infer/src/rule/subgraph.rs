@@ -1,5 +1,5 @@
 //! How a rule lowers the graphs its node holds (If branches, Loop and Scan
-//! bodies, ...) as subgraph instances, through the lowering ([`super::Host`]).
+//! bodies, ...) as subgraph instances, through the lowering (`Host`).
 
 use super::ctx::OpCtx;
 use super::facts::Facts;
