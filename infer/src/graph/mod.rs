@@ -18,8 +18,9 @@ mod lowering;
 mod provenance;
 mod report;
 
-// The rule interface's types, also here where the crates above `infer` have always found them.
-pub use crate::rule::{decode, size_dim, ConstData, ConstValue, Elem, Facts, OpCtx, ValueKind, MAX_FLOAT_ELEMS};
+// Known elements as the report holds them, and their decoding from stored
+// tensors: defined by the rule interface, and found here by the crates above.
+pub use crate::rule::{decode, ConstData, ConstValue, Elem};
 pub use inferred::{annotate, annotate_with, AnnotateOptions, InferredTypes};
 pub use report::{json_dtype as report_json_dtype, CheckReport, DimReport, ValueReport};
 
