@@ -1,8 +1,8 @@
 //! The operator-rule interface: what a rule sees of its node and how it
 //! states the node's outputs.
 //!
-//! The rules (`crate::ops`) and the lowering that runs them
-//! (`crate::graph`) both stand on this module and it on neither: the
+//! The rules (`ops/`) and the lowering that runs them
+//! (`graph/`) both stand on this module and it on neither: the
 //! lowering takes the rule table from `ops` and hands each rule an
 //! [`OpCtx`] made here. `OpCtx` reads and writes a `LoweringState` — the
 //! solver, the facts of every value, the stored tensors not yet decoded,
