@@ -21,6 +21,7 @@ mod interned;
 pub mod names;
 pub mod ops;
 pub mod rows;
+pub mod rule;
 mod rules;
 pub mod solver;
 mod store;

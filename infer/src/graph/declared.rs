@@ -3,29 +3,11 @@
 //! has nothing better.
 
 use super::claims::{classify, DeclaredDim};
-use super::facts::{Facts, ValueKind};
+use crate::rule::{expr_dim, size_dim, Facts, ValueKind};
 use crate::solver::Solver;
 use diamond_ir::term::{Basis, Dim, DimTerm, RowTerm, Size, SizeExpr};
 use diamond_ir::types::{DimValue, TensorShape, TypeInfo, TypeValue};
 use std::collections::HashSet;
-
-/// The dimension for a known ONNX size: `1` is the claim-free unit unless
-/// `strict_units`, every other size `n_default`.
-pub fn size_dim(n: u64, strict_units: bool) -> Dim {
-    if n == 1 && !strict_units {
-        Dim::unit()
-    } else {
-        Dim::known(n)
-    }
-}
-
-/// The dimension for a size expression over rigid symbols (constants fold).
-pub fn expr_dim(e: SizeExpr) -> Option<Dim> {
-    match e.as_constant() {
-        Some(n) => Some(size_dim(u64::try_from(n).ok()?, false)),
-        None => Some(Dim { size: Size::Symbolic(Box::new(e)), basis: Basis::Default }),
-    }
-}
 
 /// Where a declaration comes from, which decides what its `dim_param`s mean.
 #[derive(Clone, Copy)]

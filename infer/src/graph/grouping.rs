@@ -98,7 +98,7 @@ impl<'g> View<'g> {
         let &v = node.inputs.get(i)?;
         let name = self.graph.value_name(v);
         let t = self.graph.initializers.iter().find(|t| t.name.as_deref() == Some(name))?;
-        super::decode::decode(t)?.as_i64s()
+        crate::rule::decode::decode(t)?.as_i64s()
     }
 }
 

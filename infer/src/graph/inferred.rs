@@ -14,7 +14,7 @@
 //! graph outputs' own types where the file leaves them open. Inputs are the
 //! model's interface and keep what the file states.
 
-use super::facts::ValueKind;
+use crate::rule::ValueKind;
 use diamond_ir::term::{Basis, DimTerm, RowTerm, Size};
 use diamond_ir::types::{DimDecl, DimValue, TensorShape, TypeInfo, TypeValue};
 use diamond_ir::{ElemType, GraphId, Model, ValueId, ValueInfo};

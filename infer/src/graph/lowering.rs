@@ -12,21 +12,17 @@
 //! the rest of the graph, repeatedly while retries make progress.
 
 use super::declared::{facts_from_type, states_shape, Declared};
-use super::facts::{ConstValue, Facts, ValueKind};
-use super::facts_table::FactsTable;
-use super::{CheckOptions, OpCtx};
+use super::CheckOptions;
 use crate::cause::{NodeSite, Origin};
 use crate::diagnostic::Code;
-use crate::ops::{Defer, OpTable};
+use crate::ops::OpTable;
+use crate::rule::{Defer, Facts, Host, Key, LoweringState, NodeAt, OpCtx};
 use crate::solver::{Solver, TensorId, TensorKind};
 use diamond_ir::entity::EntityId;
 use diamond_ir::term::RowTerm;
-use diamond_ir::{Attribute, Graph, GraphId, Model, Node, NodeId, OpsetImport, Tensor, ValueId};
+use diamond_ir::{Graph, GraphId, Model, Node, NodeId, OpsetImport, Tensor, ValueId};
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
-
-/// A value's key: (instance, value id in the instance's graph).
-pub(crate) type Key = (u32, ValueId);
 
 /// How deep function calls and subgraphs may nest.
 const MAX_DEPTH: usize = 64;
@@ -47,16 +43,13 @@ pub(crate) struct Instance<'m> {
     pub(crate) depth: usize,
 }
 
-/// The state of one model's lowering.
+/// The state of one model's lowering, less what it lends the rules (the
+/// [`LoweringState`] each of its methods is handed).
 pub(crate) struct Lowering<'m> {
     pub(crate) model: &'m Model,
     pub(crate) options: &'m CheckOptions,
     pub(crate) table: &'m OpTable,
-    pub(crate) solver: Solver,
     pub(crate) instances: Vec<Instance<'m>>,
-    pub(crate) facts: FactsTable,
-    /// Stored tensors whose elements are decoded on first use.
-    pub(crate) lazy: HashMap<Key, &'m Tensor>,
     /// Values in report order, with their solver tensor.
     pub(crate) reported: Vec<(String, Key, TensorId, TensorKind)>,
     /// Every defined value, with its solver tensor.
@@ -65,20 +58,21 @@ pub(crate) struct Lowering<'m> {
     pub(crate) from_declaration: Vec<String>,
     /// Per graph, the types `value_info` and outputs state (built on first use).
     declared: HashMap<GraphId, HashMap<ValueId, &'m diamond_ir::TypeInfo>>,
-    /// Values whose every element is known to lie in `[0, bound)` (see `bounds.rs`).
-    pub(crate) index_bounds: HashMap<Key, diamond_ir::term::SizeExpr>,
     /// The main graph inputs' symbols: what a declared `dim_param` elsewhere may state sizes in.
     pub(crate) input_symbols: std::collections::HashSet<String>,
     /// Operator types as the shared strings causes hold, one per distinct type.
     op_names: HashMap<&'m str, Arc<str>>,
-    /// Operand texts (`input 0`) as the shared strings causes hold.
-    operand_names: rustc_hash::FxHashSet<Arc<str>>,
     /// Each instance's value-name prefix as a shared string, made on first use.
     prefixes: Vec<Option<Arc<str>>>,
 }
 
 impl<'m> Lowering<'m> {
-    pub(crate) fn new(model: &'m Model, options: &'m CheckOptions, table: &'m OpTable) -> Lowering<'m> {
+    /// A lowering of `model` and the state it lends the rules.
+    pub(crate) fn new(
+        model: &'m Model,
+        options: &'m CheckOptions,
+        table: &'m OpTable,
+    ) -> (Lowering<'m>, LoweringState<'m>) {
         let mut solver = Solver::new();
         // Only sizes the file states are claims under `--strict-units`; a 1 a rule
         // computes (keepdims, Reshape's -1) asserts nothing.
@@ -88,39 +82,25 @@ impl<'m> Lowering<'m> {
         // Every value of every graph gets facts and most are reported, most
         // of them once: their lists are made room for at once.
         let values: usize = model.graphs.values().map(|g| g.values.len()).sum();
-        Lowering {
+        let lowering = Lowering {
             model,
             options,
             table,
-            solver,
             instances: Vec::new(),
-            facts: FactsTable::default(),
-            lazy: HashMap::default(),
             reported: Vec::with_capacity(values),
             defined: Vec::with_capacity(values),
             from_declaration: Vec::new(),
             declared: HashMap::default(),
-            index_bounds: HashMap::default(),
             input_symbols: model.main_graph().map(super::claims::input_symbols).unwrap_or_default(),
             op_names: HashMap::default(),
-            operand_names: Default::default(),
             prefixes: Vec::new(),
-        }
+        };
+        (lowering, LoweringState::new(solver, options.strict_units))
     }
 
     /// `op` as a shared string (made once per operator type).
     pub(crate) fn shared_op(&mut self, op: &'m str) -> Arc<str> {
         self.op_names.entry(op).or_insert_with(|| op.into()).clone()
-    }
-
-    /// `operand` as a shared string (made once per distinct text).
-    pub(crate) fn shared_operand(&mut self, operand: &str) -> Arc<str> {
-        if let Some(shared) = self.operand_names.get(operand) {
-            return shared.clone();
-        }
-        let shared: Arc<str> = operand.into();
-        self.operand_names.insert(shared.clone());
-        shared
     }
 
     /// The site causes made at node `nid` of `inst` share.
@@ -149,15 +129,15 @@ impl<'m> Lowering<'m> {
 
     /// The key a name used in `inst` refers to: its own value, or an
     /// enclosing instance's value of that name.
-    pub(crate) fn lookup(&self, inst: u32, id: ValueId) -> Option<Key> {
-        if self.facts.contains_key(&(inst, id)) {
+    pub(crate) fn lookup(&self, st: &LoweringState<'m>, inst: u32, id: ValueId) -> Option<Key> {
+        if st.facts.contains_key(&(inst, id)) {
             return Some((inst, id));
         }
         let name = self.graph(inst).value_name(id);
         let mut at = self.instances[inst as usize].parent;
         while let Some(p) = at {
             if let Some(pid) = self.graph(p).value_named(name) {
-                if self.facts.contains_key(&(p, pid)) {
+                if st.facts.contains_key(&(p, pid)) {
                     return Some((p, pid));
                 }
             }
@@ -167,15 +147,15 @@ impl<'m> Lowering<'m> {
     }
 
     /// Registers facts for a value and, if its instance is reported, lists it.
-    pub(crate) fn define(&mut self, key: Key, facts: Facts, kind: TensorKind) {
+    pub(crate) fn define(&mut self, st: &mut LoweringState<'m>, key: Key, facts: Facts, kind: TensorKind) {
         let inst = &self.instances[key.0 as usize];
         let name = format!("{}{}", inst.prefix, self.graph(key.0).value_name(key.1));
-        let tensor = self.solver.add_tensor(&name, kind, facts.row.clone(), None);
+        let tensor = st.solver.add_tensor(&name, kind, facts.row.clone(), None);
         if inst.reported {
             self.reported.push((name, key, tensor, kind));
         }
         self.defined.push((key, tensor));
-        self.facts.insert(key, facts);
+        st.facts.insert(key, facts);
     }
 
     /// The opset version of `domain` in `inst`.
@@ -192,38 +172,30 @@ impl<'m> Lowering<'m> {
         find(self.instances[inst as usize].opsets).or_else(|| find(&self.model.opset_imports))
     }
 
-    /// Decodes a lazily stored tensor's elements into its facts.
-    pub(crate) fn value(&mut self, key: Key) -> Option<Arc<ConstValue>> {
-        if let Some(v) = self.facts.get(&key).and_then(|f| f.value.clone()) {
-            return Some(v);
-        }
-        let tensor = self.lazy.remove(&key)?;
-        let value = Arc::new(super::decode::decode(tensor)?);
-        if let Some(f) = self.facts.get_mut(&key) {
-            f.value = Some(value.clone());
-        }
-        Some(value)
-    }
-
     /// Creates an instance of `graph` and lowers it. `inputs[i]`, when given,
     /// are the facts of the graph's i-th input (a subgraph's or a function's
     /// actual arguments); otherwise its declared type is used. Returns the
     /// facts of the graph's outputs.
-    pub(crate) fn lower_instance(&mut self, instance: Instance<'m>, inputs: Vec<Option<Facts>>) -> Vec<Facts> {
+    pub(crate) fn lower_instance(
+        &mut self,
+        st: &mut LoweringState<'m>,
+        instance: Instance<'m>,
+        inputs: Vec<Option<Facts>>,
+    ) -> Vec<Facts> {
         let inst = self.instances.len() as u32;
         let depth = instance.depth;
         self.instances.push(instance);
         let graph = self.graph(inst);
-        self.facts.start_instance(inst, graph.values.len());
+        st.facts.start_instance(inst, graph.values.len());
         if depth > MAX_DEPTH {
-            let cause = self.solver.cause(Origin::Solver("lowering"), "nesting limit");
-            self.solver.report_fact(
+            let cause = st.solver.cause(Origin::Solver("lowering"), "nesting limit");
+            st.solver.report_fact(
                 Code::InvalidGraph,
                 format!("subgraphs and function calls nest deeper than {MAX_DEPTH} levels; not lowered"),
                 cause,
                 Vec::new(),
             );
-            return graph.outputs.iter().map(|_| self.unknown_facts()).collect();
+            return graph.outputs.iter().map(|_| st.unknown_facts()).collect();
         }
         let strict = self.options.strict_units;
         let mut is_input = vec![false; graph.values.len()];
@@ -250,11 +222,11 @@ impl<'m> Lowering<'m> {
                         .filter(|_| self.instances[inst as usize].parent.is_none() && depth == 0)
                     {
                         Some(t) => self.bound_facts(t),
-                        None => facts_from_type(&mut self.solver, info_ty, strict, Declared::Input),
+                        None => facts_from_type(&mut st.solver, info_ty, strict, Declared::Input),
                     }
                 }
             };
-            self.define((inst, id), facts, TensorKind::Leaf);
+            self.define(st, (inst, id), facts, TensorKind::Leaf);
         }
         // Before IR 4 every initializer is also listed as a graph input and is
         // a constant; from IR 4 an input with an initializer is a default the
@@ -264,29 +236,29 @@ impl<'m> Lowering<'m> {
             let Some(id) = t.name.as_deref().and_then(|n| graph.value_named(n)) else { continue };
             if is_input[id.index()] {
                 if !inputs_are_defaults && !self.options.bind.contains_key(graph.value_name(id)) {
-                    self.lazy.insert((inst, id), t);
+                    st.lazy.insert((inst, id), t);
                 }
                 continue;
             }
             let facts = self.initializer_facts(t);
-            self.define((inst, id), facts, TensorKind::Param);
-            self.lazy.insert((inst, id), t);
+            self.define(st, (inst, id), facts, TensorKind::Param);
+            st.lazy.insert((inst, id), t);
         }
-        for st in &graph.sparse_initializers {
-            let Some(values) = &st.values else { continue };
+        for sparse in &graph.sparse_initializers {
+            let Some(values) = &sparse.values else { continue };
             let Some(id) = values.name.as_deref().and_then(|n| graph.value_named(n)) else { continue };
             if is_input[id.index()] {
                 continue;
             }
-            let dims = st
+            let dims = sparse
                 .dims
                 .iter()
-                .map(|&d| diamond_ir::term::DimTerm::Dim(super::declared::size_dim(d.max(0) as u64, strict)))
+                .map(|&d| diamond_ir::term::DimTerm::Dim(crate::rule::size_dim(d.max(0) as u64, strict)))
                 .collect();
             let facts = Facts::tensor(RowTerm::closed(dims), values.data_type);
-            self.define((inst, id), facts, TensorKind::Param);
+            self.define(st, (inst, id), facts, TensorKind::Param);
         }
-        self.lower_nodes(inst);
+        self.lower_nodes(st, inst);
         let graph = self.graph(inst);
         let results: Vec<Option<ValueId>> = match function {
             Some(f) => f.outputs.iter().map(|&v| Some(v)).collect(),
@@ -294,23 +266,17 @@ impl<'m> Lowering<'m> {
         };
         results
             .into_iter()
-            .map(|id| match id.and_then(|id| self.lookup(inst, id)) {
+            .map(|id| match id.and_then(|id| self.lookup(st, inst, id)) {
                 Some(key) => {
-                    let mut f = self.facts[&key].clone();
-                    if f.value.is_none() && self.lazy.contains_key(&key) {
-                        f.value = self.value(key);
+                    let mut f = st.facts[&key].clone();
+                    if f.value.is_none() && st.lazy.contains_key(&key) {
+                        f.value = st.value(key);
                     }
                     f
                 }
-                None => self.unknown_facts(),
+                None => st.unknown_facts(),
             })
             .collect()
-    }
-
-    /// Facts of an unknown tensor.
-    pub(crate) fn unknown_facts(&mut self) -> Facts {
-        let row = RowTerm { leading: vec![], var: Some(self.solver.fresh_opaque_row()), trailing: vec![] };
-        Facts::tensor(row, None)
     }
 
     fn initializer_facts(&mut self, t: &Tensor) -> Facts {
@@ -318,40 +284,40 @@ impl<'m> Lowering<'m> {
         let dims = t
             .dims
             .iter()
-            .map(|&d| diamond_ir::term::DimTerm::Dim(super::declared::size_dim(d.max(0) as u64, strict)))
+            .map(|&d| diamond_ir::term::DimTerm::Dim(crate::rule::size_dim(d.max(0) as u64, strict)))
             .collect();
         Facts::tensor(RowTerm::closed(dims), t.data_type)
     }
 
     fn bound_facts(&mut self, t: &Tensor) -> Facts {
         let mut f = self.initializer_facts(t);
-        f.value = super::decode::decode(t).map(Arc::new);
+        f.value = crate::rule::decode::decode(t).map(Arc::new);
         f
     }
 
     /// Lowers every node of `inst` in dependency order, retrying deferred ones.
-    fn lower_nodes(&mut self, inst: u32) {
+    fn lower_nodes(&mut self, st: &mut LoweringState<'m>, inst: u32) {
         let graph = self.graph(inst);
-        let order = self.schedule(inst);
+        let order = self.schedule(st, inst);
         // Every output exists before any rule runs, so a node caught in a cycle still finds its inputs.
         for &nid in &order {
             for &out in &graph.nodes[nid].outputs {
-                if graph.value_name(out).is_empty() || self.facts.contains_key(&(inst, out)) {
+                if graph.value_name(out).is_empty() || st.facts.contains_key(&(inst, out)) {
                     continue;
                 }
-                let row = RowTerm { leading: vec![], var: Some(self.solver.fresh_row(None)), trailing: vec![] };
-                self.define((inst, out), Facts::tensor(row, None), TensorKind::Interior);
+                let row = RowTerm { leading: vec![], var: Some(st.solver.fresh_row(None)), trailing: vec![] };
+                self.define(st, (inst, out), Facts::tensor(row, None), TensorKind::Interior);
             }
         }
         let mut deferred = Vec::new();
         for nid in order {
-            if self.run_node(inst, nid).is_err() {
+            if self.run_node(st, inst, nid).is_err() {
                 deferred.push(nid);
             }
         }
         while !deferred.is_empty() {
             let before = deferred.len();
-            deferred.retain(|&nid| self.run_node(inst, nid).is_err());
+            deferred.retain(|&nid| self.run_node(st, inst, nid).is_err());
             if deferred.len() == before {
                 break;
             }
@@ -359,14 +325,14 @@ impl<'m> Lowering<'m> {
         for nid in deferred {
             let node = &graph.nodes[nid];
             for j in 0..node.outputs.len() {
-                self.make_unknown(inst, node, j);
+                self.make_unknown(st, inst, node, j);
             }
         }
     }
 
     /// Node order: producers before consumers. Nodes on a cycle, and names
     /// nothing defines, are reported as `invalid-graph`; the nodes still run.
-    fn schedule(&mut self, inst: u32) -> Vec<NodeId> {
+    fn schedule(&mut self, st: &mut LoweringState<'m>, inst: u32) -> Vec<NodeId> {
         let graph = self.graph(inst);
         let mut producer: HashMap<ValueId, NodeId> = HashMap::default();
         for (nid, node) in graph.nodes.iter() {
@@ -377,6 +343,7 @@ impl<'m> Lowering<'m> {
                 if let Some(&first) = producer.get(&out) {
                     let other = node_label(graph, first);
                     self.graph_error(
+                        st,
                         inst,
                         format!(
                             "value '{}' is produced twice: by {} and by {}",
@@ -409,8 +376,9 @@ impl<'m> Lowering<'m> {
                         deps += 1;
                         edges.push((p, nid));
                     }
-                } else if !graph.value_name(input).is_empty() && self.lookup(inst, input).is_none() {
+                } else if !graph.value_name(input).is_empty() && self.lookup(st, inst, input).is_none() {
                     self.graph_error(
+                st,
                 inst,
                         format!(
                             "input '{}' of {} is not a graph input, an initializer, an outer-scope value or any node's output",
@@ -420,8 +388,8 @@ impl<'m> Lowering<'m> {
                         graph,
                         nid,
                     );
-                    let facts = self.unknown_facts();
-                    self.define((inst, input), facts, TensorKind::Interior);
+                    let facts = st.unknown_facts();
+                    self.define(st, (inst, input), facts, TensorKind::Interior);
                 }
             }
             pending.push(deps);
@@ -451,6 +419,7 @@ impl<'m> Lowering<'m> {
             let stuck: Vec<NodeId> = graph.nodes.iter().map(|(n, _)| n).filter(|n| pending[n.index()] > 0).collect();
             let names: Vec<String> = stuck.iter().take(8).map(|&n| node_label(graph, n)).collect();
             self.graph_error(
+                st,
                 inst,
                 format!(
                     "the graph has a cycle: {} node(s) on or after it cannot be ordered: {}{}",
@@ -466,20 +435,37 @@ impl<'m> Lowering<'m> {
         order
     }
 
-    fn graph_error(&mut self, inst: u32, message: String, graph: &'m Graph, nid: NodeId) {
+    fn graph_error(&mut self, st: &mut LoweringState<'m>, inst: u32, message: String, graph: &'m Graph, nid: NodeId) {
         let site = self.node_site(inst, &graph.nodes[nid], nid);
-        let origin = Origin::Operand { site, operand: self.shared_operand("node") };
-        let cause = self.solver.cause(origin, "graph structure");
-        self.solver.report_fact(Code::InvalidGraph, message, cause, Vec::new());
+        let origin = Origin::Operand { site, operand: st.shared_operand("node") };
+        let cause = st.solver.cause(origin, "graph structure");
+        st.solver.report_fact(Code::InvalidGraph, message, cause, Vec::new());
+    }
+
+    /// Node `nid` of `inst` as its rule sees it: its label, the site its
+    /// causes name, the keys of its inputs and outputs.
+    fn node_at(&mut self, st: &LoweringState<'m>, inst: u32, nid: NodeId) -> NodeAt<'m> {
+        let graph = self.graph(inst);
+        let node = &graph.nodes[nid];
+        let label = node_label(graph, nid);
+        let site = self.node_site(inst, node, nid);
+        let inputs = node
+            .inputs
+            .iter()
+            .map(|&v| if graph.value_name(v).is_empty() { None } else { self.lookup(st, inst, v) })
+            .collect();
+        let outputs =
+            node.outputs.iter().map(|&v| if graph.value_name(v).is_empty() { None } else { Some((inst, v)) }).collect();
+        NodeAt { inst, nid, node, label, site, inputs, outputs }
     }
 
     /// Lowers one node: its rule, a function call, or an unsupported-op warning.
-    fn run_node(&mut self, inst: u32, nid: NodeId) -> Result<(), Defer> {
+    fn run_node(&mut self, st: &mut LoweringState<'m>, inst: u32, nid: NodeId) -> Result<(), Defer> {
         let graph = self.graph(inst);
         let node = &graph.nodes[nid];
         let domain = node.domain();
         if let Some(function) = self.find_function(node) {
-            self.call_function(inst, nid, function);
+            self.call_function(st, inst, nid, function);
             return Ok(());
         }
         let version = self.opset(inst, domain);
@@ -499,50 +485,17 @@ impl<'m> Lowering<'m> {
             } else {
                 Code::UnsupportedOp
             };
-            let mut ctx = OpCtx::new(self, inst, nid, 0);
+            let at = self.node_at(st, inst, nid);
+            let mut ctx = OpCtx::new(st, self, at, 0);
             ctx.report(code, format!("{}: {why}; its outputs are unknown", ctx.label()));
             ctx.finish();
             return Ok(());
         };
-        let mut ctx = OpCtx::new(self, inst, nid, version.unwrap_or(0));
+        let at = self.node_at(st, inst, nid);
+        let mut ctx = OpCtx::new(st, self, at, version.unwrap_or(0));
         rule(&mut ctx)?;
         ctx.finish();
         Ok(())
-    }
-
-    /// Makes output `j` of a node an unknown (opaque) tensor, or takes its
-    /// declared type when the graph states one.
-    pub(crate) fn make_unknown(&mut self, inst: u32, node: &Node, j: usize) {
-        let Some(&out) = node.outputs.get(j) else { return };
-        let graph = self.graph(inst);
-        if graph.value_name(out).is_empty() {
-            return;
-        }
-        let declared = self.declared_type(inst, out);
-        let from_declaration = declared.is_some();
-        let replacement = match declared {
-            Some(ty) => {
-                let prefix = &self.instances[inst as usize].prefix;
-                self.from_declaration.push(format!("{prefix}{}", graph.value_name(out)));
-                facts_from_type(
-                    &mut self.solver,
-                    Some(ty),
-                    self.options.strict_units,
-                    Declared::Claim(&self.input_symbols),
-                )
-            }
-            None => self.unknown_facts(),
-        };
-        let cause = self.solver.cause(Origin::Solver("lowering"), "an output nothing determines");
-        let Some(f) = self.facts.get_mut(&(inst, out)) else { return };
-        let row = f.row.clone();
-        if from_declaration {
-            f.kind = replacement.kind;
-        }
-        if f.dtype.is_none() {
-            f.dtype = replacement.dtype;
-        }
-        self.solver.add(crate::constraint::Constraint::RowEq(row, replacement.row, cause));
     }
 
     /// The type `value_info` or a graph output states for `id`, when it states a shape.
@@ -571,7 +524,13 @@ impl<'m> Lowering<'m> {
 
     /// Expands a call of a model-local function: its body is lowered as a
     /// new instance whose inputs are the call's operands.
-    fn call_function(&mut self, inst: u32, nid: NodeId, function: &'m diamond_ir::Function) {
+    fn call_function(
+        &mut self,
+        st: &mut LoweringState<'m>,
+        inst: u32,
+        nid: NodeId,
+        function: &'m diamond_ir::Function,
+    ) {
         let graph = self.graph(inst);
         let node = &graph.nodes[nid];
         let inputs: Vec<Option<Facts>> = (0..function.inputs.len())
@@ -580,10 +539,10 @@ impl<'m> Lowering<'m> {
                 if graph.value_name(id).is_empty() {
                     return None;
                 }
-                let key = self.lookup(inst, id)?;
-                let mut f = self.facts[&key].clone();
+                let key = self.lookup(st, inst, id)?;
+                let mut f = st.facts[&key].clone();
                 if f.value.is_none() {
-                    f.value = self.value(key);
+                    f.value = st.value(key);
                 }
                 Some(f)
             })
@@ -604,28 +563,17 @@ impl<'m> Lowering<'m> {
             .into_iter()
             .chain(std::iter::repeat(None))
             .take(function.inputs.len().max(body.inputs.len()))
-            .map(|f| Some(f.unwrap_or_else(|| self.unknown_facts())))
+            .map(|f| Some(f.unwrap_or_else(|| st.unknown_facts())))
             .collect();
-        let outputs = self.lower_instance(instance, inputs);
-        let mut ctx = OpCtx::new(self, inst, nid, 0);
+        let outputs = self.lower_instance(st, instance, inputs);
+        let at = self.node_at(st, inst, nid);
+        let mut ctx = OpCtx::new(st, self, at, 0);
         for (j, f) in outputs.into_iter().enumerate() {
             if j < ctx.output_count() {
                 ctx.set_facts(j, f);
             }
         }
         ctx.finish();
-    }
-
-    /// The attribute `name` of `node` in `inst`, following a function body's
-    /// references to its caller's attributes (and the function's defaults).
-    pub(crate) fn attribute(&self, inst: u32, node: &'m Node, name: &str) -> Option<&'m Attribute> {
-        let attr = node.attribute(name)?;
-        let Some(reference) = attr.ref_attr_name.as_deref() else { return Some(attr) };
-        let (caller_inst, caller, function) = self.instances[inst as usize].call?;
-        match self.attribute(caller_inst, caller, reference) {
-            Some(a) => Some(a),
-            None => function.attribute_protos.iter().find(|a| a.name() == reference),
-        }
     }
 
     /// The report name prefix for values of a subgraph of `node` held in attribute `attr`.
@@ -637,6 +585,74 @@ impl<'m> Lowering<'m> {
             node.name().to_string()
         };
         format!("{base}{name}/{attr}/")
+    }
+}
+
+/// What the rules ask of the lowering beyond its state.
+impl<'m> Host<'m> for Lowering<'m> {
+    fn call(&self, inst: u32) -> Option<(u32, &'m Node, &'m diamond_ir::Function)> {
+        self.instances[inst as usize].call
+    }
+
+    fn make_unknown(&mut self, st: &mut LoweringState<'m>, inst: u32, node: &Node, j: usize) {
+        let Some(&out) = node.outputs.get(j) else { return };
+        let graph = self.graph(inst);
+        if graph.value_name(out).is_empty() {
+            return;
+        }
+        let declared = self.declared_type(inst, out);
+        let from_declaration = declared.is_some();
+        let replacement = match declared {
+            Some(ty) => {
+                let prefix = &self.instances[inst as usize].prefix;
+                self.from_declaration.push(format!("{prefix}{}", graph.value_name(out)));
+                facts_from_type(
+                    &mut st.solver,
+                    Some(ty),
+                    self.options.strict_units,
+                    Declared::Claim(&self.input_symbols),
+                )
+            }
+            None => st.unknown_facts(),
+        };
+        let cause = st.solver.cause(Origin::Solver("lowering"), "an output nothing determines");
+        let Some(f) = st.facts.get_mut(&(inst, out)) else { return };
+        let row = f.row.clone();
+        if from_declaration {
+            f.kind = replacement.kind;
+        }
+        if f.dtype.is_none() {
+            f.dtype = replacement.dtype;
+        }
+        st.solver.add(crate::constraint::Constraint::RowEq(row, replacement.row, cause));
+    }
+
+    fn lower_subgraph(
+        &mut self,
+        st: &mut LoweringState<'m>,
+        node: &NodeAt<'m>,
+        attr: &str,
+        g: GraphId,
+        inputs: Vec<Option<Facts>>,
+        reported: bool,
+    ) -> Vec<Facts> {
+        let prefix = self.subgraph_prefix(node.inst, node.node, node.nid, attr);
+        let parent = &self.instances[node.inst as usize];
+        let instance = Instance {
+            graph: g,
+            parent: Some(node.inst),
+            prefix,
+            call: parent.call,
+            opsets: parent.opsets,
+            reported: reported && parent.reported,
+            depth: parent.depth + 1,
+        };
+        self.lower_instance(st, instance, inputs)
+    }
+
+    fn graph_arity(&self, g: GraphId) -> (usize, usize) {
+        let graph = &self.model.graphs[g];
+        (graph.inputs.len(), graph.outputs.len())
     }
 }
 
@@ -684,11 +700,4 @@ fn subgraph_free_names(model: &Model, node: &Node, graph: &Graph) -> Vec<ValueId
         }
     }
     out
-}
-
-impl ValueKind {
-    /// Whether this kind is a plain tensor.
-    pub fn is_tensor(&self) -> bool {
-        matches!(self, ValueKind::Tensor)
-    }
 }

@@ -1,6 +1,7 @@
 //! Checking a whole ONNX model: every node lowered to constraints through
-//! its operator rule ([`crate::ops`]), one solve, the closing of seed 000,
-//! and a report of every value's kind, element type and shape.
+//! its operator rule ([`crate::ops`], seeing its node through
+//! [`crate::rule`]), one solve, the closing of seed 000, and a report of
+//! every value's kind, element type and shape.
 //!
 //! Graph inputs are leaves: their stated dims are facts, a missing dim is an
 //! opaque variable that closes upward to what its uses require (or stays
@@ -9,22 +10,17 @@
 //! (`declared-shape-mismatch`) and used only for values inference cannot
 //! determine.
 
-mod bounds;
 pub mod claims;
-mod context;
 mod declared;
-pub mod decode;
-pub mod facts;
-mod facts_table;
 mod grouping;
 pub mod inferred;
 mod lowering;
 mod provenance;
 mod report;
 
-pub use context::{OpCtx, MAX_FLOAT_ELEMS};
-pub use declared::size_dim;
-pub use facts::{ConstData, ConstValue, Elem, Facts, ValueKind};
+// Known elements as the report holds them, and their decoding from stored
+// tensors: defined by the rule interface, and found here by the crates above.
+pub use crate::rule::{decode, ConstData, ConstValue, Elem};
 pub use inferred::{annotate, annotate_with, AnnotateOptions, InferredTypes};
 pub use report::{json_dtype as report_json_dtype, CheckReport, DimReport, ValueReport};
 
@@ -54,7 +50,7 @@ pub fn check_model(model: &Model, options: &CheckOptions) -> CheckReport {
 
 /// [`check_model`] with a given operator table.
 pub fn check_model_with(model: &Model, options: &CheckOptions, table: &OpTable) -> CheckReport {
-    let mut low = lowering::Lowering::new(model, options, table);
+    let (mut low, mut st) = lowering::Lowering::new(model, options, table);
     let Some(main) = model.graph else {
         return CheckReport::default();
     };
@@ -67,6 +63,6 @@ pub fn check_model_with(model: &Model, options: &CheckOptions, table: &OpTable) 
         reported: true,
         depth: 0,
     };
-    low.lower_instance(instance, Vec::new());
-    report::build(low, main)
+    low.lower_instance(&mut st, instance, Vec::new());
+    report::build(low, st, main)
 }

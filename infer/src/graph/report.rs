@@ -1,10 +1,10 @@
 //! The result of checking a model: every value's kind, element type and
 //! shape, with the diagnostics; built from the closed solution.
 
-use super::facts::ValueKind;
 use super::lowering::Lowering;
 use crate::cause::Origin;
 use crate::diagnostic::{Code, Diagnostic, Severity};
+use crate::rule::{ConstValue, LoweringState, ValueKind};
 use crate::solver::TensorId;
 use diamond_ir::term::{DimTerm, RowTerm, Size};
 use diamond_ir::{ElemType, GraphId};
@@ -105,7 +105,7 @@ pub struct CheckReport {
     /// Main-graph values computed by nodes whose elements value propagation
     /// knows (shape arithmetic: integers, size expressions), by name.
     #[serde(skip)]
-    pub known_values: rustc_hash::FxHashMap<String, std::sync::Arc<super::facts::ConstValue>>,
+    pub known_values: rustc_hash::FxHashMap<String, std::sync::Arc<ConstValue>>,
 }
 
 impl CheckReport {
@@ -145,14 +145,14 @@ pub(crate) fn row_dims(row: &RowTerm) -> Option<Vec<DimReport>> {
     )
 }
 
-pub(crate) fn build(mut low: Lowering<'_>, main: GraphId) -> CheckReport {
+pub(crate) fn build(mut low: Lowering<'_>, st: LoweringState<'_>, main: GraphId) -> CheckReport {
     let want_types = !low.options.skip_inferred_types;
     let model = low.model;
     let graph = &model.graphs[main];
     let reported = std::mem::take(&mut low.reported);
     let facts: Vec<(ValueKind, Option<ElemType>)> =
-        reported.iter().map(|(_, key, _, _)| (low.facts[key].kind.clone(), low.facts[key].dtype)).collect();
-    let known_values = known_values(&low, main);
+        reported.iter().map(|(_, key, _, _)| (st.facts[key].kind.clone(), st.facts[key].dtype)).collect();
+    let known_values = known_values(&low, &st, main);
     let from_declaration = std::mem::take(&mut low.from_declaration);
     let low_symbols = std::mem::take(&mut low.input_symbols);
     // Per defined value outside function bodies: its graph, kind and element type.
@@ -162,11 +162,11 @@ pub(crate) fn build(mut low: Lowering<'_>, main: GraphId) -> CheckReport {
         .filter(|_| want_types)
         .filter(|(key, _)| low.instances[key.0 as usize].call.is_none())
         .filter_map(|&(key, tensor)| {
-            let f = low.facts.get(&key)?;
+            let f = st.facts.get(&key)?;
             Some((low.instances[key.0 as usize].graph, key.1, tensor, f.kind.clone(), f.dtype))
         })
         .collect();
-    let mut solver = low.solver;
+    let mut solver = st.solver;
     // Declared shapes are claims: compare them with what the graph implies once solved.
     let solution = {
         let s = std::mem::take(&mut solver);
@@ -248,8 +248,9 @@ pub(crate) fn build(mut low: Lowering<'_>, main: GraphId) -> CheckReport {
 /// The main graph's node outputs whose elements value propagation holds.
 fn known_values(
     low: &Lowering<'_>,
+    st: &LoweringState<'_>,
     main: GraphId,
-) -> rustc_hash::FxHashMap<String, std::sync::Arc<super::facts::ConstValue>> {
+) -> rustc_hash::FxHashMap<String, std::sync::Arc<ConstValue>> {
     let graph = &low.model.graphs[main];
     let mut out = rustc_hash::FxHashMap::default();
     for (_, node) in graph.nodes.iter() {
@@ -258,7 +259,7 @@ fn known_values(
             if name.is_empty() {
                 continue;
             }
-            if let Some(value) = low.facts.get(&(0, v)).and_then(|f| f.value.clone()) {
+            if let Some(value) = st.facts.get(&(0, v)).and_then(|f| f.value.clone()) {
                 out.insert(name.to_string(), value);
             }
         }

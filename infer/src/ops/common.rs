@@ -2,7 +2,7 @@
 //! (scaling, exact division, expressions over rigid symbols), stating an
 //! output's shape and type in one call, and element-type classes.
 
-use crate::graph::{Elem, OpCtx};
+use crate::rule::{Elem, OpCtx};
 use diamond_ir::term::{DimTerm, SizeExpr};
 use diamond_ir::ElemType;
 
@@ -54,7 +54,7 @@ pub(crate) fn dtype_from(ctx: &mut OpCtx, j: usize, i: usize) {
 }
 
 /// Output 0 has input 0's shape and element type (no elements computed).
-pub(crate) fn pass_through(ctx: &mut OpCtx) -> Result<(), crate::ops::Defer> {
+pub(crate) fn pass_through(ctx: &mut OpCtx) -> Result<(), crate::rule::Defer> {
     same_shape(ctx, 0, 0);
     dtype_from(ctx, 0, 0);
     Ok(())

@@ -12,7 +12,7 @@
 //! output (`Cast` to an integer type truncates toward zero).
 
 use super::common::is_int_elem_type as is_int;
-use crate::graph::{ConstData, ConstValue, Elem, OpCtx};
+use crate::rule::{ConstData, ConstValue, Elem, OpCtx};
 use diamond_ir::term::SizeExpr;
 use diamond_ir::ElemType;
 

@@ -2,8 +2,9 @@
 //! (domain, operator, opset version) to the rule that lowers a node of that
 //! operator into constraints, element types and known values.
 //!
-//! A rule is a plain function over an [`OpCtx`]. It reads what is known of
-//! the node's inputs (shapes as solver rows, element types, elements of
+//! A rule is a plain function over an [`OpCtx`] (from [`crate::rule`]: all
+//! a rule sees of the lowering). It reads what is known of the node's
+//! inputs (shapes as solver rows, element types, elements of
 //! shape-computing tensors) and attributes, validates them
 //! (`invalid-attribute`, `dtype-mismatch`), and states its outputs: shapes
 //! as constraints, element types, and elements where it can compute them.
@@ -11,7 +12,7 @@
 //! [`Defer`] before stating anything; the lowering retries it once other
 //! nodes have been lowered.
 
-use crate::graph::OpCtx;
+use crate::rule::{Defer, OpCtx};
 use rustc_hash::FxHashMap as HashMap;
 
 mod common;
@@ -23,10 +24,6 @@ mod misc;
 mod nn;
 mod reduce_linalg;
 mod shape_ops;
-
-/// The rule lacks a fact it needs (usually an input's rank): try again later.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Defer;
 
 /// A rule: lowers one node.
 pub type Rule = fn(&mut OpCtx<'_, '_>) -> Result<(), Defer>;

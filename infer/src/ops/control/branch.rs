@@ -4,8 +4,7 @@
 //! lowered and each output is their join.
 
 use super::facts::{join_facts, Tops};
-use crate::graph::{Facts, OpCtx};
-use crate::ops::Defer;
+use crate::rule::{Defer, Facts, OpCtx};
 use diamond_ir::ElemType;
 
 /// `If` (every version).

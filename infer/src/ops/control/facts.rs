@@ -9,7 +9,7 @@
 //! unknown row. An empty sequence or an absent optional has no elements, so
 //! its element shape constrains nothing and the other side's is taken.
 
-use crate::graph::{Facts, OpCtx, ValueKind};
+use crate::rule::{Facts, OpCtx, ValueKind};
 use diamond_ir::term::{Basis, Dim, DimTerm, DimVar, RowTerm, RowVar};
 use std::collections::HashSet;
 
@@ -70,7 +70,7 @@ pub(crate) fn closed_dims(ctx: &mut OpCtx, row: &RowTerm) -> Option<Vec<DimTerm>
 }
 
 /// The facts of a scalar tensor of type `t`, with elements `value` when known.
-pub(crate) fn scalar(t: diamond_ir::ElemType, value: Option<crate::graph::ConstValue>) -> Facts {
+pub(crate) fn scalar(t: diamond_ir::ElemType, value: Option<crate::rule::ConstValue>) -> Facts {
     let mut f = Facts::tensor(RowTerm::closed(Vec::new()), Some(t));
     f.value = value.map(std::sync::Arc::new);
     f

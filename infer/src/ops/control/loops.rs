@@ -18,8 +18,7 @@
 //! lowered once.
 
 use super::facts::{closed_dims, join_facts, scalar, unknown, Tops};
-use crate::graph::{ConstData, ConstValue, Elem, Facts, OpCtx, ValueKind};
-use crate::ops::Defer;
+use crate::rule::{ConstData, ConstValue, Defer, Elem, Facts, OpCtx, ValueKind};
 use diamond_ir::term::{DimTerm, RowTerm};
 use diamond_ir::{ElemType, GraphId};
 

@@ -3,8 +3,7 @@
 //! `OptionalGetElement` unwraps.
 
 use super::facts::unknown;
-use crate::graph::{ConstData, ConstValue, Facts, OpCtx, ValueKind};
-use crate::ops::Defer;
+use crate::rule::{ConstData, ConstValue, Defer, Facts, OpCtx, ValueKind};
 use diamond_ir::term::{Basis, Dim, DimTerm, RowTerm, Size, SizeExpr};
 use diamond_ir::types::{DimValue, TypeInfo, TypeValue};
 use diamond_ir::{AttrValue, ElemType};

@@ -5,8 +5,7 @@
 
 use super::facts::{element_of, join_row, unknown, Tops};
 use crate::constraint::{Constraint, SizeSum};
-use crate::graph::{ConstValue, Elem, Facts, OpCtx, ValueKind};
-use crate::ops::Defer;
+use crate::rule::{ConstValue, Defer, Elem, Facts, OpCtx, ValueKind};
 use diamond_ir::term::{DimTerm, RowTerm};
 use diamond_ir::ElemType;
 

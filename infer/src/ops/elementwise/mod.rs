@@ -14,8 +14,8 @@ mod quant;
 mod random;
 
 pub(crate) use super::common::same_shape;
-use super::{Defer, OpTable, ONNX};
-use crate::graph::OpCtx;
+use super::{OpTable, ONNX};
+use crate::rule::{Defer, OpCtx};
 use diamond_ir::ElemType;
 
 /// Unary operators whose output has the input's shape and type, with the

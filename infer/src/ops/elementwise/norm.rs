@@ -18,8 +18,8 @@
 
 use super::{axis_ok, dtype_attr, same_shape, set_dtype_opt};
 use crate::constraint::Constraint;
-use crate::graph::OpCtx;
-use crate::ops::{Defer, OpTable, MICROSOFT, ONNX};
+use crate::ops::{OpTable, MICROSOFT, ONNX};
+use crate::rule::{Defer, OpCtx};
 use diamond_ir::term::{DimTerm, RowTerm};
 use diamond_ir::ElemType;
 

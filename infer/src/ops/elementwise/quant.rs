@@ -4,8 +4,8 @@
 //! type comes from the zero point, the scale or `output_dtype`.
 
 use super::{same_shape, set_dtype_opt};
-use crate::graph::OpCtx;
-use crate::ops::{Defer, OpTable, ONNX};
+use crate::ops::{OpTable, ONNX};
+use crate::rule::{Defer, OpCtx};
 use diamond_ir::ElemType;
 
 pub(super) fn register(t: &mut OpTable) {

@@ -5,8 +5,8 @@
 //! operator's default.
 
 use super::{dtype_attr, same_shape, set_dtype_opt};
-use crate::graph::OpCtx;
-use crate::ops::{Defer, OpTable, ONNX};
+use crate::ops::{OpTable, ONNX};
+use crate::rule::{Defer, OpCtx};
 use diamond_ir::term::RowTerm;
 use diamond_ir::ElemType;
 

@@ -7,8 +7,7 @@
 
 use super::{check_choice, check_dtype, divided_dim, scaled_dim, set_tensor};
 use crate::constraint::{Constraint, SizeSum};
-use crate::graph::OpCtx;
-use crate::ops::Defer;
+use crate::rule::{Defer, OpCtx};
 use diamond_ir::term::DimTerm;
 use diamond_ir::ElemType;
 

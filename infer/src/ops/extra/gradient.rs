@@ -2,8 +2,7 @@
 //! tensors named by `xs` then `zs`, and output `i` is the gradient of `y`
 //! with respect to `xs[i]` — shaped and typed like input `i`.
 
-use crate::graph::OpCtx;
-use crate::ops::Defer;
+use crate::rule::{Defer, OpCtx};
 use diamond_ir::ElemType;
 
 /// `Gradient`: see the module documentation.

@@ -13,8 +13,7 @@
 //! leaves the size unknown rather than pick one.
 
 use super::{attr_len, check_choice, check_dtype, count_dim, set_tensor, set_trailing, shaped_like, unknown_shape};
-use crate::graph::OpCtx;
-use crate::ops::Defer;
+use crate::rule::{Defer, OpCtx};
 use diamond_ir::term::DimTerm;
 use diamond_ir::ElemType;
 

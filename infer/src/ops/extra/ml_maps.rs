@@ -6,8 +6,7 @@
 //! to floats).
 
 use super::{attr_len, count_dim, set_tensor, unknown_shape};
-use crate::graph::{Facts, OpCtx, ValueKind};
-use crate::ops::Defer;
+use crate::rule::{Defer, Facts, OpCtx, ValueKind};
 use diamond_ir::term::RowTerm;
 use diamond_ir::ElemType;
 

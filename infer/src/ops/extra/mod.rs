@@ -9,7 +9,7 @@
 
 use super::common::{divided_dim, scaled_dim, set_tensor, unknown_shape};
 use super::{OpTable, ML, ONNX, TRAINING};
-use crate::graph::OpCtx;
+use crate::rule::OpCtx;
 use diamond_ir::term::DimTerm;
 use diamond_ir::ElemType;
 

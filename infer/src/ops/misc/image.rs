@@ -4,8 +4,7 @@
 //! PNM, JPEG, JPEG 2000, TIFF, WebP); otherwise they are unknown.
 
 use super::{set_tensor, unknown_shape};
-use crate::graph::OpCtx;
-use crate::ops::Defer;
+use crate::rule::{Defer, OpCtx};
 use diamond_ir::ElemType;
 
 /// `ImageDecoder`: see the module documentation.

@@ -5,8 +5,7 @@
 //! `TreeEnsemble` (`[N, F]` to `[N, n_targets]`).
 
 use super::{set_tensor, shaped_like, unknown_shape};
-use crate::graph::OpCtx;
-use crate::ops::Defer;
+use crate::rule::{Defer, OpCtx};
 use diamond_ir::term::DimTerm;
 use diamond_ir::ElemType;
 

@@ -7,7 +7,7 @@
 
 pub(super) use super::common::{set_tensor, unknown_shape};
 use super::{OpTable, ML, ONNX, TRAINING};
-use crate::graph::OpCtx;
+use crate::rule::OpCtx;
 use diamond_ir::ElemType;
 
 mod image;

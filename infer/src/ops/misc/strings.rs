@@ -6,8 +6,7 @@
 //! `max(ngram_indexes) + 1` features).
 
 use super::{set_tensor, shaped_like, unknown_shape};
-use crate::graph::{ConstData, ConstValue, Elem, OpCtx};
-use crate::ops::Defer;
+use crate::rule::{ConstData, ConstValue, Defer, Elem, OpCtx};
 use diamond_ir::term::DimTerm;
 use diamond_ir::ElemType;
 

@@ -3,8 +3,7 @@
 //! and `update` matches it on every other axis.
 
 use super::{shaped_like, unknown_shape};
-use crate::graph::OpCtx;
-use crate::ops::Defer;
+use crate::rule::{Defer, OpCtx};
 
 /// `TensorScatter`: see the module documentation.
 pub(super) fn tensor_scatter(ctx: &mut OpCtx) -> Result<(), Defer> {

@@ -5,8 +5,7 @@
 //! and typed like the tensor it replaces.
 
 use super::shaped_like;
-use crate::graph::OpCtx;
-use crate::ops::Defer;
+use crate::rule::{Defer, OpCtx};
 
 /// The number of input groups after `R` and `T`: `X`, `G` and the state tensors.
 fn input_groups(op: &str) -> usize {

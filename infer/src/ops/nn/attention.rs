@@ -4,8 +4,8 @@
 
 use super::{divided_dim, dtype_from, scaled_dim, settle};
 use crate::constraint::{Constraint, SizeSum};
-use crate::graph::OpCtx;
-use crate::ops::{Defer, OpTable, ONNX};
+use crate::ops::{OpTable, ONNX};
+use crate::rule::{Defer, OpCtx};
 use diamond_ir::term::DimTerm;
 
 pub(super) fn register(t: &mut OpTable) {

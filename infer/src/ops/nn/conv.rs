@@ -7,8 +7,8 @@ use super::{
     check_min_rank, divided_dim, expr_dim, int_dim, kernel_shape_attr, read_auto_pad, read_pads, read_window,
     scaled_dim, settle, size_expr, AutoPad,
 };
-use crate::graph::OpCtx;
-use crate::ops::{Defer, OpTable, ONNX};
+use crate::ops::{OpTable, ONNX};
+use crate::rule::{Defer, OpCtx};
 use diamond_ir::term::{DimTerm, RowTerm, SizeExpr};
 use diamond_ir::ElemType;
 

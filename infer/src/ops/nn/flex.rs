@@ -4,8 +4,8 @@
 //! The score/probability modifier subgraphs do not change the shape.
 
 use super::{check_rank, dtype_from, settle};
-use crate::graph::OpCtx;
-use crate::ops::{Defer, OpTable, PREVIEW};
+use crate::ops::{OpTable, PREVIEW};
+use crate::rule::{Defer, OpCtx};
 
 pub(super) fn register(t: &mut OpTable) {
     t.add(PREVIEW, "FlexAttention", 1, flex_attention);

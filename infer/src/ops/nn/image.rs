@@ -3,9 +3,9 @@
 //! every input is known). `ImageDecoder` lives in `ops/misc/image.rs`.
 
 use super::{check_min_rank, divided_dim, dtype_from, settle};
-use crate::graph::facts::{ConstValue, Elem};
-use crate::graph::OpCtx;
-use crate::ops::{Defer, OpTable, ONNX};
+use crate::ops::{OpTable, ONNX};
+use crate::rule::{ConstValue, Elem};
+use crate::rule::{Defer, OpCtx};
 use diamond_ir::term::DimTerm;
 use diamond_ir::ElemType;
 use std::cmp::Ordering;

@@ -6,10 +6,9 @@
 
 use super::common::dtype_from;
 pub(crate) use super::common::{expr_dim, scaled_dim, size_expr};
-use super::{Defer, OpTable};
+use super::OpTable;
 use crate::constraint::{AffineSize, Constraint};
-use crate::graph::facts::Elem;
-use crate::graph::OpCtx;
+use crate::rule::{Defer, Elem, OpCtx};
 use diamond_ir::term::DimTerm;
 use diamond_ir::ElemType;
 

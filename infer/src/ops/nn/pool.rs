@@ -4,8 +4,8 @@
 
 use super::conv::transposed_size;
 use super::{check_min_rank, check_rank, dtype_from, kernel_shape_attr, read_pads, read_window, settle};
-use crate::graph::OpCtx;
-use crate::ops::{Defer, OpTable, ONNX};
+use crate::ops::{OpTable, ONNX};
+use crate::rule::{Defer, OpCtx};
 use diamond_ir::term::{DimTerm, RowTerm};
 use diamond_ir::ElemType;
 

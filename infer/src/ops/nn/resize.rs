@@ -4,9 +4,9 @@
 //! scales' stored values.
 
 use super::{dtype_from, scaled_dim, settle};
-use crate::graph::facts::Elem;
-use crate::graph::OpCtx;
-use crate::ops::{Defer, OpTable, ONNX};
+use crate::ops::{OpTable, ONNX};
+use crate::rule::Elem;
+use crate::rule::{Defer, OpCtx};
 use diamond_ir::term::DimTerm;
 
 pub(super) fn register(t: &mut OpTable) {

@@ -2,8 +2,8 @@
 //! sequence, batch, direction count and hidden size, in either `layout`.
 
 use super::{dtype_from, settle};
-use crate::graph::OpCtx;
-use crate::ops::{Defer, OpTable, ONNX};
+use crate::ops::{OpTable, ONNX};
+use crate::rule::{Defer, OpCtx};
 use diamond_ir::term::DimTerm;
 
 pub(super) fn register(t: &mut OpTable) {

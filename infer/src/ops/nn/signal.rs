@@ -3,8 +3,8 @@
 //! generators and `MelWeightMatrix`.
 
 use super::{affine, attr_dtype, dtype_from, expr_dim, scalar_elem, scalar_int, settle, size_expr};
-use crate::graph::OpCtx;
-use crate::ops::{Defer, OpTable, ONNX};
+use crate::ops::{OpTable, ONNX};
+use crate::rule::{Defer, OpCtx};
 use diamond_ir::term::{DimTerm, SizeExpr};
 use diamond_ir::ElemType;
 

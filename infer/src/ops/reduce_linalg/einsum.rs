@@ -7,8 +7,7 @@
 
 use super::{broadcast_prefixes, unknown_shape};
 use crate::constraint::Constraint;
-use crate::graph::OpCtx;
-use crate::ops::Defer;
+use crate::rule::{Defer, OpCtx};
 use diamond_ir::term::{DimTerm, RowTerm};
 use std::collections::BTreeMap;
 

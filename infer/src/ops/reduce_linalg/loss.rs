@@ -5,8 +5,7 @@
 //! return the log-probabilities, shaped like the scores.
 
 use super::{set_tensor, unknown_shape};
-use crate::graph::OpCtx;
-use crate::ops::Defer;
+use crate::rule::{Defer, OpCtx};
 use diamond_ir::term::{DimTerm, RowTerm};
 
 /// The loss's dimensions for scores `dims` (targets and weights constrained

@@ -4,8 +4,7 @@
 //! broadcast to the output) and `Det` (batched square matrices).
 
 use super::{broadcast_prefixes, row_then, set_tensor, unknown_shape};
-use crate::graph::OpCtx;
-use crate::ops::Defer;
+use crate::rule::{Defer, OpCtx};
 use diamond_ir::term::{DimTerm, RowTerm};
 use diamond_ir::ElemType;
 

@@ -7,7 +7,7 @@
 
 pub(super) use super::common::{set_tensor, unknown_shape};
 use super::{OpTable, ONNX};
-use crate::graph::OpCtx;
+use crate::rule::OpCtx;
 use diamond_ir::term::{DimTerm, RowTerm};
 use diamond_ir::ElemType;
 

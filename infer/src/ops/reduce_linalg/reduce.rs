@@ -6,8 +6,7 @@
 //! shape still yields an element count.
 
 use super::{is_integer, set_tensor, unknown_shape};
-use crate::graph::{ConstData, ConstValue, Elem, OpCtx};
-use crate::ops::Defer;
+use crate::rule::{ConstData, ConstValue, Defer, Elem, OpCtx};
 use diamond_ir::term::{DimTerm, SizeExpr};
 use diamond_ir::ElemType;
 

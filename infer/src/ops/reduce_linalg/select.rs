@@ -3,8 +3,7 @@
 //! `CumSum` and `CumProd` (the input's shape and type).
 
 use super::{set_tensor, unknown_shape};
-use crate::graph::{Elem, OpCtx};
-use crate::ops::Defer;
+use crate::rule::{Defer, Elem, OpCtx};
 use diamond_ir::ElemType;
 
 /// The `k` of a `TopK` node: the attribute before opset 10, the one-element input after.

@@ -8,9 +8,9 @@ use super::{
     unknown_outputs, vector_len, MAX_ELEMS,
 };
 use crate::constraint::{Constraint, SizeSum};
-use crate::graph::{ConstData, ConstValue, Elem, OpCtx};
 use crate::ops::common::{dtype_from, pass_through};
-use crate::ops::{Defer, OpTable, ONNX};
+use crate::ops::{OpTable, ONNX};
+use crate::rule::{ConstData, ConstValue, Defer, Elem, OpCtx};
 use diamond_ir::attribute::AttrValue;
 use diamond_ir::term::{DimTerm, RowTerm, SizeExpr};
 use diamond_ir::ElemType;
@@ -324,7 +324,7 @@ fn constant_of_shape(ctx: &mut OpCtx) -> Result<(), Defer> {
     if let (Some(sizes), Some(one)) = (sizes, one) {
         // Float fills are weights more often than shape arithmetic: keep small ones only.
         let cap = if matches!(one, ConstData::Floats(_) | ConstData::Strings(_)) {
-            crate::graph::MAX_FLOAT_ELEMS
+            crate::rule::MAX_FLOAT_ELEMS
         } else {
             MAX_ELEMS
         };

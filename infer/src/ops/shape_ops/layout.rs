@@ -7,9 +7,9 @@ use super::{
     unknown_outputs, vector_len,
 };
 use crate::constraint::Constraint;
-use crate::graph::{ConstValue, Elem, OpCtx};
 use crate::ops::common::dtype_from;
-use crate::ops::{Defer, OpTable, ONNX};
+use crate::ops::{OpTable, ONNX};
+use crate::rule::{ConstValue, Defer, Elem, OpCtx};
 use diamond_ir::term::{DimTerm, DimVar, RowTerm, SizeExpr};
 use diamond_ir::ElemType;
 

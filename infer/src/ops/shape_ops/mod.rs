@@ -18,7 +18,7 @@ mod slicing;
 pub(super) use super::common::is_int_elem_type as is_int_type;
 use super::OpTable;
 use crate::constraint::Constraint;
-use crate::graph::{ConstData, ConstValue, Elem, OpCtx};
+use crate::rule::{ConstData, ConstValue, Elem, OpCtx};
 use diamond_ir::term::{DimTerm, RowTerm, SizeExpr};
 
 /// The most elements a rule computes for one output.
@@ -148,7 +148,7 @@ pub(super) fn product_dim(ctx: &mut OpCtx, dims: &[DimTerm], operand: &str) -> D
 
 /// Every output is unknown (keeping any element type already set): for
 /// invalid operands, and operands whose elements are not known.
-pub(super) fn unknown_outputs(ctx: &mut OpCtx) -> Result<(), crate::ops::Defer> {
+pub(super) fn unknown_outputs(ctx: &mut OpCtx) -> Result<(), crate::rule::Defer> {
     for j in 0..ctx.output_count() {
         ctx.set_unknown(j);
     }

@@ -7,8 +7,8 @@ use super::{
     unknown_dims, unknown_outputs, MAX_ELEMS,
 };
 use crate::constraint::{Constraint, SizeSum};
-use crate::graph::{ConstData, ConstValue, Elem, OpCtx};
-use crate::ops::{Defer, OpTable, ONNX};
+use crate::ops::{OpTable, ONNX};
+use crate::rule::{ConstData, ConstValue, Defer, Elem, OpCtx};
 use diamond_ir::term::{DimTerm, SizeExpr};
 use diamond_ir::ElemType;
 use std::sync::Arc;

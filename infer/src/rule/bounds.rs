@@ -8,8 +8,9 @@
 //! the model relies on (positions `[0, seq)` of a 512-row embedding ⇒
 //! `seq ≤ 512`).
 
-use super::context::OpCtx;
-use super::lowering::{Key, Lowering};
+use super::ctx::OpCtx;
+use super::facts_table::Key;
+use super::state::LoweringState;
 use diamond_ir::term::SizeExpr;
 use diamond_ir::Node;
 
@@ -33,19 +34,19 @@ const KEEPS_ELEMENTS: &[&str] = &[
 impl OpCtx<'_, '_> {
     /// Every element of input `i` is known to lie in `[0, bound)`.
     pub fn index_bound(&self, i: usize) -> Option<SizeExpr> {
-        let key = self.input_key(i)?;
-        self.lowering().index_bounds.get(&key).cloned()
+        let key = (*self.at.inputs.get(i)?)?;
+        self.st.index_bounds.get(&key).cloned()
     }
 
     /// States that every element of output `j` lies in `[0, bound)`.
     pub fn set_index_bound(&mut self, j: usize, bound: SizeExpr) {
-        if let Some(key) = self.output_key(j) {
-            self.lowering_mut().index_bounds.insert(key, bound);
+        if let Some(key) = self.at.outputs.get(j).copied().flatten() {
+            self.st.index_bounds.insert(key, bound);
         }
     }
 }
 
-impl Lowering<'_> {
+impl LoweringState<'_> {
     /// After `node`'s rule: output 0 of an operator that only moves
     /// elements keeps input 0's bound (a Concat only when every input has
     /// the same one).

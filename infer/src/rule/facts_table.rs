@@ -4,8 +4,11 @@
 //! fact once, without hashing, in about half the memory of the map.
 
 use super::facts::Facts;
-use super::lowering::Key;
 use diamond_ir::entity::EntityId;
+use diamond_ir::ValueId;
+
+/// A value's key: (instance, value id in the instance's graph).
+pub(crate) type Key = (u32, ValueId);
 
 /// Facts by [`Key`], with the part of a map's interface the lowering uses.
 #[derive(Default)]

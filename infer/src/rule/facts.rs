@@ -169,6 +169,11 @@ pub enum ValueKind {
 }
 
 impl ValueKind {
+    /// Whether this kind is a plain tensor.
+    pub fn is_tensor(&self) -> bool {
+        matches!(self, ValueKind::Tensor)
+    }
+
     /// The kind's type string for reports: `tensor`, `seq(tensor)`, ...
     pub fn describe(&self) -> String {
         match self {
