@@ -435,7 +435,7 @@ mod tests {
         ];
         for _ in 0..4 + rng.below(10) {
             let last = body.len() - 1;
-            let mut pick = |rng: &mut Rng| if rng.below(3) > 0 { last } else { rng.below(body.len()) };
+            let pick = |rng: &mut Rng| if rng.below(3) > 0 { last } else { rng.below(body.len()) };
             let a = pick(rng);
             let b = rng.below(body.len());
             let inst = match rng.below(10) {
