@@ -156,6 +156,14 @@ fn fill_row(channel: &[f32], p: &Conv2d, ki: usize, span: &Span, (oh, ow): (usiz
         if lo < hi {
             if sw == 1 {
                 copy_run(&mut out[lo..hi], &line[start..start + (hi - lo)]);
+            } else if sw == 2 {
+                // Every other input column: pairs, so the loop vectorizes
+                // (an iterator stepping by 2 ran one float at a time).
+                let n = hi - lo;
+                let src = &line[start..start + 2 * n - 1];
+                let (body, last) = out[lo..hi].split_at_mut(n - 1);
+                body.iter_mut().zip(src.chunks_exact(2)).for_each(|(o, pair)| *o = pair[0]);
+                last[0] = src[2 * (n - 1)];
             } else {
                 out[lo..hi].iter_mut().zip(line[start..].iter().step_by(sw)).for_each(|(o, &v)| *o = v);
             }

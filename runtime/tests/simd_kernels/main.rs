@@ -385,6 +385,31 @@ fn large_products_cut_into_tiles_match_the_reference_on_one_and_several_threads(
     }
 }
 
+/// Column strides over outputs of 16 columns and more: im2col's row copies
+/// at stride 2 (pairs, ResNet's 7×7/2 first layer on a 32×32 image) and at
+/// stride 3 (a stepping copy). The random shapes above are too narrow for
+/// these rows.
+#[test]
+fn column_strided_wide_outputs_match_the_reference() {
+    let ep = EpilogueSpec { alpha: 1.0, beta: 1.0, bias: 2, activation: 1, residual: false };
+    let conv1 = ConvSpec {
+        n: 2,
+        group: 1,
+        group_in: 3,
+        group_out: 8,
+        h: 32,
+        w: 32,
+        kh: 7,
+        kw: 7,
+        stride: [2, 2],
+        dilation: [1, 1],
+        pads: [3, 3, 3, 3],
+    };
+    check_conv(&conv1, &ep, 11);
+    check_conv(&ConvSpec { h: 9, w: 60, kh: 3, kw: 3, stride: [1, 3], pads: [1, 1, 1, 1], ..conv1 }, &ep, 12);
+    check_conv(&ConvSpec { w: 37, kw: 2, stride: [2, 2], pads: [0, 1, 0, 0], dilation: [1, 2], ..conv1 }, &ep, 13);
+}
+
 /// `DIAMOND_SIMD=off` in the environment of this test binary (set by the test below).
 fn forced_portable() -> bool {
     std::env::var("DIAMOND_SIMD").is_ok_and(|v| v == "off")
