@@ -50,32 +50,28 @@ impl OpCtx<'_, '_> {
 
     /// Output `j` has element type `t`.
     pub fn set_dtype(&mut self, j: usize, t: ElemType) {
-        let Some(key) = self.at.outputs.get(j).copied().flatten() else { return };
-        if let Some(f) = self.st.facts.get_mut(&key) {
+        if let Some(f) = self.out_facts(j) {
             f.dtype = Some(t);
         }
     }
 
     /// Output `j` is of kind `k` (a sequence, an optional, ...).
     pub fn set_kind(&mut self, j: usize, k: ValueKind) {
-        let Some(key) = self.at.outputs.get(j).copied().flatten() else { return };
-        if let Some(f) = self.st.facts.get_mut(&key) {
+        if let Some(f) = self.out_facts(j) {
             f.kind = k;
         }
     }
 
     /// Output `j` holds the sequence items `items` (length known).
     pub fn set_items(&mut self, j: usize, items: Vec<Facts>) {
-        let Some(key) = self.at.outputs.get(j).copied().flatten() else { return };
-        if let Some(f) = self.st.facts.get_mut(&key) {
+        if let Some(f) = self.out_facts(j) {
             f.items = Some(items);
         }
     }
 
     /// Output `j` of an optional kind is known present or absent.
     pub fn set_present(&mut self, j: usize, present: bool) {
-        let Some(key) = self.at.outputs.get(j).copied().flatten() else { return };
-        if let Some(f) = self.st.facts.get_mut(&key) {
+        if let Some(f) = self.out_facts(j) {
             f.present = Some(present);
         }
     }
@@ -86,7 +82,9 @@ impl OpCtx<'_, '_> {
     /// [`MAX_FLOAT_ELEMS`] (scales and ranges are small; a weight filled by
     /// `ConstantOfShape` is not worth its memory).
     pub fn set_value(&mut self, j: usize, v: ConstValue) {
-        let Some(key) = self.at.outputs.get(j).copied().flatten() else { return };
+        if !self.has_output(j) {
+            return;
+        }
         let dims = v.shape.iter().map(|&n| self.known(n as u64)).collect();
         self.set_dims(j, dims);
         self.set_dtype(j, v.dtype);
@@ -97,7 +95,7 @@ impl OpCtx<'_, '_> {
         if v.len() > cap {
             return;
         }
-        if let Some(f) = self.st.facts.get_mut(&key) {
+        if let Some(f) = self.out_facts(j) {
             f.value = Some(Arc::new(v));
         }
     }
@@ -105,15 +103,23 @@ impl OpCtx<'_, '_> {
     /// Output `j` is exactly `f` (kind, shape, type, elements, items): for
     /// pass-through operators and subgraph results.
     pub fn set_facts(&mut self, j: usize, f: Facts) {
-        let Some(key) = self.at.outputs.get(j).copied().flatten() else { return };
+        if !self.has_output(j) {
+            return;
+        }
         self.set_row(j, f.row.clone());
-        if let Some(out) = self.st.facts.get_mut(&key) {
+        if let Some(out) = self.out_facts(j) {
             out.kind = f.kind;
             out.dtype = f.dtype.or(out.dtype);
             out.value = f.value;
             out.items = f.items;
             out.present = f.present;
         }
+    }
+
+    /// The facts of output `j`, when it is wanted.
+    fn out_facts(&mut self, j: usize) -> Option<&mut Facts> {
+        let key = self.at.outputs.get(j).copied().flatten()?;
+        self.st.facts.get_mut(&key)
     }
 
     /// Output `j` is unknown: nothing the operator states determines it.

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 /// True when the AVX2+FMA versions of the kernels may run.
 pub fn avx2_fma() -> bool {
     static CHOSEN: OnceLock<bool> = OnceLock::new();
-    *CHOSEN.get_or_init(|| !forced_off() && detected())
+    *CHOSEN.get_or_init(|| !forced("off") && detected())
 }
 
 /// True when the tile evaluator may run its AVX-512 instance: AVX2+FMA
@@ -16,12 +16,7 @@ pub fn avx2_fma() -> bool {
 /// `avx2` (which keeps the AVX2 instance, to check it on such a machine).
 pub fn avx512() -> bool {
     static CHOSEN: OnceLock<bool> = OnceLock::new();
-    *CHOSEN.get_or_init(|| avx2_fma() && !forced_avx2() && detected_avx512())
-}
-
-/// `DIAMOND_SIMD=avx2`: the AVX2 kernels even where AVX-512 is present.
-fn forced_avx2() -> bool {
-    std::env::var("DIAMOND_SIMD").is_ok_and(|v| v.eq_ignore_ascii_case("avx2"))
+    *CHOSEN.get_or_init(|| avx2_fma() && !forced("avx2") && detected_avx512())
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -34,9 +29,10 @@ fn detected_avx512() -> bool {
     false
 }
 
-/// `DIAMOND_SIMD=off` forces the portable kernels (to check them on a machine that has AVX2).
-fn forced_off() -> bool {
-    std::env::var("DIAMOND_SIMD").is_ok_and(|v| v.eq_ignore_ascii_case("off"))
+/// Whether `DIAMOND_SIMD` is `choice`: `off` forces the portable kernels
+/// (to check them on a machine that has AVX2), `avx2` the AVX2 ones.
+fn forced(choice: &str) -> bool {
+    std::env::var("DIAMOND_SIMD").is_ok_and(|v| v.eq_ignore_ascii_case(choice))
 }
 
 #[cfg(target_arch = "x86_64")]

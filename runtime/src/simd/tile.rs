@@ -185,7 +185,9 @@ pub unsafe fn eval_planned<P: Place>(
 }
 
 /// [`eval_planned_avx2`] with the single instructions compiled for AVX-512
-/// (the runs stay AVX2).
+/// (the runs stay AVX2). The planned and the plain instances are separate
+/// functions on purpose: one function per feature set choosing between
+/// them made Tanh and SiLU 15% slower (0.145 → 0.165 ms on `[2,48,64,64]`).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
 unsafe fn eval_planned_avx512<P: Place>(
