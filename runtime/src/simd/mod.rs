@@ -11,7 +11,8 @@
 //! Contractions run on the fast kernels ([`contraction`]: MatMul and Gemm
 //! through [`gemm`], 2-D Conv through [`conv`] with its depthwise and
 //! pointwise cases) and their fused elementwise program after them;
-//! ConvTranspose and Resize run on kernels of their own ([`native`]);
+//! ConvTranspose, Resize, LRN and BatchNormalization run on kernels of
+//! their own ([`native`], [`norm`]);
 //! programs computing other types than `f32` and bool, contractions the
 //! kernels do not cover, and every other node run on the reference
 //! kernels. A [`Session`] prepares a model once for given input
@@ -30,6 +31,7 @@ pub mod gemm;
 pub mod im2col;
 pub mod math;
 pub mod native;
+pub mod norm;
 pub mod portable_gemm;
 pub mod profile;
 pub mod reduce;

@@ -10,6 +10,7 @@
 //!   of NCHW), nearest or linear, with the reference's own coordinate
 //!   mapping ([`axis_taps`]): each output row mixes at most two input rows
 //!   into one row, then each output column at most two of its columns.
+//! - **LRN** and inference **BatchNormalization** ([`norm`]).
 //!
 //! Anything else about these operators — other ranks, element types,
 //! `auto_pad`, `output_shape`, cubic or antialiased resizing, a crop box,
@@ -19,13 +20,14 @@
 use super::contraction::{floats, int_attr, sized, Take};
 use super::epilogue::Epilogue;
 use super::gemm::{sgemm, MatRef};
+use super::norm;
 use crate::ops::resize::axis_taps;
 use crate::tensor::{Data, Tensor};
 use diamond_ir::{AttrValue, Node};
 
 /// Whether the session hands `node` to [`compute`] first.
 pub(crate) fn covers(node: &Node) -> bool {
-    matches!(node.op_type.as_deref(), Some("ConvTranspose" | "Resize"))
+    matches!(node.op_type.as_deref(), Some("ConvTranspose" | "Resize" | "LRN" | "BatchNormalization"))
         && node.domain.as_deref().unwrap_or("").is_empty()
 }
 
@@ -35,6 +37,8 @@ pub(crate) fn compute(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -
     match node.op_type.as_deref()? {
         "ConvTranspose" => conv_transpose(node, inputs, take),
         "Resize" => resize(node, inputs, take),
+        "LRN" => norm::lrn(node, inputs, take),
+        "BatchNormalization" => norm::batch_norm(node, inputs, take),
         _ => None,
     }
 }

@@ -7,6 +7,7 @@
 //! are checked the same way by re-running these tests with
 //! `DIAMOND_SIMD=off` in a child process.
 
+mod norm;
 mod oracle;
 
 use diamond_runtime::simd::conv::{conv2d, Conv2d};
