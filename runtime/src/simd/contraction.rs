@@ -7,9 +7,10 @@
 //! other element types, 3-D convolutions, `auto_pad`, a C that does not broadcast one way — runs on
 //! the reference kernels, as before.
 
-use super::conv::{conv2d, Conv2d};
+use super::conv::{conv2d_keeping, Conv2d};
 use super::epilogue::{Bias, Epilogue};
 use super::gemm::{batched_matmul, sgemm, MatRef};
+use super::winograd::Filters;
 use crate::kernel::ContractionOp;
 use crate::tensor::{Data, Tensor};
 use diamond_ir::{AttrValue, Node};
@@ -50,11 +51,19 @@ fn ints_attr(node: &Node, name: &str) -> Option<Option<Vec<i64>>> {
 /// `None` where omitted) into a tensor whose data comes from `take` (an
 /// empty buffer with room for the given number of floats: a reused
 /// allocation), or `None` when the fast kernels do not cover it.
-pub(crate) fn compute(op: ContractionOp, node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -> Option<Tensor> {
+/// `kept`: where a convolution with a constant weight keeps what it derives
+/// from the weight between calls ([`conv2d_keeping`]).
+pub(crate) fn compute(
+    op: ContractionOp,
+    node: &Node,
+    inputs: &[Option<&Tensor>],
+    take: Take<'_>,
+    kept: Option<&mut Option<Filters>>,
+) -> Option<Tensor> {
     match op {
         ContractionOp::MatMul => matmul(inputs, take),
         ContractionOp::Gemm => gemm(node, inputs, take),
-        ContractionOp::Conv => conv(node, inputs, take),
+        ContractionOp::Conv => conv(node, inputs, take, kept),
     }
 }
 
@@ -150,7 +159,7 @@ fn gemm(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -> Option<Tenso
     Tensor::new(vec![m, n], Data::F32(out))
 }
 
-fn conv(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -> Option<Tensor> {
+fn conv(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>, kept: Option<&mut Option<Filters>>) -> Option<Tensor> {
     let (x, w) = (inputs.first().copied()??, inputs.get(1).copied()??);
     // A 1-D convolution is a 2-D one over a single row.
     let one_d = x.shape.len() == 3 && w.shape.len() == 3;
@@ -211,7 +220,7 @@ fn conv(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -> Option<Tenso
         Some(_) => return None,
     };
     let mut out = sized(take, p.output_len()?);
-    conv2d(floats(x)?, floats(w)?, &p, &mut out, &Epilogue { bias, ..Epilogue::default() });
+    conv2d_keeping(floats(x)?, floats(w)?, &p, &mut out, &Epilogue { bias, ..Epilogue::default() }, kept);
     let shape = if one_d { vec![p.n, p.c_out, ow] } else { vec![p.n, p.c_out, oh, ow] };
     Tensor::new(shape, Data::F32(out))
 }

@@ -4,6 +4,8 @@
 //!   `c_in × h·w` matrix the GEMM wants — a plain [`sgemm`] per group;
 //! - **depthwise** (group = c_in = c_out): a direct per-channel kernel
 //!   ([`depthwise`](super::depthwise));
+//! - **3×3 at stride 1** with enough channels: Winograd's F(2×2, 3×3)
+//!   ([`winograd`](super::winograd));
 //! - otherwise (grouped included) **im2col**: each group's input patches are
 //!   laid out as a `c_in/group·kh·kw × oh·ow` matrix
 //!   ([`im2col`](super::im2col)) and multiplied by the group's weights.
@@ -14,7 +16,7 @@
 
 use super::epilogue::Epilogue;
 use super::gemm::{sgemm, MatRef};
-use super::{depthwise, im2col};
+use super::{depthwise, im2col, winograd};
 
 /// The sizes and attributes of one 2-D convolution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,6 +103,20 @@ impl Conv2d {
 /// `out = epilogue(conv(input, weight))`, NCHW; `Bias::PerRow` is per output channel.
 /// Panics when the buffers or attributes are inconsistent.
 pub fn conv2d(input: &[f32], weight: &[f32], p: &Conv2d, out: &mut [f32], ep: &Epilogue) {
+    conv2d_keeping(input, weight, p, out, ep, None)
+}
+
+/// [`conv2d`] for a weight that stays the same from call to call: `kept`
+/// holds what the kernels derive from it (Winograd's transformed filters),
+/// made on the first call.
+pub fn conv2d_keeping(
+    input: &[f32],
+    weight: &[f32],
+    p: &Conv2d,
+    out: &mut [f32],
+    ep: &Epilogue,
+    kept: Option<&mut Option<winograd::Filters>>,
+) {
     let (oh, ow) = p.check(input, weight, out);
     let plane = oh * ow;
     ep.check(p.c_out, plane);
@@ -109,6 +125,9 @@ pub fn conv2d(input: &[f32], weight: &[f32], p: &Conv2d, out: &mut [f32], ep: &E
     }
     if p.is_depthwise() {
         return depthwise::conv(input, weight, p, (oh, ow), &mut out[..p.n * p.c_out * plane], ep);
+    }
+    if winograd::suits(p, (oh, ow)) {
+        return winograd::conv(input, weight, p, (oh, ow), &mut out[..p.n * p.c_out * plane], ep, kept);
     }
     let (cig, cog) = (p.group_in(), p.group_out());
     let patch = cig * p.kh * p.kw;

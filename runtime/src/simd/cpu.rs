@@ -19,6 +19,14 @@ pub fn avx512() -> bool {
     *CHOSEN.get_or_init(|| avx2_fma() && !forced("avx2") && detected_avx512())
 }
 
+/// True unless `DIAMOND_WINOGRAD=off`, which sends 3×3 convolutions to
+/// im2col as before Winograd's route (to compare the two, or to get the
+/// direct sum's rounding).
+pub fn winograd() -> bool {
+    static CHOSEN: OnceLock<bool> = OnceLock::new();
+    *CHOSEN.get_or_init(|| !std::env::var("DIAMOND_WINOGRAD").is_ok_and(|v| v.eq_ignore_ascii_case("off")))
+}
+
 #[cfg(target_arch = "x86_64")]
 fn detected_avx512() -> bool {
     is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vl")

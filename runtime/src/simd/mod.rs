@@ -38,6 +38,7 @@ pub mod reduce;
 pub mod reduce_lanes;
 pub mod session;
 pub mod tile;
+pub mod winograd;
 
 pub use profile::{StepKind, StepTime};
 pub use session::{Coverage, Session, SessionRun};

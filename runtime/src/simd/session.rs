@@ -14,6 +14,7 @@
 use super::bind::{bind, Bound};
 use super::profile::{first_names, op_list, StepKind, StepTime};
 use super::tile::{Dst, Src};
+use super::winograd::Filters;
 use super::{contraction, elementwise, native, reduce, Options};
 use crate::error::{Result, RunError};
 use crate::exec::{run_one, Frame};
@@ -101,6 +102,8 @@ pub struct Session<'m> {
     outputs: Vec<ValueId>,
     initializer: Vec<bool>,
     resident: u64,
+    /// The Winograd filters of convolutions with a constant weight, by node.
+    filters: HashMap<NodeId, Filters>,
     pool: Vec<Vec<f32>>,
     simd: bool,
     coverage: Coverage,
@@ -184,6 +187,7 @@ impl<'m> Session<'m> {
             outputs,
             initializer,
             resident,
+            filters: HashMap::new(),
             pool: Vec::new(),
             simd: options.use_simd(),
             coverage,
@@ -416,8 +420,21 @@ impl<'m> Session<'m> {
 
     /// Runs contraction `n` on the fast kernels, or on the reference kernels
     /// when they do not cover its operands; the bytes it added.
+    /// A convolution whose weight is constant keeps what the kernels derive
+    /// from it ([`Filters`]) from run to run, resident like the weight.
     fn run_contraction(&mut self, n: NodeId, op: ContractionOp, peak: &mut u64, live: u64) -> Result<u64> {
-        self.run_on_own_kernels(n, peak, live, &mut |node, inputs, take| contraction::compute(op, node, inputs, take))
+        let weight = self.frame.graph.nodes[n].inputs.get(1).copied();
+        let constant = op == ContractionOp::Conv && weight.is_some_and(|w| self.initializer[idx(w)]);
+        let mut slot = constant.then(|| self.filters.remove(&n));
+        let before = slot.as_ref().and_then(|s| s.as_ref()).map_or(0, Filters::byte_size);
+        let made = self.run_on_own_kernels(n, peak, live, &mut |node, inputs, take| {
+            contraction::compute(op, node, inputs, take, slot.as_mut())
+        })?;
+        let Some(Some(filters)) = slot else { return Ok(made) };
+        let added = filters.byte_size() - before.min(filters.byte_size());
+        self.resident += added;
+        self.filters.insert(n, filters);
+        Ok(made + added)
     }
 
     /// Runs node `n` on the session's own kernels ([`native`]); the bytes it added.

@@ -349,6 +349,36 @@ proptest! {
     }
 }
 
+/// 3×3 convolutions at stride 1 with at least 16 channels each way: the
+/// Winograd route (`simd::winograd`), with odd and even output sizes,
+/// symmetric, one-sided and no padding, and every epilogue (outputs of
+/// 23×23 and more: the 128 tiles the route takes with few channels).
+fn winograd_spec() -> impl Strategy<Value = ConvSpec> {
+    ((1usize..3, 16usize..24, 16usize..21), (25usize..34, 25usize..34), [0usize..3, 0usize..3, 0usize..3, 0usize..3])
+        .prop_map(|((n, group_in, group_out), (h, w), pads)| ConvSpec {
+            n,
+            group: 1,
+            group_in,
+            group_out,
+            h,
+            w,
+            kh: 3,
+            kw: 3,
+            stride: [1, 1],
+            dilation: [1, 1],
+            pads,
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn winograd_convolutions_match_the_reference(spec in winograd_spec(), ep in epilogue_spec(), seed in any::<u64>()) {
+        check_conv(&spec, &ep, seed);
+    }
+}
+
 /// Runs `f` on a rayon pool of `threads` threads.
 fn on_threads(threads: usize, f: impl FnOnce() + Send) {
     rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a thread pool").install(f);
@@ -382,6 +412,9 @@ fn large_products_cut_into_tiles_match_the_reference_on_one_and_several_threads(
             // 14 output columns: im2col's gather table, over enough columns to fill them in parallel
             check_conv(&ConvSpec { group_in: 20, stride: [1, 2], ..conv }, &per_row, 7);
             check_batched(&[6], (0, 0), (0, 0), (40, 30, 50), (false, false), full, 6);
+            // Winograd over several bands of tile rows (151 tiles a row), odd output sizes
+            let wide = ConvSpec { n: 2, group_in: 16, group_out: 17, h: 40, w: 301, pads: [1, 0, 0, 1], ..conv };
+            check_conv(&wide, &full, 8);
         });
     }
 }
