@@ -154,6 +154,10 @@ fn cases() -> Vec<Case> {
     }
     cases.extend([
         conv_case("resnet50 conv1 7x7/2 3->64 224", conv(3, 224, 64, 7, 2, 1)),
+        conv_case("resnet18 export conv1 7x7/2 3->8 32", conv(3, 32, 8, 7, 2, 1)),
+        conv_case("resnet18 export 3x3 8->8 8", conv(8, 8, 8, 3, 1, 1)),
+        conv_case("resnet18 export 3x3/2 16->32 4", conv(16, 4, 32, 3, 2, 1)),
+        conv_case("3x3 64->64 24", conv(64, 24, 64, 3, 1, 1)),
         conv_case("resnet50 3x3 64->64 56", conv(64, 56, 64, 3, 1, 1)),
         conv_case("resnet50 1x1 256->64 56", conv(256, 56, 64, 1, 1, 1)),
         conv_case("resnet50 3x3 256->256 14", conv(256, 14, 256, 3, 1, 1)),
