@@ -11,8 +11,8 @@
 //! Contractions run on the fast kernels ([`contraction`]: MatMul and Gemm
 //! through [`gemm`], 2-D Conv through [`conv`] with its depthwise and
 //! pointwise cases) and their fused elementwise program after them;
-//! ConvTranspose, Resize, LRN and BatchNormalization run on kernels of
-//! their own ([`native`], [`norm`]);
+//! ConvTranspose, Resize, LRN, BatchNormalization, pooling and Concat run
+//! on kernels of their own ([`native`], [`norm`], [`pool`], [`concat`]);
 //! programs computing other types than `f32` and bool, contractions the
 //! kernels do not cover, and every other node run on the reference
 //! kernels. A [`Session`] prepares a model once for given input
@@ -21,6 +21,7 @@
 pub mod activation;
 pub mod bind;
 pub mod chain;
+pub mod concat;
 pub mod contraction;
 pub mod conv;
 pub mod cpu;
@@ -32,6 +33,7 @@ pub mod im2col;
 pub mod math;
 pub mod native;
 pub mod norm;
+pub mod pool;
 pub mod portable_gemm;
 pub mod profile;
 pub mod reduce;

@@ -10,7 +10,8 @@
 //!   of NCHW), nearest or linear, with the reference's own coordinate
 //!   mapping ([`axis_taps`]): each output row mixes at most two input rows
 //!   into one row, then each output column at most two of its columns.
-//! - **LRN** and inference **BatchNormalization** ([`norm`]).
+//! - **LRN** and inference **BatchNormalization** ([`norm`]), 2-D
+//!   **MaxPool** and **AveragePool** ([`pool`]), **Concat** ([`concat`]).
 //!
 //! Anything else about these operators — other ranks, element types,
 //! `auto_pad`, `output_shape`, cubic or antialiased resizing, a crop box,
@@ -20,15 +21,17 @@
 use super::contraction::{floats, int_attr, sized, Take};
 use super::epilogue::Epilogue;
 use super::gemm::{sgemm, MatRef};
-use super::norm;
+use super::{concat, norm, pool};
 use crate::ops::resize::axis_taps;
 use crate::tensor::{Data, Tensor};
 use diamond_ir::{AttrValue, Node};
 
 /// Whether the session hands `node` to [`compute`] first.
 pub(crate) fn covers(node: &Node) -> bool {
-    matches!(node.op_type.as_deref(), Some("ConvTranspose" | "Resize" | "LRN" | "BatchNormalization"))
-        && node.domain.as_deref().unwrap_or("").is_empty()
+    matches!(
+        node.op_type.as_deref(),
+        Some("ConvTranspose" | "Resize" | "LRN" | "BatchNormalization" | "MaxPool" | "AveragePool" | "Concat")
+    ) && node.domain.as_deref().unwrap_or("").is_empty()
 }
 
 /// Computes `node` on `inputs` (`None` where omitted) into a tensor whose
@@ -39,6 +42,9 @@ pub(crate) fn compute(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -
         "Resize" => resize(node, inputs, take),
         "LRN" => norm::lrn(node, inputs, take),
         "BatchNormalization" => norm::batch_norm(node, inputs, take),
+        "MaxPool" => pool::pool(node, inputs, take, true),
+        "AveragePool" => pool::pool(node, inputs, take, false),
+        "Concat" => concat::concat(node, inputs, take),
         _ => None,
     }
 }

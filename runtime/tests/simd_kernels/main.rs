@@ -9,6 +9,7 @@
 
 mod norm;
 mod oracle;
+mod pool;
 
 use diamond_runtime::simd::conv::{conv2d, Conv2d};
 use diamond_runtime::simd::epilogue::{Activation, Bias, Epilogue};

@@ -1,0 +1,59 @@
+//! Concat of `f32` tensors into a buffer from the session's pool (the
+//! reference allocates a fresh one each run, whose pages the kernel must
+//! fault in and zero): for each of the `outer` blocks before the axis, each
+//! operand's block is copied into place, the copies spread over the current
+//! rayon pool when there are enough bytes to move. Other element types and
+//! mismatched operands return `None` (the reference reports them).
+
+use super::contraction::floats;
+use crate::tensor::{Data, Tensor};
+use diamond_ir::{AttrValue, Node};
+use rayon::prelude::*;
+
+/// Below this many floats the copies run on one thread.
+const PARALLEL_FLOATS: usize = 1 << 16;
+
+/// Concatenates `inputs` along the node's `axis`; `take` gives an empty
+/// buffer with room for the given number of floats.
+pub fn concat(node: &Node, inputs: &[Option<&Tensor>], take: &mut dyn FnMut(usize) -> Vec<f32>) -> Option<Tensor> {
+    let parts: Vec<&Tensor> = inputs.iter().copied().collect::<Option<_>>()?;
+    let first = parts.first()?;
+    let rank = first.shape.len();
+    let axis = match node.attribute("axis").and_then(|a| a.value()) {
+        Some(AttrValue::Int(a)) if (-(rank as i64)..rank as i64).contains(&a) => a.rem_euclid(rank as i64) as usize,
+        _ => return None,
+    };
+    let same = |t: &Tensor| t.shape.len() == rank && (0..rank).all(|a| a == axis || t.shape[a] == first.shape[a]);
+    if !parts.iter().all(|t| same(t)) {
+        return None;
+    }
+    let data: Vec<&[f32]> = parts.iter().map(|t| floats(t)).collect::<Option<_>>()?;
+    let outer: usize = first.shape[..axis].iter().product();
+    let inner: usize = first.shape[axis + 1..].iter().product();
+    let blocks: Vec<usize> = parts.iter().map(|t| t.shape[axis] * inner).collect();
+    if data.iter().zip(&blocks).any(|(d, &b)| d.len() != b * outer) {
+        return None;
+    }
+    let total: usize = blocks.iter().sum::<usize>() * outer;
+    let mut out = take(total);
+    out.clear();
+    out.resize(total, 0.0);
+    // every (destination, source) block in the output's order
+    let mut copies: Vec<(&mut [f32], &[f32])> = Vec::with_capacity(outer * parts.len());
+    let mut rest = &mut out[..];
+    for o in 0..outer {
+        for (d, &b) in data.iter().zip(&blocks) {
+            let (dst, tail) = rest.split_at_mut(b);
+            copies.push((dst, &d[o * b..(o + 1) * b]));
+            rest = tail;
+        }
+    }
+    if rayon::current_num_threads() > 1 && total >= PARALLEL_FLOATS {
+        copies.into_par_iter().for_each(|(dst, src)| dst.copy_from_slice(src));
+    } else {
+        copies.into_iter().for_each(|(dst, src)| dst.copy_from_slice(src));
+    }
+    let mut shape = first.shape.clone();
+    shape[axis] = parts.iter().map(|t| t.shape[axis]).sum();
+    Tensor::new(shape, Data::F32(out))
+}
