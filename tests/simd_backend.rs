@@ -217,3 +217,32 @@ fn constant_steps_are_computed_once_when_the_session_is_prepared() {
     assert!(readers >= 1);
     assert_eq!(session.coverage().hoisted_steps, constant_of_shape - readers);
 }
+
+/// A Shape node whose input's shape the fed shapes fix is computed when
+/// the session is prepared (and what reads it, hoisted with it); one
+/// reading NonZero's output, whose shape follows the data, runs each time:
+/// two runs on different data give the reference's two answers.
+#[test]
+fn shapes_fixed_by_the_fed_shapes_fold_and_data_dependent_ones_do_not() {
+    use diamond_runtime::simd::{Options, Session};
+    use diamond_runtime::{Data, Fed};
+    let path = common::root().join("fixtures/runtime/shapes.onnx");
+    let model = diamond_importers::onnx::load_model(&path).unwrap();
+    let lowered = diamond_optimize::lower::lower(&model).unwrap();
+    let x = |v: Vec<f32>| vec![("x".to_string(), Value::Tensor(Tensor::new(vec![2, 4], Data::F32(v)).unwrap()))];
+    let first = x(vec![1.0, 0.0, 2.0, 0.0, 0.0, 0.0, 3.0, 4.0]);
+    let second = x(vec![1.0, 1.0, 2.0, 5.0, 6.0, 0.0, 3.0, 4.0]);
+    let fed: Vec<(String, Fed)> = first.iter().map(|(n, v)| (n.clone(), Fed::of(v))).collect();
+    for options in modes() {
+        let mut session = Session::new(&model, &lowered, &fed, &options).unwrap();
+        assert_eq!(session.coverage().folded_shapes, 1, "only the Shape of x folds");
+        assert!(session.coverage().hoisted_steps >= 1, "the Reshape target built from it is hoisted");
+        for inputs in [&first, &second, &first] {
+            let got = session.run(inputs.clone()).unwrap();
+            let want = run_reference(&model, inputs).unwrap();
+            for ((name, g), (_, w)) in got.outputs.iter().zip(&want) {
+                agree(g, w, 0.0, 0.0).unwrap_or_else(|e| panic!("output '{name}': {e}"));
+            }
+        }
+    }
+}

@@ -36,7 +36,7 @@ use diamond_ir::entity::EntityId;
 use diamond_ir::term::SizeExpr;
 use diamond_ir::types::{DimValue, TypeInfo, TypeValue};
 use diamond_ir::{ElemType, Graph, Model, ValueId};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// What was fed for one graph input, as far as the plan needs it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -138,6 +138,8 @@ pub struct Plan {
     values: Vec<PlannedValue>,
     predicted_peak: Option<u64>,
     partial: Vec<String>,
+    /// The shape of each value a Shape node reads, where the fed shapes fix it.
+    shapes: HashMap<ValueId, Vec<u64>>,
 }
 
 impl Plan {
@@ -219,6 +221,20 @@ impl Plan {
                 ));
             }
         }
+        // The shapes that Shape nodes read, where the check (finding no error) fixes them from the fed shapes.
+        let mut shapes = HashMap::new();
+        if errors == 0 {
+            for node in graph.nodes.values() {
+                let standard = node.domain.as_deref().is_none_or(|d| d.is_empty() || d == "ai.onnx");
+                let Some(&input) = node.inputs.first() else { continue };
+                if standard && node.op_type.as_deref() == Some("Shape") {
+                    if let Some(dims) = report.inferred.get(gid, input).and_then(|ty| inferred_dims(ty, &bindings).ok())
+                    {
+                        shapes.insert(input, dims);
+                    }
+                }
+            }
+        }
         let schedule = Schedule::new(model, graph, &output_ids(graph)?)?;
         let (peak, unknown, held) = replay(graph, fed, &schedule, &sizes);
         partial.extend(unknown);
@@ -230,7 +246,13 @@ impl Plan {
             })
             .collect();
         let predicted_peak = partial.is_empty().then_some(peak);
-        Ok(Plan { fed: fed.to_vec(), bindings, schedule, values, predicted_peak, partial })
+        Ok(Plan { fed: fed.to_vec(), bindings, schedule, values, predicted_peak, partial, shapes })
+    }
+
+    /// The shape of `value`, which a Shape node reads, when the check fixes
+    /// it from the fed shapes (so that it is the same in every run).
+    pub fn shape_read(&self, value: ValueId) -> Option<&[u64]> {
+        self.shapes.get(&value).map(Vec::as_slice)
     }
 
     /// The symbols the fed tensors bound, in the order they were bound.
@@ -411,8 +433,8 @@ fn initializer_size(t: &diamond_ir::Tensor) -> Size {
 /// The size of value `name` of inferred type `ty` with the symbols bound.
 fn inferred_size(name: &str, ty: &TypeInfo, bindings: &[Binding]) -> Size {
     let unknown = |why: String| Size::UnknownUntilRun(format!("'{name}' {why}"));
-    let (elem, shape) = match &ty.value {
-        Some(TypeValue::Tensor { elem: Some(elem), shape }) => (*elem, shape),
+    let elem = match &ty.value {
+        Some(TypeValue::Tensor { elem: Some(elem), .. }) => *elem,
         Some(TypeValue::Sequence(_)) => {
             return unknown("is a sequence: how many tensors it holds shows at run time".into())
         }
@@ -424,9 +446,25 @@ fn inferred_size(name: &str, ty: &TypeInfo, bindings: &[Binding]) -> Size {
     let Some(width) = elem_bytes(elem) else {
         return unknown("holds strings, whose lengths show at run time".into());
     };
-    let Some(shape) = shape else { return unknown("has a rank the check cannot infer".into()) };
-    let value_of = |s: &str| bindings.iter().find(|b| b.symbol == s).and_then(|b| i64::try_from(b.size).ok());
+    let dims = match inferred_dims(ty, bindings) {
+        Ok(dims) => dims,
+        Err(why) => return unknown(why),
+    };
     let mut bytes: u64 = width;
+    for size in dims {
+        let Some(product) = bytes.checked_mul(size) else { return unknown("overflows 64 bits".into()) };
+        bytes = product;
+    }
+    Size::Bytes(bytes)
+}
+
+/// The sizes of a tensor type's axes at the bound symbols, or why they are
+/// not known before the run.
+fn inferred_dims(ty: &TypeInfo, bindings: &[Binding]) -> std::result::Result<Vec<u64>, String> {
+    let Some(TypeValue::Tensor { shape, .. }) = &ty.value else { return Err("is not a tensor".into()) };
+    let Some(shape) = shape else { return Err("has a rank the check cannot infer".into()) };
+    let value_of = |s: &str| bindings.iter().find(|b| b.symbol == s).and_then(|b| i64::try_from(b.size).ok());
+    let mut dims = Vec::with_capacity(shape.dims.len());
     for (axis, dim) in shape.dims.iter().enumerate() {
         let size = match &dim.value {
             Some(DimValue::Known(n)) => u64::try_from(*n).ok(),
@@ -434,19 +472,18 @@ fn inferred_size(name: &str, ty: &TypeInfo, bindings: &[Binding]) -> Size {
                 Some(v) => u64::try_from(v).ok(),
                 None => SizeExpr::parse(p).ok().and_then(|e| e.eval(&value_of)).and_then(|v| u64::try_from(v).ok()),
             },
-            None => return unknown(format!("axis {axis}: its size depends on the data")),
+            None => return Err(format!("axis {axis}: its size depends on the data")),
         };
         let Some(size) = size else {
             let text = dim.value.as_ref().map_or_else(String::new, |v| match v {
                 DimValue::Known(n) => n.to_string(),
                 DimValue::Param(p) => p.clone(),
             });
-            return unknown(format!("axis {axis} is {text}, which the fed shapes do not determine"));
+            return Err(format!("axis {axis} is {text}, which the fed shapes do not determine"));
         };
-        let Some(product) = bytes.checked_mul(size) else { return unknown("overflows 64 bits".into()) };
-        bytes = product;
+        dims.push(size);
     }
-    Size::Bytes(bytes)
+    Ok(dims)
 }
 
 /// Replays the executor's accounting over `schedule` with the planned

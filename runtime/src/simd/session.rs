@@ -86,10 +86,13 @@ pub struct Coverage {
     pub reference_nodes: usize,
     /// Contraction nodes (MatMul, Gemm, Conv) given to the fast kernels.
     pub contractions: usize,
-    /// Other nodes given to the session's own kernels (ConvTranspose, Resize).
+    /// Other nodes given to the session's own kernels (ConvTranspose, Resize,
+    /// LRN, BatchNormalization, pooling, Concat).
     pub native_nodes: usize,
     /// Steps computed once when the session was prepared (their inputs all constant).
     pub hoisted_steps: usize,
+    /// Shape nodes computed from the shapes the fed ones fix, when the session was prepared.
+    pub folded_shapes: usize,
 }
 
 /// A model prepared for repeated runs on inputs of fixed shapes.
@@ -193,9 +196,37 @@ impl<'m> Session<'m> {
             coverage,
             times: None,
         };
+        session.fold_shapes(&plan);
         session.hoist_constants()?;
         session.frees = frees(model, &session.steps, &session.outputs);
         Ok(session)
+    }
+
+    /// Computes now each Shape node whose input's shape the plan fixes from
+    /// the fed shapes (the check infers it, finding no error): its output is
+    /// the same in every run, so it is held like an initializer and its step
+    /// dropped — which lets [`Self::hoist_constants`] fold what reads it
+    /// (position indices, masks, Reshape targets), as tract and onnxruntime
+    /// do for a model loaded with concrete input shapes.
+    fn fold_shapes(&mut self, plan: &Plan) {
+        let graph = self.frame.graph;
+        let mut kept = Vec::with_capacity(self.steps.len());
+        for step in std::mem::take(&mut self.steps) {
+            let folded = match &step {
+                Planned::Nodes(nodes) if nodes.len() == 1 => shape_value(&graph.nodes[nodes[0]], plan),
+                _ => None,
+            };
+            let Some(value) = folded else {
+                kept.push(step);
+                continue;
+            };
+            let out = graph.nodes[step_nodes(&step)[0]].outputs[0];
+            self.resident += value.byte_size();
+            self.initializer[idx(out)] = true;
+            self.frame.values[idx(out)] = Some(Value::Tensor(value));
+            self.coverage.folded_shapes += 1;
+        }
+        self.steps = kept;
     }
 
     /// Runs, once and now, every step whose inputs are all constant
@@ -589,6 +620,28 @@ impl<'m> Session<'m> {
             }
         }
     }
+}
+
+/// The output of a Shape node whose input's shape `plan` fixes (the
+/// `start`/`end` slice of its dimensions, as ONNX clamps them), or `None`.
+fn shape_value(node: &diamond_ir::Node, plan: &Plan) -> Option<Tensor> {
+    let standard = node.domain.as_deref().is_none_or(|d| d.is_empty() || d == "ai.onnx");
+    if !standard || node.op_type.as_deref() != Some("Shape") || node.outputs.len() != 1 {
+        return None;
+    }
+    let dims = plan.shape_read(*node.inputs.first()?)?;
+    let rank = dims.len() as i64;
+    let bound = |name: &str, default: i64| -> Option<usize> {
+        let v = match node.attribute(name).and_then(|a| a.value()) {
+            None => default,
+            Some(diamond_ir::AttrValue::Int(v)) => v,
+            _ => return None,
+        };
+        Some((if v < 0 { v + rank } else { v }).clamp(0, rank) as usize)
+    };
+    let (start, end) = (bound("start", 0)?, bound("end", rank)?);
+    let kept = if start < end { &dims[start..end] } else { &[][..] };
+    Some(Tensor::from_i64s(kept.iter().map(|&d| i64::try_from(d).ok()).collect::<Option<Vec<_>>>()?))
 }
 
 /// An empty buffer with capacity for `len` floats: the smallest in `pool`
