@@ -31,7 +31,7 @@ pub(super) fn int_attr(node: &Node, name: &str, default: i64) -> Option<i64> {
     }
 }
 
-fn float_attr(node: &Node, name: &str, default: f32) -> Option<f32> {
+pub(super) fn float_attr(node: &Node, name: &str, default: f32) -> Option<f32> {
     match node.attribute(name).and_then(|a| a.value()) {
         None => Some(default),
         Some(AttrValue::Float(v)) => Some(v),

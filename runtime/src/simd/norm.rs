@@ -18,30 +18,14 @@
 //! Other element types, ranks below 3 (LRN) or 2 (BatchNormalization) and
 //! training mode return `None`: the node runs on the reference kernels.
 
-use super::contraction::{floats, sized};
+use super::contraction::{float_attr, floats, int_attr, sized};
 use super::cpu;
 use crate::tensor::{Data, Tensor};
-use diamond_ir::{AttrValue, Node};
+use diamond_ir::Node;
 use rayon::prelude::*;
 
 /// Below this many output floats a node runs on one thread.
 const PARALLEL_FLOATS: usize = 1 << 15;
-
-fn float_attr(node: &Node, name: &str, default: f32) -> Option<f32> {
-    match node.attribute(name).and_then(|a| a.value()) {
-        None => Some(default),
-        Some(AttrValue::Float(v)) => Some(v),
-        _ => None,
-    }
-}
-
-fn int_attr(node: &Node, name: &str, default: i64) -> Option<i64> {
-    match node.attribute(name).and_then(|a| a.value()) {
-        None => Some(default),
-        Some(AttrValue::Int(v)) => Some(v),
-        _ => None,
-    }
-}
 
 /// Runs `each(plane index, output plane)` over the `plane`-float planes of
 /// `out`, in parallel when there is enough work.

@@ -19,7 +19,7 @@
 //! or behave as the reference's `f32` path: the node runs on the
 //! reference kernels where `None`.
 
-use super::contraction::{floats, sized};
+use super::contraction::{floats, int_attr, sized};
 use super::cpu;
 use crate::tensor::{Data, Tensor};
 use diamond_ir::{AttrValue, Node};
@@ -82,14 +82,6 @@ fn ints(node: &Node, name: &str) -> Option<Option<Vec<usize>>> {
     }
 }
 
-fn int(node: &Node, name: &str, default: i64) -> Option<i64> {
-    match node.attribute(name).and_then(|a| a.value()) {
-        None => Some(default),
-        Some(AttrValue::Int(v)) => Some(v),
-        _ => None,
-    }
-}
-
 /// The two spatial axes of a node over an input of `[h, w]`.
 fn axes(node: &Node, input: [usize; 2]) -> Option<[Axis; 2]> {
     match node.attribute("auto_pad").and_then(|a| a.value()) {
@@ -103,7 +95,7 @@ fn axes(node: &Node, input: [usize; 2]) -> Option<[Axis; 2]> {
     };
     let (strides, dilations) = (pair("strides")?, pair("dilations")?);
     let pads = ints(node, "pads")?.unwrap_or_else(|| vec![0; 4]);
-    let ceil = int(node, "ceil_mode", 0)? != 0;
+    let ceil = int_attr(node, "ceil_mode", 0)? != 0;
     if pads.len() != 4 || kernel.contains(&0) {
         return None;
     }
@@ -151,7 +143,7 @@ pub fn pool(
     if node.outputs.len() > 1 || xd.len() != n * c * h * w || h * w == 0 {
         return None;
     }
-    let kind = if max { Kind::Max } else { Kind::Average { count_pad: int(node, "count_include_pad", 0)? != 0 } };
+    let kind = if max { Kind::Max } else { Kind::Average { count_pad: int_attr(node, "count_include_pad", 0)? != 0 } };
     let [rows, cols] = axes(node, [h, w])?;
     let plan = Plan::new(kind, rows, cols);
     let (oh, ow) = (plan.rows.output, plan.cols.output);
