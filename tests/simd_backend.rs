@@ -224,7 +224,7 @@ fn constant_steps_are_computed_once_when_the_session_is_prepared() {
 /// two runs on different data give the reference's two answers.
 #[test]
 fn shapes_fixed_by_the_fed_shapes_fold_and_data_dependent_ones_do_not() {
-    use diamond_runtime::simd::{Options, Session};
+    use diamond_runtime::simd::Session;
     use diamond_runtime::{Data, Fed};
     let path = common::root().join("fixtures/runtime/shapes.onnx");
     let model = diamond_importers::onnx::load_model(&path).unwrap();
