@@ -282,7 +282,21 @@ impl Solver {
 
     /// Registers a named tensor whose shape is `row`, declared by `declared`.
     pub fn add_tensor(&mut self, name: &str, kind: TensorKind, row: RowTerm, declared: Option<CauseId>) -> TensorId {
-        let row = self.store.intern_row(&row);
+        self.add_tensor_of(name, kind, &row, declared)
+    }
+
+    /// [`Solver::add_tensor`] with the row borrowed. Closing names leaf and
+    /// parameter tensors in its messages; an interior tensor's name is only
+    /// handed back in [`Solution::tensors`], so a caller that keeps its own
+    /// names (the graph check) may pass `""`.
+    pub fn add_tensor_of(
+        &mut self,
+        name: &str,
+        kind: TensorKind,
+        row: &RowTerm,
+        declared: Option<CauseId>,
+    ) -> TensorId {
+        let row = self.store.intern_row(row);
         self.tensors.push(TensorEntry { name: name.to_string(), kind, row, declared });
         TensorId(self.tensors.len() as u32 - 1)
     }
@@ -342,10 +356,7 @@ impl Solver {
                 store.flat_term(&resolved)
             })
             .collect();
-        self.close();
-        self.check_unit_claims();
-        // Report in source order; within a line, in the order found.
-        self.diagnostics.sort_by_key(|d| d.line.unwrap_or(u32::MAX));
+        self.close_and_order();
         let entries = std::mem::take(&mut self.tensors);
         let tensors = entries
             .into_iter()
@@ -356,6 +367,14 @@ impl Solver {
             })
             .collect();
         Solution { tensors, diagnostics: self.diagnostics, names: self.names }
+    }
+
+    /// Closes, checks the stated units, and puts the diagnostics in
+    /// source order (within a line, in the order found).
+    pub(crate) fn close_and_order(&mut self) {
+        self.close();
+        self.check_unit_claims();
+        self.diagnostics.sort_by_key(|d| d.line.unwrap_or(u32::MAX));
     }
 
     fn apply(&mut self, c: &Item) -> Step {

@@ -139,7 +139,7 @@ impl<'r> Analysis<'r> {
             }
             return diamond_infer::graph::decode::decode(&graph.initializers[i]).map(Arc::new);
         }
-        self.report.known_values.get(graph.value_name(v)).cloned()
+        self.report.known_values.get(&v).cloned()
     }
 
     /// Whether a value may be rewired or removed: not part of the interface

@@ -103,9 +103,10 @@ pub struct CheckReport {
     #[serde(skip)]
     pub inferred: super::inferred::InferredTypes,
     /// Main-graph values computed by nodes whose elements value propagation
-    /// knows (shape arithmetic: integers, size expressions), by name.
+    /// knows (shape arithmetic: integers, size expressions), by value id in
+    /// the main graph.
     #[serde(skip)]
-    pub known_values: rustc_hash::FxHashMap<String, std::sync::Arc<ConstValue>>,
+    pub known_values: rustc_hash::FxHashMap<diamond_ir::ValueId, std::sync::Arc<ConstValue>>,
 }
 
 impl CheckReport {
@@ -166,15 +167,13 @@ pub(crate) fn build(mut low: Lowering<'_>, st: LoweringState<'_>, main: GraphId)
             Some((low.instances[key.0 as usize].graph, key.1, tensor, f.kind.clone(), f.dtype))
         })
         .collect();
-    let mut solver = st.solver;
+    // The facts are read: only the closed shapes are needed from here on.
+    drop(st.facts);
     // Declared shapes are claims: compare them with what the graph implies once solved.
-    let solution = {
-        let s = std::mem::take(&mut solver);
-        s.finish()
-    };
+    let (mut closed, mut diagnostics) = st.solver.finish_closed();
     let mut inferred = super::inferred::InferredTypes::default();
     for (graph, value, tensor, kind, dtype) in typed {
-        let ty = super::inferred::type_of(&kind, &solution.tensors[tensor.0 as usize].closed, dtype);
+        let ty = super::inferred::type_of(&kind, &closed.row(tensor), dtype);
         inferred.record(graph, value, ty);
     }
     let mut values: Vec<ValueReport> = reported
@@ -185,9 +184,10 @@ pub(crate) fn build(mut low: Lowering<'_>, st: LoweringState<'_>, main: GraphId)
             initializer: role == crate::solver::TensorKind::Param,
             kind: kind.describe(),
             dtype,
-            shape: row_dims(&solution.tensors[tensor.0 as usize].closed),
+            shape: row_dims(&closed.row(tensor)),
         })
         .collect();
+    drop(closed);
     // A body lowered more than once (loop rounds, unrolled iterations) lists
     // its values once per lowering: keep the last.
     let mut last: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
@@ -200,7 +200,6 @@ pub(crate) fn build(mut low: Lowering<'_>, st: LoweringState<'_>, main: GraphId)
         k += 1;
         keep[k - 1]
     });
-    let mut diagnostics = solution.diagnostics;
     let initializers: rustc_hash::FxHashSet<&str> =
         graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
     let is_initializer = |name: &str| initializers.contains(name);
@@ -250,17 +249,16 @@ fn known_values(
     low: &Lowering<'_>,
     st: &LoweringState<'_>,
     main: GraphId,
-) -> rustc_hash::FxHashMap<String, std::sync::Arc<ConstValue>> {
+) -> rustc_hash::FxHashMap<diamond_ir::ValueId, std::sync::Arc<ConstValue>> {
     let graph = &low.model.graphs[main];
     let mut out = rustc_hash::FxHashMap::default();
     for (_, node) in graph.nodes.iter() {
         for &v in &node.outputs {
-            let name = graph.value_name(v);
-            if name.is_empty() {
+            if graph.value_name(v).is_empty() {
                 continue;
             }
             if let Some(value) = st.facts.get(&(0, v)).and_then(|f| f.value.clone()) {
-                out.insert(name.to_string(), value);
+                out.insert(v, value);
             }
         }
     }
