@@ -88,7 +88,9 @@ pub struct ValueInfo {
     pub metadata_props: Vec<StringEntry>,
 }
 
-/// One operator application.
+/// One operator application. The fields few nodes fill sit apart, boxed,
+/// in [`NodeRare`]: a graph holds tens of thousands of nodes, nearly all of
+/// them an operator, its operands and its attributes.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Node {
     /// The node's name.
@@ -97,20 +99,39 @@ pub struct Node {
     pub op_type: Option<String>,
     /// The operator's domain; unset or `""` is the default ONNX domain.
     pub domain: Option<String>,
-    /// The overload of a model-local function.
-    pub overload: Option<String>,
     /// Operands, in order (the empty-name value marks an omitted one).
     pub inputs: Vec<ValueId>,
     /// Results, in order.
     pub outputs: Vec<ValueId>,
     /// Attributes, in file order.
     pub attributes: Vec<Attribute>,
+    /// The rarely filled fields; `None` when all of them are empty (build it
+    /// with [`NodeRare::boxed`] so that equal nodes compare equal).
+    pub rare: Option<Box<NodeRare>>,
+}
+
+/// The fields of a node that few files fill.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct NodeRare {
+    /// The overload of a model-local function.
+    pub overload: Option<String>,
     /// Documentation.
     pub doc_string: Option<String>,
     /// Free-form metadata.
     pub metadata_props: Vec<StringEntry>,
     /// Device placement and sharding.
     pub device_configurations: Vec<NodeDeviceConfiguration>,
+}
+
+/// What [`Node::rare`] lends when a node has no rare field.
+static NO_NODE_RARE: NodeRare =
+    NodeRare { overload: None, doc_string: None, metadata_props: Vec::new(), device_configurations: Vec::new() };
+
+impl NodeRare {
+    /// Boxed, or `None` when every field is empty.
+    pub fn boxed(self) -> Option<Box<NodeRare>> {
+        (self != NO_NODE_RARE).then(|| Box::new(self))
+    }
 }
 
 /// The hash a value's name is found by.
@@ -227,6 +248,11 @@ impl Node {
     /// The node's name, `""` when unset.
     pub fn name(&self) -> &str {
         self.name.as_deref().unwrap_or("")
+    }
+
+    /// The rarely filled fields, all empty when the node has none.
+    pub fn rare(&self) -> &NodeRare {
+        self.rare.as_deref().unwrap_or(&NO_NODE_RARE)
     }
 
     /// The attribute named `name`.

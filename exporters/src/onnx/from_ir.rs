@@ -53,11 +53,11 @@ fn node(model: &Model, g: &ir::Graph, n: &ir::Node) -> pb::NodeProto {
         name: n.name.clone(),
         op_type: n.op_type.clone(),
         domain: n.domain.clone(),
-        overload: n.overload.clone(),
+        overload: n.rare().overload.clone(),
         attribute: n.attributes.iter().map(|a| attribute(model, a)).collect(),
-        doc_string: n.doc_string.clone(),
-        metadata_props: entries(&n.metadata_props),
-        device_configurations: n.device_configurations.iter().map(node_device_configuration).collect(),
+        doc_string: n.rare().doc_string.clone(),
+        metadata_props: entries(&n.rare().metadata_props),
+        device_configurations: n.rare().device_configurations.iter().map(node_device_configuration).collect(),
     }
 }
 

@@ -336,13 +336,16 @@ pub(super) fn node_parts(graph: &mut ir::Graph, proto: pb::NodeProto, attributes
         name: proto.name,
         op_type: proto.op_type,
         domain: proto.domain,
-        overload: proto.overload,
         inputs: proto.input.iter().map(|n| graph.intern(n)).collect(),
         outputs: proto.output.iter().map(|n| graph.intern(n)).collect(),
         attributes,
-        doc_string: proto.doc_string,
-        metadata_props: entries(proto.metadata_props),
-        device_configurations: proto.device_configurations.into_iter().map(node_device_configuration).collect(),
+        rare: ir::NodeRare {
+            overload: proto.overload,
+            doc_string: proto.doc_string,
+            metadata_props: entries(proto.metadata_props),
+            device_configurations: proto.device_configurations.into_iter().map(node_device_configuration).collect(),
+        }
+        .boxed(),
     }
 }
 

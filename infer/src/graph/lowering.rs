@@ -543,7 +543,7 @@ impl<'m> Lowering<'m> {
         self.model.functions.iter().find(|f| {
             f.name.as_deref() == Some(node.op_type())
                 && f.domain.as_deref().unwrap_or("") == node.domain()
-                && f.overload.as_deref().unwrap_or("") == node.overload.as_deref().unwrap_or("")
+                && f.overload.as_deref().unwrap_or("") == node.rare().overload.as_deref().unwrap_or("")
         })
     }
 

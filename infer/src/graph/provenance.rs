@@ -73,7 +73,7 @@ impl<'g> Tracer<'g> {
     fn source_of(&self, d: &Diagnostic) -> Option<String> {
         let index = d.node_index?;
         let (_, node) = self.graph.nodes.iter().find(|(nid, _)| EntityId::index(*nid) as u32 == index)?;
-        node.metadata_props.iter().find(|e| e.key.as_deref() == Some("source")).and_then(|e| e.value.clone())
+        node.rare().metadata_props.iter().find(|e| e.key.as_deref() == Some("source")).and_then(|e| e.value.clone())
     }
 
     fn shape(&self, v: ValueId) -> Option<&'g [DimReport]> {

@@ -40,7 +40,7 @@ fn merge_nodes(model: &mut Model, a: &Analysis) -> usize {
             "{}\u{1}{}\u{1}{}\u{1}{:?}\u{1}{:?}\u{1}{}",
             n.domain(),
             n.op_type(),
-            n.overload.as_deref().unwrap_or(""),
+            n.rare().overload.as_deref().unwrap_or(""),
             n.inputs,
             n.attributes,
             n.outputs.len()
