@@ -36,7 +36,7 @@ pub struct TensorId(pub u32);
 
 #[derive(Clone, Debug)]
 pub(crate) struct TensorEntry {
-    pub(crate) name: String,
+    pub(crate) name: Box<str>,
     pub(crate) kind: TensorKind,
     pub(crate) row: R,
     pub(crate) declared: Option<CauseId>,
@@ -177,6 +177,12 @@ impl Solver {
         Solver::default()
     }
 
+    /// Makes room for `additional` more tensors (a caller that knows how
+    /// many it registers spares the list its regrowth).
+    pub fn reserve_tensors(&mut self, additional: usize) {
+        self.tensors.reserve_exact(additional);
+    }
+
     /// A fresh dimension variable; `name` is used when printing it.
     pub fn fresh_dim(&mut self, name: Option<&str>) -> DimVar {
         let v = self.store.fresh_dim();
@@ -297,7 +303,7 @@ impl Solver {
         declared: Option<CauseId>,
     ) -> TensorId {
         let row = self.store.intern_row(row);
-        self.tensors.push(TensorEntry { name: name.to_string(), kind, row, declared });
+        self.tensors.push(TensorEntry { name: name.into(), kind, row, declared });
         TensorId(self.tensors.len() as u32 - 1)
     }
 
@@ -363,7 +369,7 @@ impl Solver {
             .zip(principal)
             .map(|(entry, principal)| {
                 let closed = self.store.row(entry.row);
-                SolvedTensor { closed: self.store.flat_term(&closed), name: entry.name, principal }
+                SolvedTensor { closed: self.store.flat_term(&closed), name: entry.name.into(), principal }
             })
             .collect();
         Solution { tensors, diagnostics: self.diagnostics, names: self.names }

@@ -85,6 +85,7 @@ impl<'m> Lowering<'m> {
         // Every value of every graph gets facts and most are reported, most
         // of them once: their lists are made room for at once.
         let values: usize = model.graphs.values().map(|g| g.values.len()).sum();
+        solver.reserve_tensors(values);
         let lowering = Lowering {
             model,
             options,

@@ -46,8 +46,8 @@ impl std::fmt::Display for DimReport {
 pub struct ValueReport {
     /// The value's name (`node/attr/value` inside subgraphs).
     pub name: String,
-    /// `tensor`, `seq(tensor)`, ...
-    pub kind: String,
+    /// `tensor`, `seq(tensor)`, ... (a fixed name borrowed, a composite one made).
+    pub kind: std::borrow::Cow<'static, str>,
     /// Element type (of the tensor, or of the tensors inside), when known.
     #[serde(serialize_with = "ser_dtype")]
     pub dtype: Option<ElemType>,
@@ -182,7 +182,7 @@ pub(crate) fn build(mut low: Lowering<'_>, st: LoweringState<'_>, main: GraphId)
         .map(|((name, _, tensor, role), (kind, dtype))| ValueReport {
             name,
             initializer: role == crate::solver::TensorKind::Param,
-            kind: kind.describe(),
+            kind: kind.describe_shared(),
             dtype,
             shape: row_dims(&closed.row(tensor)),
         })
