@@ -30,5 +30,5 @@ pub use model::{
     DeviceConfiguration, Function, IntListEntry, Model, NodeDeviceConfiguration, OpsetImport, ShardedDim, ShardingSpec,
     SimpleShardedDim, StringEntry, TrainingInfo,
 };
-pub use tensor::{ExternalData, Segment, SparseTensor, Tensor, TensorAnnotation, TensorData};
+pub use tensor::{ExternalData, Segment, SparseTensor, Tensor, TensorAnnotation, TensorData, TensorRare};
 pub use types::{DimDecl, DimValue, TensorShape, TypeInfo, TypeValue};
