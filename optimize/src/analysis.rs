@@ -32,7 +32,7 @@ pub struct Analysis<'r> {
     /// The most bytes a folded constant may hold beyond its inputs' bytes
     /// (`--fold-limit`; [`DEFAULT_FOLD_LIMIT`] unless the driver says otherwise).
     pub fold_limit: u64,
-    /// Per main-graph value id, its entry in the report's values (found by name).
+    /// Per main-graph value id, its entry in the report's values.
     index: Vec<Option<u32>>,
 }
 
@@ -77,7 +77,7 @@ impl<'r> Analysis<'r> {
             .collect();
         let mut index = vec![None; graph.values.len()];
         for (i, v) in report.values.iter().enumerate() {
-            if let Some(id) = graph.value_named(&v.name) {
+            if let Some(id) = v.value {
                 index[id.index()] = Some(i as u32);
             }
         }

@@ -148,10 +148,10 @@ pub(crate) fn check_declarations(
     values: &mut [ValueReport],
     diagnostics: &mut Vec<Diagnostic>,
 ) -> HashMap<String, DimReport> {
-    // Per main-graph value id, its entry in `values` (the last of a name).
+    // Per main-graph value id, its entry in `values`.
     let mut index: Vec<Option<u32>> = vec![None; graph.values.len()];
     for (i, v) in values.iter().enumerate() {
-        if let Some(id) = graph.value_named(&v.name) {
+        if let Some(id) = v.value {
             index[id.index()] = Some(i as u32);
         }
     }

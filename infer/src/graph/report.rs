@@ -56,6 +56,10 @@ pub struct ValueReport {
     /// Whether the value is an initializer (a stored weight or constant).
     #[serde(skip)]
     pub initializer: bool,
+    /// The value's id in the main graph; `None` inside subgraphs. Readers
+    /// of a main-graph value find its entry by this, without its name.
+    #[serde(skip)]
+    pub value: Option<diamond_ir::ValueId>,
 }
 
 fn ser_dtype<S: serde::Serializer>(t: &Option<ElemType>, s: S) -> Result<S::Ok, S::Error> {
@@ -179,8 +183,9 @@ pub(crate) fn build(mut low: Lowering<'_>, st: LoweringState<'_>, main: GraphId)
     let mut values: Vec<ValueReport> = reported
         .into_iter()
         .zip(facts)
-        .map(|((name, _, tensor, role), (kind, dtype))| ValueReport {
+        .map(|((name, key, tensor, role), (kind, dtype))| ValueReport {
             name,
+            value: (key.0 == 0).then_some(key.1),
             initializer: role == crate::solver::TensorKind::Param,
             kind: kind.describe_shared(),
             dtype,
