@@ -50,7 +50,7 @@ pub struct Graph {
     pub values: Arena<ValueId, Value>,
     /// The values by name: ids hashed by their name, which `values` holds
     /// (each name is stored once).
-    by_name: HashTable<ValueId>,
+    by_name: NameIndex,
     /// Declared graph inputs.
     pub inputs: Vec<ValueInfo>,
     /// Declared graph outputs.
@@ -134,6 +134,18 @@ impl NodeRare {
     }
 }
 
+/// A graph's value ids hashed by their names. Its `Debug` shows only how
+/// many it holds: the order of its buckets depends on how the table grew,
+/// which says nothing about the graph.
+#[derive(Clone, Default)]
+struct NameIndex(HashTable<ValueId>);
+
+impl std::fmt::Debug for NameIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "NameIndex({} names)", self.0.len())
+    }
+}
+
 /// The hash a value's name is found by.
 fn name_hash(name: &str) -> u64 {
     rustc_hash::FxBuildHasher.hash_one(name)
@@ -182,7 +194,7 @@ impl Graph {
             doc_string: None,
             nodes: Arena::new(),
             values: Arena::new(),
-            by_name: HashTable::new(),
+            by_name: NameIndex::default(),
             inputs: Vec::new(),
             outputs: Vec::new(),
             value_info: Vec::new(),
@@ -197,7 +209,7 @@ impl Graph {
     pub fn intern(&mut self, name: &str) -> ValueId {
         let hash = name_hash(name);
         let values = &self.values;
-        match self.by_name.entry(hash, |&id| values[id].name == name, |&id| name_hash(&values[id].name)) {
+        match self.by_name.0.entry(hash, |&id| values[id].name == name, |&id| name_hash(&values[id].name)) {
             Entry::Occupied(found) => *found.get(),
             Entry::Vacant(slot) => {
                 let id = self.values.push(Value { name: name.to_string() });
@@ -207,9 +219,17 @@ impl Graph {
         }
     }
 
+    /// Makes room for `additional` more names in the graph's name index: an
+    /// importer that knows about how many names a graph mentions spares the
+    /// index its regrowth, which rehashes every name held.
+    pub fn reserve_names(&mut self, additional: usize) {
+        let values = &self.values;
+        self.by_name.0.reserve(additional, |&id| name_hash(&values[id].name));
+    }
+
     /// The value named `name`, if the graph mentions it.
     pub fn value_named(&self, name: &str) -> Option<ValueId> {
-        self.by_name.find(name_hash(name), |&id| self.values[id].name == name).copied()
+        self.by_name.0.find(name_hash(name), |&id| self.values[id].name == name).copied()
     }
 
     /// The name of value `id`.
