@@ -288,6 +288,8 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    // `check` runs once per commit in CI and over whole zoos: it ends at once.
+    let exits_at_once = matches!(cli.command, Command::Check { .. });
     let result = match cli.command {
         Command::Inspect { model, json } => commands::inspect(&model, json),
         Command::Convert {
@@ -409,11 +411,27 @@ fn main() -> ExitCode {
             commands::check(&model, json, &bind, strict_units, &input_shape, html.as_deref(), &render)
         }
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
+    let code = match result {
+        Ok(()) => 0,
         Err(failure) => {
             eprintln!("error: {}", failure.message);
-            ExitCode::from(failure.code)
+            failure.code
         }
+    };
+    if exits_at_once {
+        exit_now(code);
     }
+    ExitCode::from(code)
+}
+
+/// Ends the process with `code` once the standard streams are flushed,
+/// leaving what it allocated to the kernel: the allocator's exit-time sweep
+/// of its pages was ~4% of the CPU of a 42k-node `check`.
+fn exit_now(code: u8) -> ! {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: `_exit` ends the process and nothing after it runs; every
+    // stream diamond buffers was flushed above or closed by its writer.
+    unsafe { libc::_exit(i32::from(code)) }
 }

@@ -91,7 +91,7 @@ fn external_data_is_resolved_at_import_and_loaded_on_demand() {
     let weights = std::fs::read(fixture_dir().join("weights.bin")).unwrap();
     assert!(!graph.initializers.is_empty());
     for tensor in &graph.initializers {
-        let ext = tensor.external.as_ref().expect("every initializer is external");
+        let ext = tensor.external().expect("every initializer is external");
         let bytes = ext.load().unwrap();
         let (start, end) = (ext.offset as usize, (ext.offset + ext.length) as usize);
         assert_eq!(&bytes[..], &weights[start..end]);

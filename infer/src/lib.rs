@@ -13,6 +13,7 @@
 #![warn(missing_docs)]
 
 pub mod cause;
+mod closed;
 mod closing;
 pub mod constraint;
 pub mod diagnostic;
@@ -27,6 +28,7 @@ pub mod solver;
 mod store;
 
 pub use cause::{Cause, CauseId, Origin};
+pub use closed::ClosedShapes;
 pub use constraint::{AffineSize, Constraint, SizeSum};
 pub use diagnostic::{Assumption, Code, Diagnostic, Severity};
 pub use graph::{check_model, CheckOptions, CheckReport};

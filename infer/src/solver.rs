@@ -36,7 +36,7 @@ pub struct TensorId(pub u32);
 
 #[derive(Clone, Debug)]
 pub(crate) struct TensorEntry {
-    pub(crate) name: String,
+    pub(crate) name: Box<str>,
     pub(crate) kind: TensorKind,
     pub(crate) row: R,
     pub(crate) declared: Option<CauseId>,
@@ -177,6 +177,12 @@ impl Solver {
         Solver::default()
     }
 
+    /// Makes room for `additional` more tensors (a caller that knows how
+    /// many it registers spares the list its regrowth).
+    pub fn reserve_tensors(&mut self, additional: usize) {
+        self.tensors.reserve_exact(additional);
+    }
+
     /// A fresh dimension variable; `name` is used when printing it.
     pub fn fresh_dim(&mut self, name: Option<&str>) -> DimVar {
         let v = self.store.fresh_dim();
@@ -282,8 +288,22 @@ impl Solver {
 
     /// Registers a named tensor whose shape is `row`, declared by `declared`.
     pub fn add_tensor(&mut self, name: &str, kind: TensorKind, row: RowTerm, declared: Option<CauseId>) -> TensorId {
-        let row = self.store.intern_row(&row);
-        self.tensors.push(TensorEntry { name: name.to_string(), kind, row, declared });
+        self.add_tensor_of(name, kind, &row, declared)
+    }
+
+    /// [`Solver::add_tensor`] with the row borrowed. Closing names leaf and
+    /// parameter tensors in its messages; an interior tensor's name is only
+    /// handed back in [`Solution::tensors`], so a caller that keeps its own
+    /// names (the graph check) may pass `""`.
+    pub fn add_tensor_of(
+        &mut self,
+        name: &str,
+        kind: TensorKind,
+        row: &RowTerm,
+        declared: Option<CauseId>,
+    ) -> TensorId {
+        let row = self.store.intern_row(row);
+        self.tensors.push(TensorEntry { name: name.into(), kind, row, declared });
         TensorId(self.tensors.len() as u32 - 1)
     }
 
@@ -342,20 +362,25 @@ impl Solver {
                 store.flat_term(&resolved)
             })
             .collect();
-        self.close();
-        self.check_unit_claims();
-        // Report in source order; within a line, in the order found.
-        self.diagnostics.sort_by_key(|d| d.line.unwrap_or(u32::MAX));
+        self.close_and_order();
         let entries = std::mem::take(&mut self.tensors);
         let tensors = entries
             .into_iter()
             .zip(principal)
             .map(|(entry, principal)| {
                 let closed = self.store.row(entry.row);
-                SolvedTensor { closed: self.store.flat_term(&closed), name: entry.name, principal }
+                SolvedTensor { closed: self.store.flat_term(&closed), name: entry.name.into(), principal }
             })
             .collect();
         Solution { tensors, diagnostics: self.diagnostics, names: self.names }
+    }
+
+    /// Closes, checks the stated units, and puts the diagnostics in
+    /// source order (within a line, in the order found).
+    pub(crate) fn close_and_order(&mut self) {
+        self.close();
+        self.check_unit_claims();
+        self.diagnostics.sort_by_key(|d| d.line.unwrap_or(u32::MAX));
     }
 
     fn apply(&mut self, c: &Item) -> Step {

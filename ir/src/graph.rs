@@ -50,7 +50,7 @@ pub struct Graph {
     pub values: Arena<ValueId, Value>,
     /// The values by name: ids hashed by their name, which `values` holds
     /// (each name is stored once).
-    by_name: HashTable<ValueId>,
+    by_name: NameIndex,
     /// Declared graph inputs.
     pub inputs: Vec<ValueInfo>,
     /// Declared graph outputs.
@@ -88,7 +88,9 @@ pub struct ValueInfo {
     pub metadata_props: Vec<StringEntry>,
 }
 
-/// One operator application.
+/// One operator application. The fields few nodes fill sit apart, boxed,
+/// in [`NodeRare`]: a graph holds tens of thousands of nodes, nearly all of
+/// them an operator, its operands and its attributes.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Node {
     /// The node's name.
@@ -97,20 +99,51 @@ pub struct Node {
     pub op_type: Option<String>,
     /// The operator's domain; unset or `""` is the default ONNX domain.
     pub domain: Option<String>,
-    /// The overload of a model-local function.
-    pub overload: Option<String>,
     /// Operands, in order (the empty-name value marks an omitted one).
     pub inputs: Vec<ValueId>,
     /// Results, in order.
     pub outputs: Vec<ValueId>,
     /// Attributes, in file order.
     pub attributes: Vec<Attribute>,
+    /// The rarely filled fields; `None` when all of them are empty (build it
+    /// with [`NodeRare::boxed`] so that equal nodes compare equal).
+    pub rare: Option<Box<NodeRare>>,
+}
+
+/// The fields of a node that few files fill.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct NodeRare {
+    /// The overload of a model-local function.
+    pub overload: Option<String>,
     /// Documentation.
     pub doc_string: Option<String>,
     /// Free-form metadata.
     pub metadata_props: Vec<StringEntry>,
     /// Device placement and sharding.
     pub device_configurations: Vec<NodeDeviceConfiguration>,
+}
+
+/// What [`Node::rare`] lends when a node has no rare field.
+static NO_NODE_RARE: NodeRare =
+    NodeRare { overload: None, doc_string: None, metadata_props: Vec::new(), device_configurations: Vec::new() };
+
+impl NodeRare {
+    /// Boxed, or `None` when every field is empty.
+    pub fn boxed(self) -> Option<Box<NodeRare>> {
+        (self != NO_NODE_RARE).then(|| Box::new(self))
+    }
+}
+
+/// A graph's value ids hashed by their names. Its `Debug` shows only how
+/// many it holds: the order of its buckets depends on how the table grew,
+/// which says nothing about the graph.
+#[derive(Clone, Default)]
+struct NameIndex(HashTable<ValueId>);
+
+impl std::fmt::Debug for NameIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "NameIndex({} names)", self.0.len())
+    }
 }
 
 /// The hash a value's name is found by.
@@ -161,7 +194,7 @@ impl Graph {
             doc_string: None,
             nodes: Arena::new(),
             values: Arena::new(),
-            by_name: HashTable::new(),
+            by_name: NameIndex::default(),
             inputs: Vec::new(),
             outputs: Vec::new(),
             value_info: Vec::new(),
@@ -176,7 +209,7 @@ impl Graph {
     pub fn intern(&mut self, name: &str) -> ValueId {
         let hash = name_hash(name);
         let values = &self.values;
-        match self.by_name.entry(hash, |&id| values[id].name == name, |&id| name_hash(&values[id].name)) {
+        match self.by_name.0.entry(hash, |&id| values[id].name == name, |&id| name_hash(&values[id].name)) {
             Entry::Occupied(found) => *found.get(),
             Entry::Vacant(slot) => {
                 let id = self.values.push(Value { name: name.to_string() });
@@ -186,9 +219,17 @@ impl Graph {
         }
     }
 
+    /// Makes room for `additional` more names in the graph's name index: an
+    /// importer that knows about how many names a graph mentions spares the
+    /// index its regrowth, which rehashes every name held.
+    pub fn reserve_names(&mut self, additional: usize) {
+        let values = &self.values;
+        self.by_name.0.reserve(additional, |&id| name_hash(&values[id].name));
+    }
+
     /// The value named `name`, if the graph mentions it.
     pub fn value_named(&self, name: &str) -> Option<ValueId> {
-        self.by_name.find(name_hash(name), |&id| self.values[id].name == name).copied()
+        self.by_name.0.find(name_hash(name), |&id| self.values[id].name == name).copied()
     }
 
     /// The name of value `id`.
@@ -227,6 +268,11 @@ impl Node {
     /// The node's name, `""` when unset.
     pub fn name(&self) -> &str {
         self.name.as_deref().unwrap_or("")
+    }
+
+    /// The rarely filled fields, all empty when the node has none.
+    pub fn rare(&self) -> &NodeRare {
+        self.rare.as_deref().unwrap_or(&NO_NODE_RARE)
     }
 
     /// The attribute named `name`.

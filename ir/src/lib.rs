@@ -25,10 +25,10 @@ pub mod types;
 pub use attribute::{AttrRare, AttrType, AttrValue, Attribute};
 pub use elem_type::ElemType;
 pub use entity::{Arena, GraphId, NodeId, ValueId};
-pub use graph::{Graph, GraphOwner, Node, Value, ValueInfo};
+pub use graph::{Graph, GraphOwner, Node, NodeRare, Value, ValueInfo};
 pub use model::{
     DeviceConfiguration, Function, IntListEntry, Model, NodeDeviceConfiguration, OpsetImport, ShardedDim, ShardingSpec,
     SimpleShardedDim, StringEntry, TrainingInfo,
 };
-pub use tensor::{ExternalData, Segment, SparseTensor, Tensor, TensorAnnotation, TensorData};
+pub use tensor::{ExternalData, Segment, SparseTensor, Tensor, TensorAnnotation, TensorData, TensorRare};
 pub use types::{DimDecl, DimValue, TensorShape, TypeInfo, TypeValue};

@@ -11,7 +11,9 @@ use crate::model::StringEntry;
 use bytes::Bytes;
 use std::path::PathBuf;
 
-/// A dense tensor, with every field an ONNX `TensorProto` may carry.
+/// A dense tensor, with every field an ONNX `TensorProto` may carry. The
+/// fields few tensors fill sit apart, boxed, in [`TensorRare`]: a graph may
+/// hold a tensor in each of tens of thousands of `Constant` nodes.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Tensor {
     /// Its name (an initializer's value name).
@@ -20,20 +22,45 @@ pub struct Tensor {
     pub dims: Vec<i64>,
     /// Element type.
     pub data_type: Option<ElemType>,
+    /// The inline data fields.
+    pub data: TensorData,
+    /// The rarely filled fields; `None` when all of them are empty (build it
+    /// with [`TensorRare::boxed`] so that equal tensors compare equal).
+    pub rare: Option<Box<TensorRare>>,
+}
+
+/// The fields of a tensor that few files fill.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct TensorRare {
     /// The chunk of a larger tensor this one holds.
     pub segment: Option<Segment>,
     /// Documentation.
     pub doc_string: Option<String>,
     /// Free-form metadata.
     pub metadata_props: Vec<StringEntry>,
-    /// The inline data fields.
-    pub data: TensorData,
     /// The stated data location code (0 inline, 1 external), as written.
     pub data_location: Option<i32>,
     /// The external-data entries exactly as written (location, offset, ...).
     pub external_data: Vec<StringEntry>,
     /// The resolved external data, when `data_location` says EXTERNAL.
     pub external: Option<ExternalData>,
+}
+
+/// What [`Tensor::rare`] lends when a tensor has no rare field.
+static NO_TENSOR_RARE: TensorRare = TensorRare {
+    segment: None,
+    doc_string: None,
+    metadata_props: Vec::new(),
+    data_location: None,
+    external_data: Vec::new(),
+    external: None,
+};
+
+impl TensorRare {
+    /// Boxed, or `None` when every field is empty.
+    pub fn boxed(self) -> Option<Box<TensorRare>> {
+        (self != NO_TENSOR_RARE).then(|| Box::new(self))
+    }
 }
 
 /// The inline data fields of a tensor. Normally only one is used.
@@ -98,6 +125,16 @@ pub struct TensorAnnotation {
 }
 
 impl Tensor {
+    /// The rarely filled fields, all empty when the tensor has none.
+    pub fn rare(&self) -> &TensorRare {
+        self.rare.as_deref().unwrap_or(&NO_TENSOR_RARE)
+    }
+
+    /// The resolved external data, when the tensor's bytes live in another file.
+    pub fn external(&self) -> Option<&ExternalData> {
+        self.rare().external.as_ref()
+    }
+
     /// The element type, `Undefined` when unset.
     pub fn elem_type(&self) -> ElemType {
         self.data_type.unwrap_or(ElemType::Undefined)
@@ -112,7 +149,7 @@ impl Tensor {
     /// Bytes of data this tensor holds, wherever they live (external length,
     /// raw bytes, or the typed lists at their in-memory width).
     pub fn data_bytes(&self) -> u64 {
-        if let Some(ext) = &self.external {
+        if let Some(ext) = self.external() {
             return ext.length;
         }
         let d = &self.data;
@@ -125,7 +162,7 @@ impl Tensor {
 
     /// Whether the data lives in an external file.
     pub fn is_external(&self) -> bool {
-        self.external.is_some()
+        self.external().is_some()
     }
 }
 

@@ -2,7 +2,8 @@
 //! main graph's def-use tables.
 
 use diamond_infer::check_model;
-use diamond_infer::graph::{CheckReport, ConstValue, DimReport};
+use diamond_infer::graph::{CheckReport, ConstValue, DimReport, ValueReport};
+use diamond_ir::entity::EntityId;
 use diamond_ir::{ElemType, Graph, GraphId, Model, NodeId, ValueId};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::borrow::Cow;
@@ -31,8 +32,8 @@ pub struct Analysis<'r> {
     /// The most bytes a folded constant may hold beyond its inputs' bytes
     /// (`--fold-limit`; [`DEFAULT_FOLD_LIMIT`] unless the driver says otherwise).
     pub fold_limit: u64,
-    /// Values by name in the report.
-    index: HashMap<String, usize>,
+    /// Per main-graph value id, its entry in the report's values.
+    index: Vec<Option<u32>>,
 }
 
 /// Folded constants up to 1 MiB are kept whatever their inputs' size.
@@ -74,7 +75,12 @@ impl<'r> Analysis<'r> {
             .enumerate()
             .filter_map(|(i, t)| Some((graph.value_named(t.name.as_deref()?)?, i)))
             .collect();
-        let index = report.values.iter().enumerate().map(|(i, v)| (v.name.clone(), i)).collect();
+        let mut index = vec![None; graph.values.len()];
+        for (i, v) in report.values.iter().enumerate() {
+            if let Some(id) = v.value {
+                index[id.index()] = Some(i as u32);
+            }
+        }
         let initializers_are_constants = model.ir_version.unwrap_or(0) < 4;
         Some(Analysis {
             report,
@@ -96,23 +102,26 @@ impl<'r> Analysis<'r> {
         &model.graphs[self.main]
     }
 
+    /// The report's entry for a main-graph value.
+    fn value(&self, v: ValueId) -> Option<&ValueReport> {
+        let i = (*self.index.get(v.index())?)?;
+        self.report.values.get(i as usize)
+    }
+
     /// The inferred shape of a main-graph value, when every dim is known or symbolic.
-    pub fn shape(&self, model: &Model, v: ValueId) -> Option<&[DimReport]> {
-        let name = self.graph(model).value_name(v);
-        let shape = self.report.values.get(*self.index.get(name)?)?.shape.as_deref()?;
+    pub fn shape(&self, _model: &Model, v: ValueId) -> Option<&[DimReport]> {
+        let shape = self.value(v)?.shape.as_deref()?;
         shape.iter().all(|d| *d != DimReport::Unknown).then_some(shape)
     }
 
     /// The inferred rank of a main-graph value (its dims may be unknown).
-    pub fn rank(&self, model: &Model, v: ValueId) -> Option<usize> {
-        let name = self.graph(model).value_name(v);
-        Some(self.report.values.get(*self.index.get(name)?)?.shape.as_ref()?.len())
+    pub fn rank(&self, _model: &Model, v: ValueId) -> Option<usize> {
+        Some(self.value(v)?.shape.as_ref()?.len())
     }
 
     /// The inferred element type of a main-graph value.
-    pub fn dtype(&self, model: &Model, v: ValueId) -> Option<ElemType> {
-        let name = self.graph(model).value_name(v);
-        self.report.values.get(*self.index.get(name)?)?.dtype
+    pub fn dtype(&self, _model: &Model, v: ValueId) -> Option<ElemType> {
+        self.value(v)?.dtype
     }
 
     /// The bytes a value of the main graph occupies when its shape is known
@@ -139,7 +148,7 @@ impl<'r> Analysis<'r> {
             }
             return diamond_infer::graph::decode::decode(&graph.initializers[i]).map(Arc::new);
         }
-        self.report.known_values.get(graph.value_name(v)).cloned()
+        self.report.known_values.get(&v).cloned()
     }
 
     /// Whether a value may be rewired or removed: not part of the interface

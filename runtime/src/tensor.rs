@@ -626,11 +626,11 @@ fn decode(t: &diamond_ir::Tensor) -> Result<Tensor, String> {
         .collect::<Result<Vec<_>, _>>()?;
     let count = shape_len(&shape).ok_or("the element count overflows")?;
     let elem = t.elem_type();
-    if t.segment.is_some() {
+    if t.rare().segment.is_some() {
         return Err("segmented tensors are not supported".into());
     }
     let external;
-    let raw = match (&t.external, &t.data.raw) {
+    let raw = match (t.external(), &t.data.raw) {
         (Some(ext), _) => {
             external = ext.load().map_err(|e| e.to_string())?;
             Some(&external[..])

@@ -20,7 +20,7 @@ const CHUNK: usize = 4 << 20;
 pub(super) fn write_external_data(model: &Model, out_dir: &Path) -> Result<(Vec<PathBuf>, u64), ExportError> {
     let mut by_location: BTreeMap<&str, Vec<&ExternalData>> = BTreeMap::new();
     for_each_tensor(model, &mut |tensor| {
-        if let Some(ext) = &tensor.external {
+        if let Some(ext) = tensor.external() {
             by_location.entry(ext.location.as_str()).or_default().push(ext);
         }
     });

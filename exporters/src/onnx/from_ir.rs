@@ -53,11 +53,11 @@ fn node(model: &Model, g: &ir::Graph, n: &ir::Node) -> pb::NodeProto {
         name: n.name.clone(),
         op_type: n.op_type.clone(),
         domain: n.domain.clone(),
-        overload: n.overload.clone(),
+        overload: n.rare().overload.clone(),
         attribute: n.attributes.iter().map(|a| attribute(model, a)).collect(),
-        doc_string: n.doc_string.clone(),
-        metadata_props: entries(&n.metadata_props),
-        device_configurations: n.device_configurations.iter().map(node_device_configuration).collect(),
+        doc_string: n.rare().doc_string.clone(),
+        metadata_props: entries(&n.rare().metadata_props),
+        device_configurations: n.rare().device_configurations.iter().map(node_device_configuration).collect(),
     }
 }
 
@@ -89,19 +89,19 @@ fn tensor(t: &ir::Tensor) -> pb::TensorProto {
     pb::TensorProto {
         dims: t.dims.clone(),
         data_type: t.data_type.map(ir::ElemType::code),
-        segment: t.segment.map(|s| pb::tensor_proto::Segment { begin: s.begin, end: s.end }),
+        segment: t.rare().segment.map(|s| pb::tensor_proto::Segment { begin: s.begin, end: s.end }),
         float_data: t.data.floats.clone(),
         int32_data: t.data.int32s.clone(),
         string_data: t.data.strings.clone(),
         int64_data: t.data.int64s.clone(),
         name: t.name.clone(),
-        doc_string: t.doc_string.clone(),
+        doc_string: t.rare().doc_string.clone(),
         raw_data: t.data.raw.clone(),
-        external_data: entries(&t.external_data),
-        data_location: t.data_location,
+        external_data: entries(&t.rare().external_data),
+        data_location: t.rare().data_location,
         double_data: t.data.doubles.clone(),
         uint64_data: t.data.uint64s.clone(),
-        metadata_props: entries(&t.metadata_props),
+        metadata_props: entries(&t.rare().metadata_props),
     }
 }
 

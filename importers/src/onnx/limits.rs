@@ -19,7 +19,7 @@ pub(crate) fn check_tensor(t: &Tensor, path: &Path) -> Result<(), ImportError> {
         return Err(invalid(format!("tensor '{name}': the product of its dims {:?} overflows 64 bits", t.dims)));
     };
     // A segment holds part of a tensor; external data is checked where it is resolved.
-    if t.segment.is_some() || t.is_external() {
+    if t.rare().segment.is_some() || t.is_external() {
         return Ok(());
     }
     let elem = t.elem_type();

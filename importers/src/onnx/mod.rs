@@ -79,7 +79,7 @@ fn check_tensor(tensor: &diamond_ir::Tensor) -> Result<(), String> {
     }
     let count = tensor.element_count().ok_or_else(|| format!("dims {:?} are negative or too large", tensor.dims))?;
     let expected = elem.raw_size(count);
-    let have = match (&tensor.data.raw, &tensor.external) {
+    let have = match (&tensor.data.raw, tensor.external()) {
         (Some(raw), _) => Some(raw.len() as u64),
         (None, Some(ext)) => Some(ext.length),
         (None, None) => None,

@@ -96,6 +96,14 @@ fn graph(cx: &mut Converter, parts: Vec<Bytes>, budget: Budget, owner: GraphOwne
     // Refuses a graph at the deepest level even without entries, which prost
     // would take; the whole-message decoder then does.
     let entry = budget.enter()?;
+    // About one name per declaration, initializer and node (its output).
+    g.reserve_names(
+        lists.inputs.len()
+            + lists.outputs.len()
+            + lists.value_info.len()
+            + lists.initializers.len()
+            + lists.nodes.len(),
+    );
     for (payloads, list) in
         [(lists.inputs, Declared::Input), (lists.outputs, Declared::Output), (lists.value_info, Declared::ValueInfo)]
     {

@@ -251,9 +251,6 @@ impl<'a> Converter<'a> {
             name: proto.name,
             dims: proto.dims,
             data_type: proto.data_type.map(ElemType::from_code),
-            segment: proto.segment.map(|s| ir::Segment { begin: s.begin, end: s.end }),
-            doc_string: proto.doc_string,
-            metadata_props: entries(proto.metadata_props),
             data: ir::TensorData {
                 raw: proto.raw_data,
                 floats: proto.float_data,
@@ -263,9 +260,15 @@ impl<'a> Converter<'a> {
                 doubles: proto.double_data,
                 uint64s: proto.uint64_data,
             },
-            data_location: proto.data_location,
-            external_data,
-            external,
+            rare: ir::TensorRare {
+                segment: proto.segment.map(|s| ir::Segment { begin: s.begin, end: s.end }),
+                doc_string: proto.doc_string,
+                metadata_props: entries(proto.metadata_props),
+                data_location: proto.data_location,
+                external_data,
+                external,
+            }
+            .boxed(),
         };
         super::limits::check_tensor(&tensor, self.path)?;
         Ok(tensor)
@@ -336,13 +339,16 @@ pub(super) fn node_parts(graph: &mut ir::Graph, proto: pb::NodeProto, attributes
         name: proto.name,
         op_type: proto.op_type,
         domain: proto.domain,
-        overload: proto.overload,
         inputs: proto.input.iter().map(|n| graph.intern(n)).collect(),
         outputs: proto.output.iter().map(|n| graph.intern(n)).collect(),
         attributes,
-        doc_string: proto.doc_string,
-        metadata_props: entries(proto.metadata_props),
-        device_configurations: proto.device_configurations.into_iter().map(node_device_configuration).collect(),
+        rare: ir::NodeRare {
+            overload: proto.overload,
+            doc_string: proto.doc_string,
+            metadata_props: entries(proto.metadata_props),
+            device_configurations: proto.device_configurations.into_iter().map(node_device_configuration).collect(),
+        }
+        .boxed(),
     }
 }
 

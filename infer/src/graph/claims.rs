@@ -10,6 +10,7 @@
 
 use super::report::{at_producer, DimReport, ValueReport};
 use crate::diagnostic::{Assumption, Code, Diagnostic, Severity};
+use diamond_ir::entity::EntityId;
 use diamond_ir::term::{size_text_symbols, SizeExpr};
 use diamond_ir::types::{DimValue, TypeValue};
 use diamond_ir::Graph;
@@ -147,13 +148,19 @@ pub(crate) fn check_declarations(
     values: &mut [ValueReport],
     diagnostics: &mut Vec<Diagnostic>,
 ) -> HashMap<String, DimReport> {
-    let index: HashMap<String, usize> = values.iter().enumerate().map(|(i, v)| (v.name.clone(), i)).collect();
+    // Per main-graph value id, its entry in `values`.
+    let mut index: Vec<Option<u32>> = vec![None; graph.values.len()];
+    for (i, v) in values.iter().enumerate() {
+        if let Some(id) = v.value {
+            index[id.index()] = Some(i as u32);
+        }
+    }
     let mut unknowns: Vec<(String, Vec<UnknownPlace>)> = Vec::new();
     for vi in graph.value_info.iter().chain(&graph.outputs) {
         let Some(id) = vi.value else { continue };
         let name = graph.value_name(id);
         let Some(declared) = declared_dims(vi.ty.as_ref().and_then(|t| t.value.as_ref()), symbols) else { continue };
-        let Some(&at) = index.get(name) else { continue };
+        let Some(at) = index[id.index()].map(|i| i as usize) else { continue };
         let v = &mut values[at];
         let Some(shape) = v.shape.clone() else {
             // Inference left even the rank open: the declaration is all there is.

@@ -64,6 +64,9 @@ pub(crate) struct Lowering<'m> {
     op_names: HashMap<&'m str, Arc<str>>,
     /// Each instance's value-name prefix as a shared string, made on first use.
     prefixes: Vec<Option<Arc<str>>>,
+    /// Each instance's opset version of the default domain, which most
+    /// nodes are in, looked up on first use.
+    default_opsets: Vec<Option<Option<i64>>>,
 }
 
 impl<'m> Lowering<'m> {
@@ -82,6 +85,7 @@ impl<'m> Lowering<'m> {
         // Every value of every graph gets facts and most are reported, most
         // of them once: their lists are made room for at once.
         let values: usize = model.graphs.values().map(|g| g.values.len()).sum();
+        solver.reserve_tensors(values);
         let lowering = Lowering {
             model,
             options,
@@ -94,6 +98,7 @@ impl<'m> Lowering<'m> {
             input_symbols: model.main_graph().map(super::claims::input_symbols).unwrap_or_default(),
             op_names: HashMap::default(),
             prefixes: Vec::new(),
+            default_opsets: Vec::new(),
         };
         (lowering, LoweringState::new(solver, options.strict_units))
     }
@@ -149,8 +154,12 @@ impl<'m> Lowering<'m> {
     /// Registers facts for a value and, if its instance is reported, lists it.
     pub(crate) fn define(&mut self, st: &mut LoweringState<'m>, key: Key, facts: Facts, kind: TensorKind) {
         let inst = &self.instances[key.0 as usize];
-        let name = format!("{}{}", inst.prefix, self.graph(key.0).value_name(key.1));
-        let tensor = st.solver.add_tensor(&name, kind, facts.row.clone(), None);
+        let value_name = self.graph(key.0).value_name(key.1);
+        let name = if inst.prefix.is_empty() { value_name.to_string() } else { format!("{}{value_name}", inst.prefix) };
+        // The solver names leaves and parameters when closing them; the
+        // report holds every name.
+        let solver_name = if kind == TensorKind::Interior { "" } else { name.as_str() };
+        let tensor = st.solver.add_tensor_of(solver_name, kind, &facts.row, None);
         if inst.reported {
             self.reported.push((name, key, tensor, kind));
         }
@@ -170,6 +179,24 @@ impl<'m> Lowering<'m> {
                 .and_then(|o| o.version)
         };
         find(self.instances[inst as usize].opsets).or_else(|| find(&self.model.opset_imports))
+    }
+
+    /// The opset version a node of `domain` in `inst` is read at: [`Lowering::opset`],
+    /// remembered per instance for the default domain.
+    fn node_opset(&mut self, inst: u32, domain: &str) -> Option<i64> {
+        if !domain.is_empty() {
+            return self.opset(inst, domain);
+        }
+        let i = inst as usize;
+        if self.default_opsets.len() <= i {
+            self.default_opsets.resize(i + 1, None);
+        }
+        if let Some(version) = self.default_opsets[i] {
+            return version;
+        }
+        let version = self.opset(inst, "");
+        self.default_opsets[i] = Some(version);
+        version
     }
 
     /// Creates an instance of `graph` and lowers it. `inputs[i]`, when given,
@@ -447,7 +474,6 @@ impl<'m> Lowering<'m> {
     fn node_at(&mut self, st: &LoweringState<'m>, inst: u32, nid: NodeId) -> NodeAt<'m> {
         let graph = self.graph(inst);
         let node = &graph.nodes[nid];
-        let label = node_label(graph, nid);
         let site = self.node_site(inst, node, nid);
         let inputs = node
             .inputs
@@ -456,7 +482,7 @@ impl<'m> Lowering<'m> {
             .collect();
         let outputs =
             node.outputs.iter().map(|&v| if graph.value_name(v).is_empty() { None } else { Some((inst, v)) }).collect();
-        NodeAt { inst, nid, node, label, site, inputs, outputs }
+        NodeAt { inst, nid, node, label: std::cell::OnceCell::new(), site, inputs, outputs }
     }
 
     /// Lowers one node: its rule, a function call, or an unsupported-op warning.
@@ -468,7 +494,7 @@ impl<'m> Lowering<'m> {
             self.call_function(st, inst, nid, function);
             return Ok(());
         }
-        let version = self.opset(inst, domain);
+        let version = self.node_opset(inst, domain);
         let rule = version.and_then(|v| self.table.lookup(domain, node.op_type(), v));
         let Some(rule) = rule else {
             let why = match version {
@@ -518,7 +544,7 @@ impl<'m> Lowering<'m> {
         self.model.functions.iter().find(|f| {
             f.name.as_deref() == Some(node.op_type())
                 && f.domain.as_deref().unwrap_or("") == node.domain()
-                && f.overload.as_deref().unwrap_or("") == node.overload.as_deref().unwrap_or("")
+                && f.overload.as_deref().unwrap_or("") == node.rare().overload.as_deref().unwrap_or("")
         })
     }
 

@@ -17,7 +17,7 @@ use super::report::{DimReport, ValueReport};
 use crate::diagnostic::{Code, Diagnostic};
 use diamond_ir::entity::EntityId;
 use diamond_ir::{Graph, Node, NodeId, ValueId};
-use std::collections::HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// How far back a trace goes before it stops.
 const MAX_HOPS: usize = 64;
@@ -53,12 +53,12 @@ struct Tracer<'g> {
     graph: &'g Graph,
     shapes: &'g HashMap<&'g str, &'g [DimReport]>,
     producer: HashMap<ValueId, (NodeId, &'g Node)>,
-    initializers: std::collections::HashSet<&'g str>,
+    initializers: HashSet<&'g str>,
 }
 
 impl<'g> Tracer<'g> {
     fn new(graph: &'g Graph, shapes: &'g HashMap<&'g str, &'g [DimReport]>) -> Tracer<'g> {
-        let mut producer = HashMap::new();
+        let mut producer = HashMap::default();
         for (nid, n) in graph.nodes.iter() {
             for &o in &n.outputs {
                 producer.insert(o, (nid, n));
@@ -73,7 +73,7 @@ impl<'g> Tracer<'g> {
     fn source_of(&self, d: &Diagnostic) -> Option<String> {
         let index = d.node_index?;
         let (_, node) = self.graph.nodes.iter().find(|(nid, _)| EntityId::index(*nid) as u32 == index)?;
-        node.metadata_props.iter().find(|e| e.key.as_deref() == Some("source")).and_then(|e| e.value.clone())
+        node.rare().metadata_props.iter().find(|e| e.key.as_deref() == Some("source")).and_then(|e| e.value.clone())
     }
 
     fn shape(&self, v: ValueId) -> Option<&'g [DimReport]> {

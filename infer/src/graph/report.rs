@@ -46,8 +46,8 @@ impl std::fmt::Display for DimReport {
 pub struct ValueReport {
     /// The value's name (`node/attr/value` inside subgraphs).
     pub name: String,
-    /// `tensor`, `seq(tensor)`, ...
-    pub kind: String,
+    /// `tensor`, `seq(tensor)`, ... (a fixed name borrowed, a composite one made).
+    pub kind: std::borrow::Cow<'static, str>,
     /// Element type (of the tensor, or of the tensors inside), when known.
     #[serde(serialize_with = "ser_dtype")]
     pub dtype: Option<ElemType>,
@@ -56,6 +56,10 @@ pub struct ValueReport {
     /// Whether the value is an initializer (a stored weight or constant).
     #[serde(skip)]
     pub initializer: bool,
+    /// The value's id in the main graph; `None` inside subgraphs. Readers
+    /// of a main-graph value find its entry by this, without its name.
+    #[serde(skip)]
+    pub value: Option<diamond_ir::ValueId>,
 }
 
 fn ser_dtype<S: serde::Serializer>(t: &Option<ElemType>, s: S) -> Result<S::Ok, S::Error> {
@@ -103,9 +107,10 @@ pub struct CheckReport {
     #[serde(skip)]
     pub inferred: super::inferred::InferredTypes,
     /// Main-graph values computed by nodes whose elements value propagation
-    /// knows (shape arithmetic: integers, size expressions), by name.
+    /// knows (shape arithmetic: integers, size expressions), by value id in
+    /// the main graph.
     #[serde(skip)]
-    pub known_values: rustc_hash::FxHashMap<String, std::sync::Arc<ConstValue>>,
+    pub known_values: rustc_hash::FxHashMap<diamond_ir::ValueId, std::sync::Arc<ConstValue>>,
 }
 
 impl CheckReport {
@@ -166,28 +171,28 @@ pub(crate) fn build(mut low: Lowering<'_>, st: LoweringState<'_>, main: GraphId)
             Some((low.instances[key.0 as usize].graph, key.1, tensor, f.kind.clone(), f.dtype))
         })
         .collect();
-    let mut solver = st.solver;
+    // The facts are read: only the closed shapes are needed from here on.
+    drop(st.facts);
     // Declared shapes are claims: compare them with what the graph implies once solved.
-    let solution = {
-        let s = std::mem::take(&mut solver);
-        s.finish()
-    };
+    let (mut closed, mut diagnostics) = st.solver.finish_closed();
     let mut inferred = super::inferred::InferredTypes::default();
     for (graph, value, tensor, kind, dtype) in typed {
-        let ty = super::inferred::type_of(&kind, &solution.tensors[tensor.0 as usize].closed, dtype);
+        let ty = super::inferred::type_of(&kind, &closed.row(tensor), dtype);
         inferred.record(graph, value, ty);
     }
     let mut values: Vec<ValueReport> = reported
         .into_iter()
         .zip(facts)
-        .map(|((name, _, tensor, role), (kind, dtype))| ValueReport {
+        .map(|((name, key, tensor, role), (kind, dtype))| ValueReport {
             name,
+            value: (key.0 == 0).then_some(key.1),
             initializer: role == crate::solver::TensorKind::Param,
-            kind: kind.describe(),
+            kind: kind.describe_shared(),
             dtype,
-            shape: row_dims(&solution.tensors[tensor.0 as usize].closed),
+            shape: row_dims(&closed.row(tensor)),
         })
         .collect();
+    drop(closed);
     // A body lowered more than once (loop rounds, unrolled iterations) lists
     // its values once per lowering: keep the last.
     let mut last: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
@@ -200,7 +205,6 @@ pub(crate) fn build(mut low: Lowering<'_>, st: LoweringState<'_>, main: GraphId)
         k += 1;
         keep[k - 1]
     });
-    let mut diagnostics = solution.diagnostics;
     let initializers: rustc_hash::FxHashSet<&str> =
         graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
     let is_initializer = |name: &str| initializers.contains(name);
@@ -250,17 +254,16 @@ fn known_values(
     low: &Lowering<'_>,
     st: &LoweringState<'_>,
     main: GraphId,
-) -> rustc_hash::FxHashMap<String, std::sync::Arc<ConstValue>> {
+) -> rustc_hash::FxHashMap<diamond_ir::ValueId, std::sync::Arc<ConstValue>> {
     let graph = &low.model.graphs[main];
     let mut out = rustc_hash::FxHashMap::default();
     for (_, node) in graph.nodes.iter() {
         for &v in &node.outputs {
-            let name = graph.value_name(v);
-            if name.is_empty() {
+            if graph.value_name(v).is_empty() {
                 continue;
             }
             if let Some(value) = st.facts.get(&(0, v)).and_then(|f| f.value.clone()) {
-                out.insert(name.to_string(), value);
+                out.insert(v, value);
             }
         }
     }

@@ -13,6 +13,7 @@
 //! nodes have been lowered.
 
 use crate::rule::{Defer, OpCtx};
+use inline_key::InlineKey;
 use rustc_hash::FxHashMap as HashMap;
 
 mod common;
@@ -20,6 +21,7 @@ mod control;
 mod elementwise;
 mod extra;
 mod fold;
+mod inline_key;
 mod misc;
 mod nn;
 mod reduce_linalg;
@@ -43,6 +45,9 @@ pub const MICROSOFT: &str = "com.microsoft";
 #[derive(Default)]
 pub struct OpTable {
     rules: HashMap<(&'static str, &'static str), Vec<(i64, Rule)>>,
+    /// The same rules by inline key, for [`OpTable::lookup`] (every
+    /// registered key fits inline; a longer name asked for is not in it).
+    by_inline_key: HashMap<InlineKey, Vec<(i64, Rule)>>,
 }
 
 impl OpTable {
@@ -65,6 +70,8 @@ impl OpTable {
         let versions = self.rules.entry((domain, op)).or_default();
         versions.push((since, rule));
         versions.sort_by_key(|(v, _)| *v);
+        let key = InlineKey::new(domain, op).expect("a registered operator's domain and name fit inline");
+        self.by_inline_key.insert(key, versions.clone());
     }
 
     /// Registers one rule for several operators, each from `since` on.
@@ -79,7 +86,7 @@ impl OpTable {
     /// the model's opset predates it.
     pub fn lookup(&self, domain: &str, op: &str, version: i64) -> Option<Rule> {
         let domain = if domain == "ai.onnx" { ONNX } else { domain };
-        let versions = self.rules.get(&(domain, op))?;
+        let versions = self.by_inline_key.get(&InlineKey::new(domain, op)?)?;
         versions.iter().rev().find(|(since, _)| *since <= version).map(|(_, r)| *r)
     }
 

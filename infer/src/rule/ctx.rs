@@ -74,7 +74,7 @@ impl<'l, 'm> OpCtx<'l, 'm> {
 
     /// `Add 'fc1' (node 3)`.
     pub fn label(&self) -> &str {
-        &self.at.label
+        self.at.label.get_or_init(|| self.at.site.to_string())
     }
 
     /// Whether `--strict-units` is on (stated 1s are claims).

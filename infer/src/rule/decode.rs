@@ -21,7 +21,7 @@ pub fn decode(t: &Tensor) -> Option<ConstValue> {
     let n = count as usize;
     let shape: Vec<usize> = t.dims.iter().map(|&d| d as usize).collect();
     let dtype = t.elem_type();
-    let raw = match (&t.external, &t.data.raw) {
+    let raw = match (t.external(), &t.data.raw) {
         (Some(ext), _) => Some(ext.load().ok()?),
         (None, Some(raw)) => Some(raw.clone()),
         (None, None) => None,

@@ -32,7 +32,7 @@ impl OpCtx<'_, '_> {
 
     /// An `invalid-attribute` error at this node; the message is prefixed with the node.
     pub fn invalid(&mut self, message: impl AsRef<str>) {
-        let m = format!("{}: {}", self.at.label, message.as_ref());
+        let m = format!("{}: {}", self.label(), message.as_ref());
         self.report(Code::InvalidAttribute, m);
     }
 
@@ -41,7 +41,7 @@ impl OpCtx<'_, '_> {
     /// the offending thing is an input tensor); the message is prefixed
     /// with the node.
     pub fn input_conflict(&mut self, code: Code, i: usize, axis: Option<usize>, message: impl AsRef<str>) {
-        let m = crate::diagnostic::shorten(format!("{}: {}", self.at.label, message.as_ref()));
+        let m = crate::diagnostic::shorten(format!("{}: {}", self.label(), message.as_ref()));
         let root = self.cause(&format!("input {i}"), "operator rule");
         let cause = match axis {
             Some(a) => self.st.solver.axis_cause(root, a),
@@ -57,7 +57,7 @@ impl OpCtx<'_, '_> {
 
     /// A `dtype-mismatch` error at this node.
     pub fn dtype_mismatch(&mut self, message: impl AsRef<str>) {
-        let m = format!("{}: {}", self.at.label, message.as_ref());
+        let m = format!("{}: {}", self.label(), message.as_ref());
         self.report(Code::DtypeMismatch, m);
     }
 

@@ -186,6 +186,17 @@ impl ValueKind {
         }
     }
 
+    /// [`ValueKind::describe`], without an allocation for the kinds whose
+    /// name is fixed (a report lists tens of thousands of tensors).
+    pub fn describe_shared(&self) -> std::borrow::Cow<'static, str> {
+        match self {
+            ValueKind::Tensor => "tensor".into(),
+            ValueKind::SparseTensor => "sparse_tensor".into(),
+            ValueKind::Unknown => "unknown".into(),
+            composite => composite.describe().into(),
+        }
+    }
+
     /// The innermost tensor-like kind (through sequences, optionals and maps).
     pub fn innermost(&self) -> &ValueKind {
         match self {

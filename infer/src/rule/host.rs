@@ -19,8 +19,9 @@ pub(crate) struct NodeAt<'m> {
     pub(crate) inst: u32,
     pub(crate) nid: NodeId,
     pub(crate) node: &'m Node,
-    /// The node's display label.
-    pub(crate) label: String,
+    /// The node's display label, made from `site` when first asked for
+    /// (most nodes report nothing).
+    pub(crate) label: std::cell::OnceCell<String>,
     /// The node as its causes name it, shared by all of them.
     pub(crate) site: Arc<NodeSite>,
     /// The keys of its inputs: `None` for an omitted one.

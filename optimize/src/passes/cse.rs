@@ -7,7 +7,7 @@
 use super::{Pass, NONDETERMINISTIC};
 use crate::rewrite::{remove_nodes, replace_uses};
 use crate::Analysis;
-use diamond_ir::{Model, NodeId, Tensor, ValueId};
+use diamond_ir::{Model, NodeId, Tensor, TensorRare, ValueId};
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 
@@ -40,7 +40,7 @@ fn merge_nodes(model: &mut Model, a: &Analysis) -> usize {
             "{}\u{1}{}\u{1}{}\u{1}{:?}\u{1}{:?}\u{1}{}",
             n.domain(),
             n.op_type(),
-            n.overload.as_deref().unwrap_or(""),
+            n.rare().overload.as_deref().unwrap_or(""),
             n.inputs,
             n.attributes,
             n.outputs.len()
@@ -80,8 +80,9 @@ fn merge_initializers(model: &mut Model, a: &Analysis) -> usize {
         }
         let mut unnamed = t.clone();
         unnamed.name = None;
-        unnamed.doc_string = None;
-        unnamed.metadata_props.clear();
+        if let Some(rare) = unnamed.rare.take() {
+            unnamed.rare = TensorRare { doc_string: None, metadata_props: Vec::new(), ..*rare }.boxed();
+        }
         let kept = seen.entry(content_hash(&unnamed)).or_default();
         match kept.iter().find(|(_, other)| *other == unnamed) {
             Some(&(keep, _)) => merges.push((v, keep)),
@@ -100,7 +101,7 @@ fn content_hash(t: &Tensor) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     t.data_type.map(|d| d.code()).hash(&mut h);
     t.dims.hash(&mut h);
-    t.segment.map(|s| (s.begin, s.end)).hash(&mut h);
+    t.rare().segment.map(|s| (s.begin, s.end)).hash(&mut h);
     let d = &t.data;
     d.raw.hash(&mut h);
     d.floats.iter().for_each(|f| f.to_bits().hash(&mut h));

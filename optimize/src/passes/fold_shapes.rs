@@ -41,7 +41,7 @@ impl Pass for FoldShapes {
             let tensors: Option<Vec<(ValueId, Tensor)>> = named
                 .iter()
                 .map(|&v| {
-                    let value = a.report.known_values.get(graph.value_name(v))?;
+                    let value = a.report.known_values.get(&v)?;
                     let integral = matches!(value.data, ConstData::Ints(_) | ConstData::Bools(_));
                     if !integral || value.data.len() > MAX_FOLDED_ELEMENTS || a.dtype(model, v) != Some(value.dtype) {
                         return None;

@@ -345,7 +345,7 @@ pub fn model_function<'m>(model: &'m Model, node: &Node) -> Option<&'m diamond_i
     model.functions.iter().find(|f| {
         f.name.as_deref() == Some(node.op_type())
             && f.domain.as_deref().unwrap_or("") == node.domain()
-            && f.overload.as_deref().unwrap_or("") == node.overload.as_deref().unwrap_or("")
+            && f.overload.as_deref().unwrap_or("") == node.rare().overload.as_deref().unwrap_or("")
     })
 }
 

@@ -5,7 +5,8 @@
 
 use bytes::Bytes;
 use diamond_ir::{
-    AttrType, Attribute, ElemType, Graph, GraphOwner, Node, StringEntry, Tensor, TensorData, ValueId, ValueInfo,
+    AttrType, Attribute, ElemType, Graph, GraphOwner, Node, NodeRare, StringEntry, Tensor, TensorData, ValueId,
+    ValueInfo,
 };
 use std::collections::HashSet;
 
@@ -69,9 +70,12 @@ impl GraphBuilder {
             inputs: inputs.to_vec(),
             outputs: outs.clone(),
             attributes,
-            doc_string: (!origin.source.is_empty()).then(|| origin.source.clone()),
-            metadata_props,
-            ..Node::default()
+            rare: NodeRare {
+                doc_string: (!origin.source.is_empty()).then(|| origin.source.clone()),
+                metadata_props,
+                ..NodeRare::default()
+            }
+            .boxed(),
         };
         self.graph.nodes.push(node);
         outs

@@ -71,7 +71,7 @@ fn constant(model: &Model, a: &Analysis, v: ValueId, memo: &mut HashMap<ValueId,
         if memo.contains_key(&w) {
             continue;
         }
-        let known = a.report.known_values.get(graph.value_name(w)).is_some_and(|k| match &k.data {
+        let known = a.report.known_values.get(&w).is_some_and(|k| match &k.data {
             ConstData::Ints(e) => e.iter().all(|x| x.as_int().is_some()),
             ConstData::Floats(_) | ConstData::Bools(_) => true,
             ConstData::Strings(_) => false,
