@@ -143,9 +143,10 @@ fn fill_from_padded(src: &[f32], p: &Conv2d, (oh, ow): (usize, usize), columns: 
     let wp = ow + (p.kw - 1) * dw;
     let per_channel = p.kh * p.kw * oh * ow;
     let hw = p.h * p.w;
-    let one = |c: usize, dst: &mut [f32]| {
-        let mut padded = vec![0f32; hp * wp];
-        pad_channel(&src[c * hw..(c + 1) * hw], p, (hp, wp), &mut padded);
+    let one = |padded: &mut Vec<f32>, c: usize, dst: &mut [f32]| {
+        padded.clear();
+        padded.resize(hp * wp, 0.0);
+        pad_channel(&src[c * hw..(c + 1) * hw], p, (hp, wp), padded);
         let mut at = 0;
         for ki in 0..p.kh {
             for kj in 0..p.kw {
@@ -158,9 +159,10 @@ fn fill_from_padded(src: &[f32], p: &Conv2d, (oh, ow): (usize, usize), columns: 
         }
     };
     if columns.len() >= PARALLEL_VALUES && rayon::current_num_threads() > 1 {
-        columns.par_chunks_mut(per_channel).enumerate().for_each(|(c, dst)| one(c, dst));
+        columns.par_chunks_mut(per_channel).enumerate().for_each_init(Vec::new, |padded, (c, dst)| one(padded, c, dst));
     } else {
-        columns.chunks_mut(per_channel).enumerate().for_each(|(c, dst)| one(c, dst));
+        let mut padded = Vec::new();
+        columns.chunks_mut(per_channel).enumerate().for_each(|(c, dst)| one(&mut padded, c, dst));
     }
 }
 

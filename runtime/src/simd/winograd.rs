@@ -164,19 +164,22 @@ struct Band {
     rows: usize,
 }
 
-/// Runs `each(index, chunk)` over the `len`-float chunks of `data`, in parallel when `work` is large.
-fn chunks(data: &mut [f32], len: usize, work: usize, each: impl Fn(usize, &mut [f32]) + Sync + Send) {
+/// Runs `each(scratch, index, chunk)` over the `len`-float chunks of
+/// `data`, in parallel when `work` is large; `scratch` is a buffer of the
+/// thread's, made once per rayon job rather than once per chunk.
+fn chunks(data: &mut [f32], len: usize, work: usize, each: impl Fn(&mut Vec<f32>, usize, &mut [f32]) + Sync + Send) {
     if rayon::current_num_threads() > 1 && work >= PARALLEL_FLOATS {
-        data.par_chunks_mut(len).enumerate().for_each(|(i, d)| each(i, d));
+        data.par_chunks_mut(len).enumerate().for_each_init(Vec::new, |scratch, (i, d)| each(scratch, i, d));
     } else {
-        data.chunks_mut(len).enumerate().for_each(|(i, d)| each(i, d));
+        let mut scratch = Vec::new();
+        data.chunks_mut(len).enumerate().for_each(|(i, d)| each(&mut scratch, i, d));
     }
 }
 
 /// `u[k][ξ][c] = (G g Gᵀ)[ξ]` for the 3×3 filter `g` of output channel
 /// `k`, input channel `c`; `G = [[1, 0, 0], [½, ½, ½], [½, −½, ½], [0, 0, 1]]`.
 fn transform_filters(weight: &[f32], c: usize, k: usize, u: &mut [f32]) {
-    chunks(&mut u[..k * 16 * c], 16 * c, k * c * 16, |oc, dst| {
+    chunks(&mut u[..k * 16 * c], 16 * c, k * c * 16, |_, oc, dst| {
         for ic in 0..c {
             let g = &weight[(oc * c + ic) * 9..][..9];
             // G g: four rows of three
@@ -205,35 +208,37 @@ fn transform_filters(weight: &[f32], c: usize, k: usize, u: &mut [f32]) {
 fn transform_inputs(src: &[f32], g: &Geometry, band: &Band, v: &mut [f32]) {
     let tiles = band.rows * g.tw;
     let plane = g.h * g.w;
-    chunks(v, 16 * tiles, v.len(), |ch, dst| {
-        transform_channel(&src[ch * plane..][..plane], g, band, dst);
+    chunks(v, 16 * tiles, v.len(), |scratch, ch, dst| {
+        transform_channel(&src[ch * plane..][..plane], g, band, scratch, dst);
     });
 }
 
-fn transform_channel(src: &[f32], g: &Geometry, band: &Band, dst: &mut [f32]) {
+fn transform_channel(src: &[f32], g: &Geometry, band: &Band, scratch: &mut Vec<f32>, dst: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if super::cpu::avx2_fma() {
         // SAFETY: the processor has AVX2 and FMA.
-        return unsafe { transform_channel_avx2(src, g, band, dst) };
+        return unsafe { transform_channel_avx2(src, g, band, scratch, dst) };
     }
-    transform_channel_body(src, g, band, dst)
+    transform_channel_body(src, g, band, scratch, dst)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn transform_channel_avx2(src: &[f32], g: &Geometry, band: &Band, dst: &mut [f32]) {
-    transform_channel_body(src, g, band, dst)
+unsafe fn transform_channel_avx2(src: &[f32], g: &Geometry, band: &Band, scratch: &mut Vec<f32>, dst: &mut [f32]) {
+    transform_channel_body(src, g, band, scratch, dst)
 }
 
 #[inline(always)]
-fn transform_channel_body(src: &[f32], g: &Geometry, band: &Band, dst: &mut [f32]) {
+fn transform_channel_body(src: &[f32], g: &Geometry, band: &Band, scratch: &mut Vec<f32>, dst: &mut [f32]) {
     let tw = g.tw;
     let tiles = band.rows * tw;
     let lines = 2 * band.rows + 2;
+    // every part is written before it is read: no zeroing
+    scratch.resize(lines * 4 * tw + (2 * tw + 2) + 2 * (tw + 1), 0.0);
     // per input line of the band: (d B) for each tile, four values, as four rows of tw
-    let mut rows_b = vec![0f32; lines * 4 * tw];
-    let mut padded = vec![0f32; 2 * tw + 2];
-    let (mut even, mut odd) = (vec![0f32; tw + 1], vec![0f32; tw + 1]);
+    let (rows_b, rest) = scratch.split_at_mut(lines * 4 * tw);
+    let (padded, rest) = rest.split_at_mut(2 * tw + 2);
+    let (even, odd) = rest.split_at_mut(tw + 1);
     for (line, out) in rows_b.chunks_exact_mut(4 * tw).enumerate() {
         let iy = (2 * band.first + line) as isize - g.top as isize;
         padded.fill(0.0);
@@ -307,37 +312,38 @@ fn transform_outputs(m: &[f32], g: &Geometry, band: &Band, k: usize, out: &mut [
     let tiles = band.rows * g.tw;
     let first_row = 2 * band.first;
     let last_row = (2 * (band.first + band.rows)).min(g.oh);
-    chunks(out, plane, 16 * k * tiles, |oc, dst| {
+    chunks(out, plane, 16 * k * tiles, |scratch, oc, dst| {
         let at = |xi: usize| &m[(xi * k + oc) * tiles..][..tiles];
         let ms: [&[f32]; 16] = std::array::from_fn(at);
-        output_channel(&ms, g, band, dst);
+        output_channel(&ms, g, band, scratch, dst);
         let tile = Tile { row0: 0, rows: 1, col0: first_row * g.ow, cols: (last_row - first_row) * g.ow, n: plane };
         // SAFETY: `dst` is this channel's whole plane, borrowed mutably; the tile lies inside it.
         unsafe { ep.shifted(oc, offset + oc * plane).apply_tile(dst.as_mut_ptr(), &tile) };
     });
 }
 
-fn output_channel(ms: &[&[f32]; 16], g: &Geometry, band: &Band, dst: &mut [f32]) {
+fn output_channel(ms: &[&[f32]; 16], g: &Geometry, band: &Band, scratch: &mut Vec<f32>, dst: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if super::cpu::avx2_fma() {
         // SAFETY: the processor has AVX2 and FMA.
-        return unsafe { output_channel_avx2(ms, g, band, dst) };
+        return unsafe { output_channel_avx2(ms, g, band, scratch, dst) };
     }
-    output_channel_body(ms, g, band, dst)
+    output_channel_body(ms, g, band, scratch, dst)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn output_channel_avx2(ms: &[&[f32]; 16], g: &Geometry, band: &Band, dst: &mut [f32]) {
-    output_channel_body(ms, g, band, dst)
+unsafe fn output_channel_avx2(ms: &[&[f32]; 16], g: &Geometry, band: &Band, scratch: &mut Vec<f32>, dst: &mut [f32]) {
+    output_channel_body(ms, g, band, scratch, dst)
 }
 
 #[inline(always)]
-fn output_channel_body(ms: &[&[f32]; 16], g: &Geometry, band: &Band, dst: &mut [f32]) {
+fn output_channel_body(ms: &[&[f32]; 16], g: &Geometry, band: &Band, scratch: &mut Vec<f32>, dst: &mut [f32]) {
     let tw = g.tw;
-    // per tile row: the 2×2 outputs as four rows of tw (y[a][b])
-    let mut s = vec![0f32; 8 * tw];
-    let mut y = vec![0f32; 4 * tw];
+    // per tile row: (Aᵀ m) as eight rows of tw, then the 2×2 outputs as four (y[a][b]);
+    // every part is written before it is read
+    scratch.resize(12 * tw, 0.0);
+    let (s, y) = scratch.split_at_mut(8 * tw);
     for q in 0..band.rows {
         let m = |xi: usize| &ms[xi][q * tw..][..tw];
         // s[a][j] = (Aᵀ m)[a][j]
