@@ -16,7 +16,7 @@
 
 use super::epilogue::Epilogue;
 use super::gemm::{sgemm, MatRef};
-use super::{depthwise, im2col, winograd};
+use super::{depthwise, direct, im2col, winograd};
 
 /// The sizes and attributes of one 2-D convolution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,6 +128,9 @@ pub fn conv2d_keeping(
     }
     if winograd::suits(p, (oh, ow)) {
         return winograd::conv(input, weight, p, (oh, ow), &mut out[..p.n * p.c_out * plane], ep, kept);
+    }
+    if direct::suits(p, (oh, ow)) {
+        return direct::conv(input, weight, p, (oh, ow), &mut out[..p.n * p.c_out * plane], ep);
     }
     let (cig, cog) = (p.group_in(), p.group_out());
     let patch = cig * p.kh * p.kw;

@@ -27,6 +27,18 @@ pub fn winograd() -> bool {
     *CHOSEN.get_or_init(|| !std::env::var("DIAMOND_WINOGRAD").is_ok_and(|v| v.eq_ignore_ascii_case("off")))
 }
 
+/// `DIAMOND_DIRECT=on|off`: every non-depthwise convolution that is not
+/// Winograd's goes to the direct kernel, or none does (to compare it with
+/// im2col and to test it on every shape); unset, the shape decides.
+pub fn direct_conv() -> Option<bool> {
+    static CHOSEN: OnceLock<Option<bool>> = OnceLock::new();
+    *CHOSEN.get_or_init(|| match std::env::var("DIAMOND_DIRECT") {
+        Ok(v) if v.eq_ignore_ascii_case("on") => Some(true),
+        Ok(v) if v.eq_ignore_ascii_case("off") => Some(false),
+        _ => None,
+    })
+}
+
 #[cfg(target_arch = "x86_64")]
 fn detected_avx512() -> bool {
     is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vl")

@@ -26,6 +26,7 @@ pub mod contraction;
 pub mod conv;
 pub mod cpu;
 pub mod depthwise;
+pub mod direct;
 pub mod elementwise;
 pub mod epilogue;
 pub mod gemm;

@@ -3,9 +3,10 @@
 //! random shapes (size-1 and odd sizes included), transposed and strided
 //! views, every bias and activation, groups, depthwise and pointwise
 //! convolutions, padding, strides and dilations; on one thread and on
-//! several (so that C is cut into tiles both ways). The portable kernels
-//! are checked the same way by re-running these tests with
-//! `DIAMOND_SIMD=off` in a child process.
+//! several (so that C is cut into tiles both ways). The portable kernels,
+//! and the direct convolution and im2col each forced onto every shape, are
+//! checked the same way by re-running these tests in a child process with
+//! `DIAMOND_SIMD` and `DIAMOND_DIRECT` set.
 
 mod norm;
 mod oracle;
@@ -445,23 +446,48 @@ fn column_strided_wide_outputs_match_the_reference() {
     check_conv(&ConvSpec { w: 37, kw: 2, stride: [2, 2], pads: [0, 1, 0, 0], dilation: [1, 2], ..conv1 }, &ep, 13);
 }
 
-/// `DIAMOND_SIMD=off` in the environment of this test binary (set by the test below).
-fn forced_portable() -> bool {
-    std::env::var("DIAMOND_SIMD").is_ok_and(|v| v == "off")
+/// True in a child run of this test binary (started by the tests below
+/// with a route or instruction set forced), which must not start more.
+fn in_child() -> bool {
+    std::env::var("DIAMOND_KERNEL_TEST_CHILD").is_ok()
+}
+
+/// Runs every test of this binary again in a child process with `env` set.
+fn rerun_with(env: &[(&str, &str)]) {
+    let exe = std::env::current_exe().expect("the test binary");
+    let status = std::process::Command::new(exe)
+        .envs(env.iter().copied())
+        .env("DIAMOND_KERNEL_TEST_CHILD", "1")
+        .args(["--test-threads", "2"])
+        .status()
+        .expect("the test binary runs again");
+    assert!(status.success(), "the tests fail with {env:?}");
 }
 
 #[test]
 fn the_portable_kernels_give_the_same_results() {
-    if forced_portable() {
-        // the child: the switch took effect
-        assert!(!diamond_runtime::simd::cpu::avx2_fma());
+    if in_child() {
+        // the switch took effect where it was set
+        if std::env::var("DIAMOND_SIMD").is_ok_and(|v| v == "off") {
+            assert!(!diamond_runtime::simd::cpu::avx2_fma());
+        }
         return;
     }
-    let exe = std::env::current_exe().expect("the test binary");
-    let status = std::process::Command::new(exe)
-        .env("DIAMOND_SIMD", "off")
-        .args(["--test-threads", "2"])
-        .status()
-        .expect("the test binary runs again");
-    assert!(status.success(), "the tests fail with DIAMOND_SIMD=off");
+    rerun_with(&[("DIAMOND_SIMD", "off")]);
+}
+
+/// The direct convolution kernel (`simd::direct`) forced onto every
+/// convolution that is not depthwise or Winograd's, on each instruction
+/// set — AVX-512 where the machine has it, AVX2, the portable code — and
+/// im2col forced onto every one: both agree with the reference on every
+/// shape the tests above draw (the default choice sends a shape one way).
+#[test]
+fn the_direct_kernel_and_im2col_both_give_the_same_results() {
+    if in_child() {
+        return;
+    }
+    rerun_with(&[("DIAMOND_DIRECT", "on")]);
+    rerun_with(&[("DIAMOND_DIRECT", "on"), ("DIAMOND_SIMD", "avx2")]);
+    rerun_with(&[("DIAMOND_DIRECT", "on"), ("DIAMOND_SIMD", "off")]);
+    rerun_with(&[("DIAMOND_DIRECT", "off")]);
 }

@@ -1,0 +1,502 @@
+//! Direct convolution for thin outputs: few output channels per group or
+//! small planes, where im2col's GEMM runs at a tenth of the machine's
+//! peak (a ResNet export's 7×7/2 stem, 3 → 8 channels on a 32×32 image:
+//! M = 8 rows of a 147 × 256 product, after copying the 147 × 256 columns).
+//!
+//! Each input channel is split into its **stride phases**: phase `(a, b)`
+//! holds the zero-padded input's rows `a, a + sh, a + 2·sh, …` and columns
+//! `b, b + sw, …`, rows of `wq` values. An output row is computed `wq`
+//! positions wide (the last `wq − ow` are thrown away), so that output
+//! position `q = oy·wq + ox` meets, through tap `(ki, kj)`, the value at
+//! `q + shift(ki, kj)` of one phase: every tap reads a **contiguous**
+//! vector of consecutive outputs, whatever the stride. The kernel keeps
+//! `C` output channels × `V` vectors of positions in registers, and for
+//! each input channel and tap loads `V` vectors and multiplies them by the
+//! tap's `C` weights (broadcast) — no column matrix, and all the work in
+//! multiply-adds. The result goes through the [`Epilogue`] channel block by
+//! channel block, while it is in cache.
+//!
+//! The body is generic over the vector width and the way `a·b + c` is
+//! computed ([`Arith`]), compiled for AVX-512, AVX2+FMA and the portable
+//! baseline; channel blocks (of each image and group) run in parallel on
+//! the current rayon pool when the work is large enough.
+
+use super::conv::Conv2d;
+use super::cpu;
+use super::epilogue::{Epilogue, Tile};
+use super::math::{Arith, Split};
+use rayon::prelude::*;
+
+/// Below this many multiply-adds the blocks run on one thread.
+const PARALLEL_MACS: usize = 1 << 18;
+
+/// Whether the direct kernel is the faster route for `p` (not depthwise,
+/// not Winograd's): few output channels per group, where im2col's GEMM
+/// has a sliver of rows, or planes large enough that its columns outgrow
+/// the cache. Pointwise convolutions keep their plain GEMM unless they
+/// have few output channels. From `cargo bench -p diamond-runtime --bench
+/// simd_gemm` with `DIAMOND_DIRECT=on|off` (share of the FMA peak, one
+/// thread, AVX-512): ResNet-18 export stem 3→8 on 32² 40% vs 14%,
+/// 3×3 8→8 on 8² 22% vs 8.5%, 3×3 64→64 on 56² 89% vs 70%, densenet
+/// 128→32 on 7² 36% vs 29%; im2col wins with many output channels on
+/// small planes (512→512 on 7² 39% vs 65%, 64→256 on 13² 62% vs 69%),
+/// on planes under a vector (16→32 on 2² 3.7% vs 6.3%), and pointwise
+/// layers, which need no copy at all for their GEMM (1×1 256→64 62% vs
+/// 79%; EfficientNet's squeeze-excitation 1×1s on 1×1 planes made the
+/// export 20% slower). `DIAMOND_DIRECT=on|off` forces the choice either
+/// way (for benchmarks and tests).
+pub(crate) fn suits(p: &Conv2d, (oh, ow): (usize, usize)) -> bool {
+    if let Some(forced) = cpu::direct_conv() {
+        return forced;
+    }
+    let (cog, plane) = (p.group_out(), oh * ow);
+    let pointwise = p.kh == 1 && p.kw == 1 && p.stride == [1, 1] && p.pads == [0; 4];
+    cpu::avx2_fma() && !pointwise && plane >= 16 && (cog <= 32 || plane >= 256)
+}
+
+/// The layout of one image-group's phase planes and of the wide output.
+#[derive(Clone, Copy, Debug)]
+struct Geometry {
+    /// Strides along height, width: there are `sh · sw` phases.
+    sh: usize,
+    sw: usize,
+    /// A phase plane's row length: the wide output's row length too.
+    wq: usize,
+    /// A phase plane's rows holding input.
+    hq: usize,
+    /// Values per phase plane, tail of zeros included: a vector read at
+    /// any wide position of the output, shifted by any tap, stays inside.
+    plane_len: usize,
+}
+
+impl Geometry {
+    fn of(p: &Conv2d, (oh, ow): (usize, usize), lanes: usize) -> Geometry {
+        let [sh, sw] = p.stride;
+        let [dh, dw] = p.dilation;
+        let hq = oh + (p.kh - 1) * dh / sh;
+        let wq = ow + (p.kw - 1) * dw / sw;
+        let max_shift = (hq - oh) * wq + (wq - ow);
+        Geometry { sh, sw, wq, hq, plane_len: oh * wq + lanes + max_shift }
+    }
+
+    fn phases(&self) -> usize {
+        self.sh * self.sw
+    }
+}
+
+/// What one kernel call computes: `vectors` vectors of wide output
+/// positions from position `start`, into rows of `vectors · L` values.
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    start: usize,
+    vectors: usize,
+}
+
+/// Writes into `taps` (cleared first), per tap `(ki, kj)`, row-major: the
+/// phase it reads and where, in that phase, output 0's value lies.
+fn tap_table(p: &Conv2d, g: &Geometry, taps: &mut Vec<(usize, usize)>) {
+    let [dh, dw] = p.dilation;
+    taps.clear();
+    for ki in 0..p.kh {
+        for kj in 0..p.kw {
+            let (y, x) = (ki * dh, kj * dw);
+            taps.push(((y % g.sh) * g.sw + x % g.sw, (y / g.sh) * g.wq + x / g.sw));
+        }
+    }
+}
+
+/// Writes the phase planes of `channel` (`h × w`) into `dst` (`sh · sw` planes of `plane_len`).
+fn split_phases(channel: &[f32], p: &Conv2d, g: &Geometry, dst: &mut [f32]) {
+    dst.fill(0.0);
+    let (top, left) = (p.pads[0] as isize, p.pads[1] as isize);
+    for a in 0..g.sh {
+        for b in 0..g.sw {
+            let plane = &mut dst[(a * g.sw + b) * g.plane_len..][..g.hq * g.wq];
+            // phase columns c whose input column c·sw + b − left lies in 0..w
+            let x_of = |c: usize| (c * g.sw + b) as isize - left;
+            let lo = (0..g.wq).find(|&c| x_of(c) >= 0).unwrap_or(g.wq);
+            let hi = (lo..g.wq).find(|&c| x_of(c) >= p.w as isize).unwrap_or(g.wq);
+            if lo >= hi {
+                continue;
+            }
+            for (r, row) in plane.chunks_exact_mut(g.wq).enumerate() {
+                let y = (r * g.sh + a) as isize - top;
+                if y < 0 || y >= p.h as isize {
+                    continue;
+                }
+                let line = &channel[y as usize * p.w..][..p.w];
+                let x0 = x_of(lo) as usize;
+                if g.sw == 1 {
+                    row[lo..hi].copy_from_slice(&line[x0..x0 + hi - lo]);
+                } else {
+                    row[lo..hi].iter_mut().zip(line[x0..].iter().step_by(g.sw)).for_each(|(o, &v)| *o = v);
+                }
+            }
+        }
+    }
+}
+
+/// The weights of output channels `first..first + C` (of one group) laid
+/// out for the kernel: per input channel and tap, `C` consecutive values
+/// (0 for channels past the group's last), appended to `dst`.
+fn pack_weights(weight: &[f32], patch: usize, first: usize, count: usize, block: usize, dst: &mut Vec<f32>) {
+    let base = dst.len();
+    dst.resize(base + patch * block, 0.0);
+    for c in 0..count {
+        let row = &weight[(first + c) * patch..][..patch];
+        for (k, &w) in row.iter().enumerate() {
+            dst[base + k * block + c] = w;
+        }
+    }
+}
+
+/// `out = epilogue(conv(input, weight))`, NCHW.
+pub(crate) fn conv(input: &[f32], weight: &[f32], p: &Conv2d, hw: (usize, usize), out: &mut [f32], ep: &Epilogue) {
+    #[cfg(target_arch = "x86_64")]
+    if cpu::avx512() {
+        return run::<16, 8, 3>(input, weight, p, hw, out, ep, Isa::Avx512);
+    }
+    #[cfg(target_arch = "x86_64")]
+    if cpu::avx2_fma() {
+        return run::<8, 4, 3>(input, weight, p, hw, out, ep, Isa::Avx2);
+    }
+    run::<4, 4, 2>(input, weight, p, hw, out, ep, Isa::Portable)
+}
+
+/// Which compiled instance of the kernel runs.
+#[derive(Clone, Copy)]
+enum Isa {
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+    Portable,
+}
+
+/// The convolution with `L`-wide vectors, `C` channels × `V` vectors per kernel step.
+///
+/// The work is cut into units of (image, group, block of `C` output
+/// channels, band of output rows); bands are only cut when there are too
+/// few blocks to keep the pool's threads busy (one image of 8 channels is
+/// one block).
+fn run<const L: usize, const C: usize, const V: usize>(
+    input: &[f32],
+    weight: &[f32],
+    p: &Conv2d,
+    (oh, ow): (usize, usize),
+    out: &mut [f32],
+    ep: &Epilogue,
+    isa: Isa,
+) {
+    let g = Geometry::of(p, (oh, ow), L);
+    let Scratch { mut phases, mut packed, mut taps } = SCRATCH.with(|b| b.take());
+    tap_table(p, &g, &mut taps);
+    let (cig, cog) = (p.group_in(), p.group_out());
+    let plane = oh * ow;
+    let patch = cig * p.kh * p.kw;
+    let per_channel = g.phases() * g.plane_len;
+    let blocks = cog.div_ceil(C);
+    // every image-group's phases, in input channel order, and every block's weights
+    phases.resize(p.n * p.c_in * per_channel, 0.0);
+    let hw_in = p.h * p.w;
+    for (c, dst) in phases.chunks_exact_mut(per_channel).enumerate() {
+        split_phases(&input[c * hw_in..(c + 1) * hw_in], p, &g, dst);
+    }
+    packed.clear();
+    for grp in 0..p.group {
+        for b in 0..blocks {
+            pack_weights(&weight[grp * cog * patch..], patch, b * C, C.min(cog - b * C), C, &mut packed);
+        }
+    }
+    let macs = p.n * p.c_out * plane * patch;
+    let threads = rayon::current_num_threads();
+    let parallel = macs >= PARALLEL_MACS && threads > 1;
+    let units = p.n * p.group * blocks;
+    let bands = if parallel { (4 * threads).div_ceil(units).min(oh) } else { 1 };
+    let rows_per_band = oh.div_ceil(bands);
+    let bands = oh.div_ceil(rows_per_band);
+    let out = OutPtr(out[..p.n * p.c_out * plane].as_mut_ptr());
+    let one = |wide: &mut Vec<f32>, unit: usize| {
+        let (index, band) = (unit / bands, unit % bands);
+        let (ig, b) = (index / blocks, index % blocks);
+        let (image, grp) = (ig / p.group, ig % p.group);
+        let (first, count) = (b * C, C.min(cog - b * C));
+        let (r0, r1) = (band * rows_per_band, ((band + 1) * rows_per_band).min(oh));
+        let span = Span { start: r0 * g.wq, vectors: ((r1 - r0) * g.wq).div_ceil(L) };
+        wide.resize(C * span.vectors * L, 0.0);
+        let src = &phases[(image * p.c_in + grp * cig) * per_channel..][..cig * per_channel];
+        let weights = &packed[(grp * blocks + b) * patch * C..][..patch * C];
+        kernel::<L, C, V>(isa, src, weights, &taps, &g, cig, span, wide);
+        let channel = grp * cog + first;
+        let offset = (image * p.c_out + channel) * plane;
+        for c in 0..count {
+            let from = &wide[c * span.vectors * L..];
+            for oy in r0..r1 {
+                let at = (oy - r0) * g.wq;
+                // SAFETY: units write disjoint rows of disjoint channels, all inside `out`.
+                let to = unsafe { std::slice::from_raw_parts_mut(out.at(offset + c * plane + oy * ow), ow) };
+                to.copy_from_slice(&from[at..at + ow]);
+            }
+        }
+        let tile = Tile { row0: 0, rows: count, col0: r0 * ow, cols: (r1 - r0) * ow, n: plane };
+        // SAFETY: the tile is this unit's own, inside `out`.
+        unsafe { ep.shifted(channel, offset).apply_tile(out.at(offset), &tile) };
+    };
+    if parallel {
+        (0..units * bands).into_par_iter().for_each_init(Vec::new, |wide, unit| one(wide, unit));
+    } else {
+        let mut wide = Vec::new();
+        (0..units * bands).for_each(|unit| one(&mut wide, unit));
+    }
+    SCRATCH.with(|b| b.set(Scratch { phases, packed, taps }));
+}
+
+/// The buffers of one direct convolution, kept by the thread between calls for their allocations.
+#[derive(Default)]
+struct Scratch {
+    /// Every image-group's phase planes.
+    phases: Vec<f32>,
+    /// Every block's weights, as [`pack_weights`] lays them out.
+    packed: Vec<f32>,
+    /// The [`tap_table`].
+    taps: Vec<(usize, usize)>,
+}
+
+thread_local! {
+    /// The scratch of the last direct convolution this thread ran.
+    static SCRATCH: std::cell::Cell<Scratch> = std::cell::Cell::new(Scratch::default());
+}
+
+/// The output's base pointer, handed to the units: each writes only its own rows.
+#[derive(Clone, Copy)]
+struct OutPtr(*mut f32);
+
+impl OutPtr {
+    /// The pointer `offset` values on.
+    ///
+    /// # Safety
+    /// `offset` lies inside the output.
+    unsafe fn at(self, offset: usize) -> *mut f32 {
+        self.0.add(offset)
+    }
+}
+
+// SAFETY: the units of one convolution write disjoint parts of the output.
+unsafe impl Send for OutPtr {}
+unsafe impl Sync for OutPtr {}
+
+/// One block of `C` output channels over `span`, into `wide` (`C` rows of
+/// `span.vectors · L`): steps of `V` vectors, then the one or two vectors
+/// left in a narrower step (a small plane is a vector or two).
+#[allow(clippy::too_many_arguments)]
+fn kernel<const L: usize, const C: usize, const V: usize>(
+    isa: Isa,
+    src: &[f32],
+    packed: &[f32],
+    taps: &[(usize, usize)],
+    g: &Geometry,
+    cig: usize,
+    span: Span,
+    wide: &mut [f32],
+) {
+    check_sizes::<L, C>(src, packed, taps, g, cig, span, wide);
+    let full = span.vectors / V * V;
+    if full > 0 {
+        steps::<L, C, V>(isa, src, packed, taps, g, cig, span, (0, full), wide);
+    }
+    match span.vectors - full {
+        0 => {}
+        1 => steps::<L, C, 1>(isa, src, packed, taps, g, cig, span, (full, 1), wide),
+        2 => steps::<L, C, 2>(isa, src, packed, taps, g, cig, span, (full, 2), wide),
+        left => unreachable!("direct conv: {left} vectors left after steps of {V}"),
+    }
+}
+
+/// Vectors `first..first + count` of `span`, `V` at a time, on the chosen instance.
+#[allow(clippy::too_many_arguments)]
+fn steps<const L: usize, const C: usize, const V: usize>(
+    isa: Isa,
+    src: &[f32],
+    packed: &[f32],
+    taps: &[(usize, usize)],
+    g: &Geometry,
+    cig: usize,
+    span: Span,
+    range: (usize, usize),
+    wide: &mut [f32],
+) {
+    match isa {
+        // SAFETY: the processor has the features (checked by `cpu` before `Isa` was chosen);
+        // `kernel` checked the sizes.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { kernel_avx512::<L, C, V>(src, packed, taps, g, cig, span, range, wide) },
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { kernel_avx2::<L, C, V>(src, packed, taps, g, cig, span, range, wide) },
+        Isa::Portable => kernel_body::<Split, L, C, V>(src, packed, taps, g, cig, span, range, wide),
+    }
+}
+
+/// The kernel on AVX-512: `C × V` accumulators of 16 lanes.
+///
+/// # Safety
+/// The processor has AVX-512F, AVX2 and FMA; the sizes passed [`check_sizes`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn kernel_avx512<const L: usize, const C: usize, const V: usize>(
+    src: &[f32],
+    packed: &[f32],
+    taps: &[(usize, usize)],
+    g: &Geometry,
+    cig: usize,
+    span: Span,
+    (first, count): (usize, usize),
+    wide: &mut [f32],
+) {
+    use std::arch::x86_64::*;
+    debug_assert_eq!(L, 16);
+    debug_assert!(count % V == 0 && first + count <= span.vectors, "direct conv: steps of {V} over {count} vectors");
+    let per_channel = g.phases() * g.plane_len;
+    let row = span.vectors * L;
+    for step in (first..first + count).step_by(V) {
+        let at = step * L;
+        let mut acc = [[_mm512_setzero_ps(); V]; C];
+        for ci in 0..cig {
+            let channel = src.as_ptr().add(ci * per_channel + span.start + at);
+            let mut w = packed.as_ptr().add(ci * taps.len() * C);
+            for &(phase, shift) in taps {
+                let x = channel.add(phase * g.plane_len + shift);
+                let mut xs = [_mm512_setzero_ps(); V];
+                for (v, xv) in xs.iter_mut().enumerate() {
+                    *xv = _mm512_loadu_ps(x.add(v * L));
+                }
+                for lanes in acc.iter_mut() {
+                    let wc = _mm512_set1_ps(*w);
+                    w = w.add(1);
+                    for (a, xv) in lanes.iter_mut().zip(xs) {
+                        *a = _mm512_fmadd_ps(wc, xv, *a);
+                    }
+                }
+            }
+        }
+        for (c, lanes) in acc.iter().enumerate() {
+            for (v, a) in lanes.iter().enumerate() {
+                _mm512_storeu_ps(wide.as_mut_ptr().add(c * row + at + v * L), *a);
+            }
+        }
+    }
+}
+
+/// The kernel on AVX2+FMA: `C × V` accumulators of 8 lanes.
+///
+/// # Safety
+/// The processor has AVX2 and FMA; the sizes passed [`check_sizes`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn kernel_avx2<const L: usize, const C: usize, const V: usize>(
+    src: &[f32],
+    packed: &[f32],
+    taps: &[(usize, usize)],
+    g: &Geometry,
+    cig: usize,
+    span: Span,
+    (first, count): (usize, usize),
+    wide: &mut [f32],
+) {
+    use std::arch::x86_64::*;
+    debug_assert_eq!(L, 8);
+    debug_assert!(count % V == 0 && first + count <= span.vectors, "direct conv: steps of {V} over {count} vectors");
+    let per_channel = g.phases() * g.plane_len;
+    let row = span.vectors * L;
+    for step in (first..first + count).step_by(V) {
+        let at = step * L;
+        let mut acc = [[_mm256_setzero_ps(); V]; C];
+        for ci in 0..cig {
+            let channel = src.as_ptr().add(ci * per_channel + span.start + at);
+            let mut w = packed.as_ptr().add(ci * taps.len() * C);
+            for &(phase, shift) in taps {
+                let x = channel.add(phase * g.plane_len + shift);
+                let mut xs = [_mm256_setzero_ps(); V];
+                for (v, xv) in xs.iter_mut().enumerate() {
+                    *xv = _mm256_loadu_ps(x.add(v * L));
+                }
+                for lanes in acc.iter_mut() {
+                    let wc = _mm256_broadcast_ss(&*w);
+                    w = w.add(1);
+                    for (a, xv) in lanes.iter_mut().zip(xs) {
+                        *a = _mm256_fmadd_ps(wc, xv, *a);
+                    }
+                }
+            }
+        }
+        for (c, lanes) in acc.iter().enumerate() {
+            for (v, a) in lanes.iter().enumerate() {
+                _mm256_storeu_ps(wide.as_mut_ptr().add(c * row + at + v * L), *a);
+            }
+        }
+    }
+}
+
+/// Panics unless every read and write of the kernel stays inside its
+/// buffers: the phase planes hold every vector a tap reads from `span`
+/// ([`Geometry::of`] sized their tails for it), the packed weights `C`
+/// per input channel and tap, `wide` `C` rows of `span.vectors · L`.
+#[inline(always)]
+fn check_sizes<const L: usize, const C: usize>(
+    src: &[f32],
+    packed: &[f32],
+    taps: &[(usize, usize)],
+    g: &Geometry,
+    cig: usize,
+    span: Span,
+    wide: &[f32],
+) {
+    let reach = taps.iter().map(|&(_, shift)| shift).max().unwrap_or(0);
+    assert!(reach + span.start + span.vectors * L <= g.plane_len, "direct conv: a tap reads past its phase");
+    assert!(taps.iter().all(|&(phase, _)| phase < g.phases()), "direct conv: a tap's phase is out of range");
+    assert!(src.len() >= cig * g.phases() * g.plane_len, "direct conv: phases too short");
+    assert!(packed.len() >= cig * taps.len() * C, "direct conv: weights too short");
+    assert!(wide.len() >= C * span.vectors * L, "direct conv: output too short");
+}
+
+/// The portable kernel: the same steps on arrays of `L` lanes (the
+/// baseline target's vectors), `a·b + c` rounded as [`Arith`] says.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn kernel_body<A: Arith, const L: usize, const C: usize, const V: usize>(
+    src: &[f32],
+    packed: &[f32],
+    taps: &[(usize, usize)],
+    g: &Geometry,
+    cig: usize,
+    span: Span,
+    (first, count): (usize, usize),
+    wide: &mut [f32],
+) {
+    let per_channel = g.phases() * g.plane_len;
+    let row = span.vectors * L;
+    for step in (first..first + count).step_by(V) {
+        let at = step * L;
+        let mut acc = [[[0.0f32; L]; V]; C];
+        for ci in 0..cig {
+            let channel = &src[ci * per_channel..][..per_channel];
+            let weights = &packed[ci * taps.len() * C..][..taps.len() * C];
+            for (&(phase, shift), w) in taps.iter().zip(weights.chunks_exact(C)) {
+                let run = &channel[phase * g.plane_len + shift + span.start + at..][..V * L];
+                for (lanes, &wc) in acc.iter_mut().zip(w) {
+                    for (a, x) in lanes.iter_mut().zip(run.chunks_exact(L)) {
+                        for (a, &x) in a.iter_mut().zip(x) {
+                            *a = A::mul_add(wc, x, *a);
+                        }
+                    }
+                }
+            }
+        }
+        for (c, lanes) in acc.iter().enumerate() {
+            for (v, x) in lanes.iter().enumerate() {
+                wide[c * row + at + v * L..][..L].copy_from_slice(x);
+            }
+        }
+    }
+}
