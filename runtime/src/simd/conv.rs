@@ -124,7 +124,11 @@ pub fn conv2d_keeping(
         assert!(r.len() >= p.n * p.c_out * plane, "conv2d: residual too short");
     }
     if p.is_depthwise() {
-        return depthwise::conv(input, weight, p, (oh, ow), &mut out[..p.n * p.c_out * plane], ep);
+        let out = &mut out[..p.n * p.c_out * plane];
+        return match direct::suits(p, (oh, ow)) {
+            true => direct::conv(input, weight, p, (oh, ow), out, ep),
+            false => depthwise::conv(input, weight, p, (oh, ow), out, ep),
+        };
     }
     if winograd::suits(p, (oh, ow)) {
         return winograd::conv(input, weight, p, (oh, ow), &mut out[..p.n * p.c_out * plane], ep, kept);

@@ -30,6 +30,12 @@ use rayon::prelude::*;
 /// Below this many multiply-adds the blocks run on one thread.
 const PARALLEL_MACS: usize = 1 << 18;
 
+/// The largest column stride the direct kernel takes (its phase splitter's table).
+const MAX_STRIDE: usize = 8;
+
+/// Below this many values the phase planes are written on one thread.
+const PARALLEL_SPLIT: usize = 1 << 16;
+
 /// Whether the direct kernel is the faster route for `p` (not depthwise,
 /// not Winograd's): few output channels per group, where im2col's GEMM
 /// has a sliver of rows, or planes large enough that its columns outgrow
@@ -43,14 +49,27 @@ const PARALLEL_MACS: usize = 1 << 18;
 /// on planes under a vector (16→32 on 2² 3.7% vs 6.3%), and pointwise
 /// layers, which need no copy at all for their GEMM (1×1 256→64 62% vs
 /// 79%; EfficientNet's squeeze-excitation 1×1s on 1×1 planes made the
-/// export 20% slower). `DIAMOND_DIRECT=on|off` forces the choice either
-/// way (for benchmarks and tests).
+/// export 20% slower). Depthwise convolutions come here at a column
+/// stride (the phases make the taps contiguous: MobileNet's 3×3/2 on
+/// 144 channels of 56² 8.7 → 19 GFLOP/s) and on outputs of 16 columns and
+/// more (3×3 on 112²: 22 → 36 GFLOP/s); narrow unit-stride ones stay on
+/// the depthwise kernels' blocked route (ConvNeXt's 7×7 on 8²: 6.3 µs there,
+/// 8.4–9.7 here). `DIAMOND_DIRECT=on|off` forces the choice either way
+/// (for benchmarks and tests).
 pub(crate) fn suits(p: &Conv2d, (oh, ow): (usize, usize)) -> bool {
+    if p.stride[1] > MAX_STRIDE {
+        return false;
+    }
     if let Some(forced) = cpu::direct_conv() {
         return forced;
     }
     let (cog, plane) = (p.group_out(), oh * ow);
     let pointwise = p.kh == 1 && p.kw == 1 && p.stride == [1, 1] && p.pads == [0; 4];
+    let depthwise = p.group > 1 && p.group == p.c_in && p.group == p.c_out;
+    if depthwise {
+        // the depthwise kernels' blocked route is faster on narrow unit-stride outputs
+        return cpu::avx2_fma() && plane >= 16 && (p.stride[1] > 1 || ow >= super::im2col::NARROW);
+    }
     cpu::avx2_fma() && !pointwise && plane >= 16 && (cog <= 32 || plane >= 256)
 }
 
@@ -105,35 +124,151 @@ fn tap_table(p: &Conv2d, g: &Geometry, taps: &mut Vec<(usize, usize)>) {
     }
 }
 
-/// Writes the phase planes of `channel` (`h × w`) into `dst` (`sh · sw` planes of `plane_len`).
-fn split_phases(channel: &[f32], p: &Conv2d, g: &Geometry, dst: &mut [f32]) {
+/// Writes the phase planes of `channel` (`h × w`) into `dst` (`sh · sw`
+/// planes of `plane_len`), compiled for the instruction set that runs.
+fn split_phases(isa: Isa, channel: &[f32], p: &Conv2d, g: &Geometry, dst: &mut [f32]) {
+    match isa {
+        // SAFETY: the processor has the features (checked by `cpu` before `Isa` was chosen).
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { split_phases_avx512(channel, p, g, dst) },
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { split_phases_avx2(channel, p, g, dst) },
+        Isa::Portable => split_phases_body(channel, p, g, dst),
+    }
+}
+
+/// On AVX-512, a column stride of 2 splits each input row into both column
+/// phases at once: 32 values loaded, evens and odds picked by two permutes,
+/// the row's ends masked ([`split_pairs_avx512`]); other strides as the body.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+unsafe fn split_phases_avx512(channel: &[f32], p: &Conv2d, g: &Geometry, dst: &mut [f32]) {
+    if g.sw != 2 {
+        return split_phases_body(channel, p, g, dst);
+    }
     dst.fill(0.0);
-    let (top, left) = (p.pads[0] as isize, p.pads[1] as isize);
-    for a in 0..g.sh {
-        for b in 0..g.sw {
-            let plane = &mut dst[(a * g.sw + b) * g.plane_len..][..g.hq * g.wq];
-            // phase columns c whose input column c·sw + b − left lies in 0..w
-            let x_of = |c: usize| (c * g.sw + b) as isize - left;
-            let lo = (0..g.wq).find(|&c| x_of(c) >= 0).unwrap_or(g.wq);
-            let hi = (lo..g.wq).find(|&c| x_of(c) >= p.w as isize).unwrap_or(g.wq);
-            if lo >= hi {
+    let runs = column_runs(p, g);
+    // the phase that input column 0 lands in, and the one column 1 lands in
+    let (even, odd) = if runs[0].0 == 0 { (0, 1) } else { (1, 0) };
+    let ((_, ce, ne), (_, co, no)) = (runs[even], runs[odd]);
+    // Whole vectors may be stored when every column lands (no input column
+    // past the last phase column): the lanes past a row's end are then the
+    // zeros loaded past the input row, written over the phase row's right
+    // padding and the next row's start (written after it), or into the
+    // plane's tail of at least 16 zeros. Masked stores are slow on AMD's
+    // processors (most of this function's time on 16-column rows).
+    let whole = ne == p.w.div_ceil(2) && no == p.w / 2;
+    for (line, phase_row) in rows_of(channel, p, g) {
+        let to_even = dst[phase_row + even * g.plane_len + ce..].as_mut_ptr();
+        let to_odd = dst[phase_row + odd * g.plane_len + co..].as_mut_ptr();
+        split_pairs_avx512(line, (to_even, ne), (to_odd, no), whole);
+    }
+}
+
+/// `even[k] = line[2k]` for `k < ne`, `odd[k] = line[2k + 1]` for `k < no`;
+/// with `whole`, in whole vectors of 16 (zeros past the line's end).
+///
+/// # Safety
+/// AVX-512F; `even` and `odd` hold `ne` and `no` values — with `whole`,
+/// those rounded up to a multiple of 16 —, `2·ne − 1` and `2·no` are at
+/// most `line.len()`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+unsafe fn split_pairs_avx512(line: &[f32], (even, ne): (*mut f32, usize), (odd, no): (*mut f32, usize), whole: bool) {
+    use std::arch::x86_64::*;
+    debug_assert!(2 * ne <= line.len() + 1 && 2 * no <= line.len());
+    let pick_even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    let pick_odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    let mask = |n: usize| if n >= 16 { 0xffff } else { ((1u32 << n) - 1) as u16 };
+    let w = line.len();
+    let mut k = 0;
+    while k < ne.max(no) {
+        let at = 2 * k;
+        let lo = _mm512_maskz_loadu_ps(mask(w - at), line.as_ptr().add(at));
+        let hi = _mm512_maskz_loadu_ps(
+            mask(w.saturating_sub(at + 16)),
+            line.as_ptr().add(at + 16).min(line.as_ptr().add(w)),
+        );
+        let (evens, odds) = (_mm512_permutex2var_ps(lo, pick_even, hi), _mm512_permutex2var_ps(lo, pick_odd, hi));
+        if whole {
+            _mm512_storeu_ps(even.add(k), evens);
+            _mm512_storeu_ps(odd.add(k), odds);
+        } else {
+            if k < ne {
+                _mm512_mask_storeu_ps(even.add(k), mask(ne - k), evens);
+            }
+            if k < no {
+                _mm512_mask_storeu_ps(odd.add(k), mask(no - k), odds);
+            }
+        }
+        k += 16;
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn split_phases_avx2(channel: &[f32], p: &Conv2d, g: &Geometry, dst: &mut [f32]) {
+    split_phases_body(channel, p, g, dst)
+}
+
+/// Input row by input row: each lands in one phase row of each column
+/// phase (the padding stays zero). What a row's columns do is worked out
+/// once (divisions per row were most of the time on small planes).
+#[inline(always)]
+fn split_phases_body(channel: &[f32], p: &Conv2d, g: &Geometry, dst: &mut [f32]) {
+    dst.fill(0.0);
+    let runs = column_runs(p, g);
+    let sw = g.sw.min(MAX_STRIDE);
+    for (line, phase_row) in rows_of(channel, p, g) {
+        for (b, &(x0, c0, count)) in runs[..sw].iter().enumerate() {
+            if count == 0 {
                 continue;
             }
-            for (r, row) in plane.chunks_exact_mut(g.wq).enumerate() {
-                let y = (r * g.sh + a) as isize - top;
-                if y < 0 || y >= p.h as isize {
-                    continue;
-                }
-                let line = &channel[y as usize * p.w..][..p.w];
-                let x0 = x_of(lo) as usize;
-                if g.sw == 1 {
-                    row[lo..hi].copy_from_slice(&line[x0..x0 + hi - lo]);
-                } else {
-                    row[lo..hi].iter_mut().zip(line[x0..].iter().step_by(g.sw)).for_each(|(o, &v)| *o = v);
-                }
+            let row = &mut dst[phase_row + b * g.plane_len + c0..][..count];
+            match g.sw {
+                1 => row.copy_from_slice(&line[x0..x0 + count]),
+                2 => every_other(row, &line[x0..x0 + 2 * count - 1]),
+                step => row.iter_mut().zip(line[x0..].iter().step_by(step)).for_each(|(o, &v)| *o = v),
             }
         }
     }
+}
+
+/// Per column phase `b`: the first input column landing in it, that
+/// column's place in the phase row, and how many land (0: none).
+#[inline(always)]
+fn column_runs(p: &Conv2d, g: &Geometry) -> [(usize, usize, usize); MAX_STRIDE] {
+    let left = p.pads[1];
+    let mut runs = [(0usize, 0usize, 0usize); MAX_STRIDE];
+    for (b, run) in runs.iter_mut().enumerate().take(g.sw.min(MAX_STRIDE)) {
+        let x0 = (b + g.sw - left % g.sw) % g.sw;
+        let c0 = (x0 + left) / g.sw;
+        if x0 < p.w && c0 < g.wq {
+            *run = (x0, c0, (p.w - x0).div_ceil(g.sw).min(g.wq - c0));
+        }
+    }
+    runs
+}
+
+/// The input rows that land in a phase row, each with where its phase row
+/// starts in the row phase's first plane (`a · sw` planes in).
+#[inline(always)]
+fn rows_of<'a>(channel: &'a [f32], p: &Conv2d, g: &Geometry) -> impl Iterator<Item = (&'a [f32], usize)> {
+    let (sh, sw, wq, hq, plane_len) = (g.sh, g.sw, g.wq, g.hq, g.plane_len);
+    let top = p.pads[0];
+    channel.chunks_exact(p.w).take(p.h).enumerate().map_while(move |(y, line)| {
+        let (a, r) = ((y + top) % sh, (y + top) / sh);
+        (r < hq).then_some((line, a * sw * plane_len + r * wq))
+    })
+}
+
+/// `dst[i] = src[2·i]` (`src` holds `2·len − 1` values): pairs, so that
+/// the loop vectorizes (an iterator stepping by 2 ran one float at a time).
+#[inline(always)]
+fn every_other(dst: &mut [f32], src: &[f32]) {
+    let Some(last) = dst.len().checked_sub(1) else { return };
+    dst[..last].iter_mut().zip(src.chunks_exact(2)).for_each(|(o, pair)| *o = pair[0]);
+    dst[last] = src[2 * last];
 }
 
 /// The weights of output channels `first..first + C` (of one group) laid
@@ -152,15 +287,26 @@ fn pack_weights(weight: &[f32], patch: usize, first: usize, count: usize, block:
 
 /// `out = epilogue(conv(input, weight))`, NCHW.
 pub(crate) fn conv(input: &[f32], weight: &[f32], p: &Conv2d, hw: (usize, usize), out: &mut [f32], ep: &Epilogue) {
+    // One output channel per group (depthwise): one accumulator row, more vectors per step.
+    let single = p.group_out() == 1;
     #[cfg(target_arch = "x86_64")]
     if cpu::avx512() {
-        return run::<16, 8, 3>(input, weight, p, hw, out, ep, Isa::Avx512);
+        return match single {
+            true => run::<16, 1, 6>(input, weight, p, hw, out, ep, Isa::Avx512),
+            false => run::<16, 8, 3>(input, weight, p, hw, out, ep, Isa::Avx512),
+        };
     }
     #[cfg(target_arch = "x86_64")]
     if cpu::avx2_fma() {
-        return run::<8, 4, 3>(input, weight, p, hw, out, ep, Isa::Avx2);
+        return match single {
+            true => run::<8, 1, 6>(input, weight, p, hw, out, ep, Isa::Avx2),
+            false => run::<8, 4, 3>(input, weight, p, hw, out, ep, Isa::Avx2),
+        };
     }
-    run::<4, 4, 2>(input, weight, p, hw, out, ep, Isa::Portable)
+    match single {
+        true => run::<4, 1, 4>(input, weight, p, hw, out, ep, Isa::Portable),
+        false => run::<4, 4, 2>(input, weight, p, hw, out, ep, Isa::Portable),
+    }
 }
 
 /// Which compiled instance of the kernel runs.
@@ -196,18 +342,6 @@ fn run<const L: usize, const C: usize, const V: usize>(
     let patch = cig * p.kh * p.kw;
     let per_channel = g.phases() * g.plane_len;
     let blocks = cog.div_ceil(C);
-    // every image-group's phases, in input channel order, and every block's weights
-    phases.resize(p.n * p.c_in * per_channel, 0.0);
-    let hw_in = p.h * p.w;
-    for (c, dst) in phases.chunks_exact_mut(per_channel).enumerate() {
-        split_phases(&input[c * hw_in..(c + 1) * hw_in], p, &g, dst);
-    }
-    packed.clear();
-    for grp in 0..p.group {
-        for b in 0..blocks {
-            pack_weights(&weight[grp * cog * patch..], patch, b * C, C.min(cog - b * C), C, &mut packed);
-        }
-    }
     let macs = p.n * p.c_out * plane * patch;
     let threads = rayon::current_num_threads();
     let parallel = macs >= PARALLEL_MACS && threads > 1;
@@ -215,8 +349,29 @@ fn run<const L: usize, const C: usize, const V: usize>(
     let bands = if parallel { (4 * threads).div_ceil(units).min(oh) } else { 1 };
     let rows_per_band = oh.div_ceil(bands);
     let bands = oh.div_ceil(rows_per_band);
+    // A unit that alone reads its input channels (one block, one band:
+    // depthwise, few output channels) splits them itself, just before its
+    // kernel reads them from cache; otherwise every image-group's phases
+    // are written first, in input channel order.
+    let own_phases = blocks == 1 && bands == 1;
+    let hw_in = p.h * p.w;
+    let split = |(c, dst): (usize, &mut [f32])| split_phases(isa, &input[c * hw_in..(c + 1) * hw_in], p, &g, dst);
+    if !own_phases {
+        phases.resize(p.n * p.c_in * per_channel, 0.0);
+        if phases.len() >= PARALLEL_SPLIT && threads > 1 {
+            phases.par_chunks_exact_mut(per_channel).enumerate().for_each(split);
+        } else {
+            phases.chunks_exact_mut(per_channel).enumerate().for_each(split);
+        }
+    }
+    packed.clear();
+    for grp in 0..p.group {
+        for b in 0..blocks {
+            pack_weights(&weight[grp * cog * patch..], patch, b * C, C.min(cog - b * C), C, &mut packed);
+        }
+    }
     let out = OutPtr(out[..p.n * p.c_out * plane].as_mut_ptr());
-    let one = |wide: &mut Vec<f32>, unit: usize| {
+    let one = |(wide, local): &mut (Vec<f32>, Vec<f32>), unit: usize| {
         let (index, band) = (unit / bands, unit % bands);
         let (ig, b) = (index / blocks, index % blocks);
         let (image, grp) = (ig / p.group, ig % p.group);
@@ -224,7 +379,15 @@ fn run<const L: usize, const C: usize, const V: usize>(
         let (r0, r1) = (band * rows_per_band, ((band + 1) * rows_per_band).min(oh));
         let span = Span { start: r0 * g.wq, vectors: ((r1 - r0) * g.wq).div_ceil(L) };
         wide.resize(C * span.vectors * L, 0.0);
-        let src = &phases[(image * p.c_in + grp * cig) * per_channel..][..cig * per_channel];
+        let first_input = image * p.c_in + grp * cig;
+        let src = if own_phases {
+            local.resize(cig * per_channel, 0.0);
+            let channels = local.chunks_exact_mut(per_channel).enumerate();
+            channels.for_each(|(c, dst)| split((first_input + c, dst)));
+            &local[..]
+        } else {
+            &phases[first_input * per_channel..][..cig * per_channel]
+        };
         let weights = &packed[(grp * blocks + b) * patch * C..][..patch * C];
         kernel::<L, C, V>(isa, src, weights, &taps, &g, cig, span, wide);
         let channel = grp * cog + first;
@@ -243,10 +406,10 @@ fn run<const L: usize, const C: usize, const V: usize>(
         unsafe { ep.shifted(channel, offset).apply_tile(out.at(offset), &tile) };
     };
     if parallel {
-        (0..units * bands).into_par_iter().for_each_init(Vec::new, |wide, unit| one(wide, unit));
+        (0..units * bands).into_par_iter().for_each_init(Default::default, |scratch, unit| one(scratch, unit));
     } else {
-        let mut wide = Vec::new();
-        (0..units * bands).for_each(|unit| one(&mut wide, unit));
+        let mut scratch = Default::default();
+        (0..units * bands).for_each(|unit| one(&mut scratch, unit));
     }
     SCRATCH.with(|b| b.set(Scratch { phases, packed, taps }));
 }
@@ -286,8 +449,8 @@ unsafe impl Send for OutPtr {}
 unsafe impl Sync for OutPtr {}
 
 /// One block of `C` output channels over `span`, into `wide` (`C` rows of
-/// `span.vectors · L`): steps of `V` vectors, then the one or two vectors
-/// left in a narrower step (a small plane is a vector or two).
+/// `span.vectors · L`): steps of `V` vectors, then what is left in
+/// steps of two and one (a small plane is a vector or two).
 #[allow(clippy::too_many_arguments)]
 fn kernel<const L: usize, const C: usize, const V: usize>(
     isa: Isa,
@@ -304,11 +467,13 @@ fn kernel<const L: usize, const C: usize, const V: usize>(
     if full > 0 {
         steps::<L, C, V>(isa, src, packed, taps, g, cig, span, (0, full), wide);
     }
-    match span.vectors - full {
-        0 => {}
-        1 => steps::<L, C, 1>(isa, src, packed, taps, g, cig, span, (full, 1), wide),
-        2 => steps::<L, C, 2>(isa, src, packed, taps, g, cig, span, (full, 2), wide),
-        left => unreachable!("direct conv: {left} vectors left after steps of {V}"),
+    let left = span.vectors - full;
+    let pairs = if V > 2 { left / 2 * 2 } else { 0 };
+    if pairs > 0 {
+        steps::<L, C, 2>(isa, src, packed, taps, g, cig, span, (full, pairs), wide);
+    }
+    if left > pairs {
+        steps::<L, C, 1>(isa, src, packed, taps, g, cig, span, (full + pairs, left - pairs), wide);
     }
 }
 
