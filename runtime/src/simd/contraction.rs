@@ -7,10 +7,9 @@
 //! other element types, 3-D convolutions, `auto_pad`, a C that does not broadcast one way — runs on
 //! the reference kernels, as before.
 
-use super::conv::{conv2d_keeping, Conv2d};
+use super::conv::{conv2d_keeping, Conv2d, Prepared};
 use super::epilogue::{Bias, Epilogue};
 use super::gemm::{batched_matmul, sgemm, MatRef};
-use super::winograd::Filters;
 use crate::kernel::ContractionOp;
 use crate::tensor::{Data, Tensor};
 use diamond_ir::{AttrValue, Node};
@@ -58,7 +57,7 @@ pub(crate) fn compute(
     node: &Node,
     inputs: &[Option<&Tensor>],
     take: Take<'_>,
-    kept: Option<&mut Option<Filters>>,
+    kept: Option<&mut Option<Prepared>>,
 ) -> Option<Tensor> {
     match op {
         ContractionOp::MatMul => matmul(inputs, take),
@@ -159,7 +158,12 @@ fn gemm(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -> Option<Tenso
     Tensor::new(vec![m, n], Data::F32(out))
 }
 
-fn conv(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>, kept: Option<&mut Option<Filters>>) -> Option<Tensor> {
+fn conv(
+    node: &Node,
+    inputs: &[Option<&Tensor>],
+    take: Take<'_>,
+    kept: Option<&mut Option<Prepared>>,
+) -> Option<Tensor> {
     let (x, w) = (inputs.first().copied()??, inputs.get(1).copied()??);
     // A 1-D convolution is a 2-D one over a single row.
     let one_d = x.shape.len() == 3 && w.shape.len() == 3;

@@ -16,7 +16,7 @@
 
 use super::epilogue::Epilogue;
 use super::gemm::{sgemm, MatRef};
-use super::{depthwise, direct, im2col, winograd};
+use super::{depthwise, direct, im2col, small_plane, winograd};
 
 /// The sizes and attributes of one 2-D convolution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,7 +86,7 @@ impl Conv2d {
     /// Panics unless the attributes are consistent and the buffers big enough (a caller's bug).
     fn check(&self, input: &[f32], weight: &[f32], out: &[f32]) -> (usize, usize) {
         assert!(
-            self.group > 0 && self.c_in % self.group == 0 && self.c_out % self.group == 0,
+            self.group > 0 && self.c_in.is_multiple_of(self.group) && self.c_out.is_multiple_of(self.group),
             "conv2d: group {} does not divide {} input and {} output channels",
             self.group,
             self.c_in,
@@ -106,16 +106,36 @@ pub fn conv2d(input: &[f32], weight: &[f32], p: &Conv2d, out: &mut [f32], ep: &E
     conv2d_keeping(input, weight, p, out, ep, None)
 }
 
+/// What a convolution's kernels derive from its weight — Winograd's
+/// transformed filters, the small-plane kernel's transposed weight — kept
+/// by a caller between calls when the weight is constant.
+pub enum Prepared {
+    /// [`winograd::Filters`].
+    Winograd(winograd::Filters),
+    /// [`small_plane::Transposed`].
+    SmallPlane(small_plane::Transposed),
+}
+
+impl Prepared {
+    /// Bytes held.
+    pub fn byte_size(&self) -> u64 {
+        match self {
+            Prepared::Winograd(f) => f.byte_size(),
+            Prepared::SmallPlane(t) => t.byte_size(),
+        }
+    }
+}
+
 /// [`conv2d`] for a weight that stays the same from call to call: `kept`
-/// holds what the kernels derive from it (Winograd's transformed filters),
-/// made on the first call.
+/// holds what the kernels derive from it ([`Prepared`]), made on the first
+/// call (and again if the route or the shape changed).
 pub fn conv2d_keeping(
     input: &[f32],
     weight: &[f32],
     p: &Conv2d,
     out: &mut [f32],
     ep: &Epilogue,
-    kept: Option<&mut Option<winograd::Filters>>,
+    kept: Option<&mut Option<Prepared>>,
 ) {
     let (oh, ow) = p.check(input, weight, out);
     let plane = oh * ow;
@@ -123,6 +143,8 @@ pub fn conv2d_keeping(
     if let Some(r) = ep.residual {
         assert!(r.len() >= p.n * p.c_out * plane, "conv2d: residual too short");
     }
+    let mut own = None;
+    let slot = kept.unwrap_or(&mut own);
     if p.is_depthwise() {
         let out = &mut out[..p.n * p.c_out * plane];
         return match direct::suits(p, (oh, ow)) {
@@ -131,10 +153,21 @@ pub fn conv2d_keeping(
         };
     }
     if winograd::suits(p, (oh, ow)) {
-        return winograd::conv(input, weight, p, (oh, ow), &mut out[..p.n * p.c_out * plane], ep, kept);
+        if !matches!(slot, Some(Prepared::Winograd(f)) if f.fits(p.c_in, p.c_out)) {
+            *slot = Some(Prepared::Winograd(winograd::Filters::new(weight, p.c_in, p.c_out)));
+        }
+        let Some(Prepared::Winograd(filters)) = slot else { unreachable!("filled above") };
+        return winograd::conv(input, filters, p, (oh, ow), &mut out[..p.n * p.c_out * plane], ep);
     }
     if direct::suits(p, (oh, ow)) {
         return direct::conv(input, weight, p, (oh, ow), &mut out[..p.n * p.c_out * plane], ep);
+    }
+    if small_plane::suits(p, (oh, ow)) {
+        if !matches!(slot, Some(Prepared::SmallPlane(t)) if t.fits(p)) {
+            *slot = Some(Prepared::SmallPlane(small_plane::Transposed::new(weight, p)));
+        }
+        let Some(Prepared::SmallPlane(weights)) = slot else { unreachable!("filled above") };
+        return small_plane::conv(input, weights, p, (oh, ow), &mut out[..p.n * p.c_out * plane], ep);
     }
     let (cig, cog) = (p.group_in(), p.group_out());
     let patch = cig * p.kh * p.kw;

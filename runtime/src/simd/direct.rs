@@ -149,7 +149,8 @@ unsafe fn split_phases_avx512(channel: &[f32], p: &Conv2d, g: &Geometry, dst: &m
     dst.fill(0.0);
     let runs = column_runs(p, g);
     // the phase that input column 0 lands in, and the one column 1 lands in
-    let (even, odd) = if runs[0].0 == 0 { (0, 1) } else { (1, 0) };
+    let even = p.pads[1] % 2;
+    let odd = 1 - even;
     let ((_, ce, ne), (_, co, no)) = (runs[even], runs[odd]);
     // Whole vectors may be stored when every column lands (no input column
     // past the last phase column): the lanes past a row's end are then the

@@ -40,6 +40,7 @@ pub mod profile;
 pub mod reduce;
 pub mod reduce_lanes;
 pub mod session;
+pub mod small_plane;
 pub mod tile;
 pub mod winograd;
 

@@ -12,9 +12,9 @@
 //! values) is measured as the reference executor measures it.
 
 use super::bind::{bind, Bound};
+use super::conv::Prepared;
 use super::profile::{first_names, op_list, StepKind, StepTime};
 use super::tile::{Dst, Src};
-use super::winograd::Filters;
 use super::{contraction, elementwise, native, reduce, Options};
 use crate::error::{Result, RunError};
 use crate::exec::{run_one, Frame};
@@ -105,8 +105,8 @@ pub struct Session<'m> {
     outputs: Vec<ValueId>,
     initializer: Vec<bool>,
     resident: u64,
-    /// The Winograd filters of convolutions with a constant weight, by node.
-    filters: HashMap<NodeId, Filters>,
+    /// What convolutions with a constant weight derive from it, by node.
+    filters: HashMap<NodeId, Prepared>,
     pool: Vec<Vec<f32>>,
     simd: bool,
     coverage: Coverage,
@@ -452,12 +452,12 @@ impl<'m> Session<'m> {
     /// Runs contraction `n` on the fast kernels, or on the reference kernels
     /// when they do not cover its operands; the bytes it added.
     /// A convolution whose weight is constant keeps what the kernels derive
-    /// from it ([`Filters`]) from run to run, resident like the weight.
+    /// from it ([`Prepared`]) from run to run, resident like the weight.
     fn run_contraction(&mut self, n: NodeId, op: ContractionOp, peak: &mut u64, live: u64) -> Result<u64> {
         let weight = self.frame.graph.nodes[n].inputs.get(1).copied();
         let constant = op == ContractionOp::Conv && weight.is_some_and(|w| self.initializer[idx(w)]);
         let mut slot = constant.then(|| self.filters.remove(&n));
-        let before = slot.as_ref().and_then(|s| s.as_ref()).map_or(0, Filters::byte_size);
+        let before = slot.as_ref().and_then(|s| s.as_ref()).map_or(0, Prepared::byte_size);
         let made = self.run_on_own_kernels(n, peak, live, &mut |node, inputs, take| {
             contraction::compute(op, node, inputs, take, slot.as_mut())
         })?;

@@ -82,42 +82,33 @@ impl Filters {
     pub fn byte_size(&self) -> u64 {
         (self.u.len() * std::mem::size_of::<f32>()) as u64
     }
+
+    /// Whether they were made for a `c_in → c_out` convolution.
+    pub fn fits(&self, c_in: usize, c_out: usize) -> bool {
+        (self.c_in, self.c_out) == (c_in, c_out)
+    }
 }
 
-/// `out = epilogue(conv(input, weight))` for a convolution that [`suits`];
-/// the buffers were checked by the caller. `kept`: where the filters of a
-/// constant weight are kept between calls (filled on the first); `None`
-/// transforms them anew.
+/// `out = epilogue(conv(input, weight))` for a convolution that [`suits`],
+/// its weight transformed into `filters`; the buffers were checked by the caller.
 pub(crate) fn conv(
     input: &[f32],
-    weight: &[f32],
+    filters: &Filters,
     p: &Conv2d,
     (oh, ow): (usize, usize),
     out: &mut [f32],
     ep: &Epilogue,
-    kept: Option<&mut Option<Filters>>,
 ) {
     let (c, k) = (p.c_in, p.c_out);
+    assert!(filters.fits(c, k), "winograd: filters of {}→{} for a {c}→{k} convolution", filters.c_in, filters.c_out);
     let (th, tw) = (oh.div_ceil(2), ow.div_ceil(2));
     let rows_per_band = (BAND_FLOATS / (16 * (c + k) * tw)).clamp(1, th);
     let most = rows_per_band * tw;
     let mut scratch = SCRATCH.with(|s| s.take());
     scratch.v.resize(c * 16 * most, 0.0);
     scratch.m.resize(16 * k * most, 0.0);
-    let Scratch { u, v, m } = &mut scratch;
-    let u: &[f32] = match kept {
-        Some(slot) => {
-            if slot.as_ref().is_none_or(|f| (f.c_in, f.c_out) != (c, k)) {
-                *slot = Some(Filters::new(weight, c, k));
-            }
-            &slot.as_ref().expect("filled above").u
-        }
-        None => {
-            u.resize(k * 16 * c, 0.0);
-            transform_filters(weight, c, k, u);
-            u
-        }
-    };
+    let Scratch { v, m } = &mut scratch;
+    let u = &filters.u;
     let plane = oh * ow;
     let geometry = Geometry { h: p.h, w: p.w, top: p.pads[0], left: p.pads[1], oh, ow, tw };
     for image in 0..p.n {
@@ -134,10 +125,9 @@ pub(crate) fn conv(
     SCRATCH.with(|s| s.set(scratch));
 }
 
-/// Buffers kept by a thread between calls: the transformed filters, inputs and products.
+/// Buffers kept by a thread between calls: the transformed inputs and products.
 #[derive(Default)]
 struct Scratch {
-    u: Vec<f32>,
     v: Vec<f32>,
     m: Vec<f32>,
 }

@@ -381,6 +381,40 @@ proptest! {
     }
 }
 
+/// Output planes under 16 positions with 8 to 40 output channels per
+/// group: the small-plane kernel (`simd::small_plane`, vectorized over
+/// output channels), pointwise ones included, and partial steps of
+/// channels and positions.
+fn small_plane_spec() -> impl Strategy<Value = ConvSpec> {
+    (
+        (1usize..3, 1usize..3, 1usize..20, 8usize..41),
+        (1usize..6, 1usize..6, 1usize..4, 1usize..4),
+        ([1usize..3, 1usize..3], [0usize..2, 0usize..2, 0usize..2, 0usize..2]),
+    )
+        .prop_map(|((n, group, group_in, group_out), (h, w, kh, kw), (stride, pads))| ConvSpec {
+            n,
+            group,
+            group_in,
+            group_out,
+            h,
+            w,
+            kh,
+            kw,
+            stride,
+            dilation: [1, 1],
+            pads,
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn small_plane_convolutions_match_the_reference(spec in small_plane_spec(), ep in epilogue_spec(), seed in any::<u64>()) {
+        check_conv(&spec, &ep, seed);
+    }
+}
+
 /// Runs `f` on a rayon pool of `threads` threads.
 fn on_threads(threads: usize, f: impl FnOnce() + Send) {
     rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a thread pool").install(f);
@@ -464,16 +498,23 @@ fn rerun_with(env: &[(&str, &str)]) {
     assert!(status.success(), "the tests fail with {env:?}");
 }
 
+/// The portable kernels, and on a machine with AVX-512 the AVX2 ones.
 #[test]
-fn the_portable_kernels_give_the_same_results() {
+fn the_portable_and_avx2_kernels_give_the_same_results() {
     if in_child() {
         // the switch took effect where it was set
         if std::env::var("DIAMOND_SIMD").is_ok_and(|v| v == "off") {
             assert!(!diamond_runtime::simd::cpu::avx2_fma());
         }
+        if std::env::var("DIAMOND_SIMD").is_ok_and(|v| v == "avx2") {
+            assert!(!diamond_runtime::simd::cpu::avx512());
+        }
         return;
     }
     rerun_with(&[("DIAMOND_SIMD", "off")]);
+    if diamond_runtime::simd::cpu::avx512() {
+        rerun_with(&[("DIAMOND_SIMD", "avx2")]);
+    }
 }
 
 /// The direct convolution kernel (`simd::direct`) forced onto every
