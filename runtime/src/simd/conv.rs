@@ -152,14 +152,15 @@ pub fn conv2d_keeping(
             false => depthwise::conv(input, weight, p, (oh, ow), out, ep),
         };
     }
-    if winograd::suits(p, (oh, ow)) {
+    let direct = direct::suits(p, (oh, ow));
+    if winograd::suits(p, (oh, ow)) && !(direct && p.c_in < WINOGRAD_OVER_DIRECT) {
         if !matches!(slot, Some(Prepared::Winograd(f)) if f.fits(p.c_in, p.c_out)) {
             *slot = Some(Prepared::Winograd(winograd::Filters::new(weight, p.c_in, p.c_out)));
         }
         let Some(Prepared::Winograd(filters)) = slot else { unreachable!("filled above") };
         return winograd::conv(input, filters, p, (oh, ow), &mut out[..p.n * p.c_out * plane], ep);
     }
-    if direct::suits(p, (oh, ow)) {
+    if direct {
         return direct::conv(input, weight, p, (oh, ow), &mut out[..p.n * p.c_out * plane], ep);
     }
     if small_plane::suits(p, (oh, ow)) {
@@ -192,6 +193,14 @@ pub fn conv2d_keeping(
     }
     COLUMNS.with(|c| c.set(columns));
 }
+
+/// Below this many input channels a 3×3 convolution that both Winograd's
+/// route and the direct kernel take goes to the direct kernel (`cargo
+/// bench -p diamond-runtime --bench simd_gemm`, share of the FMA peak, one
+/// thread, AVX-512, Winograd vs direct: SqueezeNet's 16→64 on 55² 65–71%
+/// vs 80%, 32→128 on 27² 65–68% vs 80%; ResNet-50's 64→64 on 56² 103% vs
+/// 89%, VGG's 64→64 on 224² 106% vs 85%).
+const WINOGRAD_OVER_DIRECT: usize = 64;
 
 thread_local! {
     /// The im2col columns of the last convolution this thread ran.
