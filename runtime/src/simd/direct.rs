@@ -24,6 +24,7 @@
 use super::conv::Conv2d;
 use super::cpu;
 use super::epilogue::{Epilogue, Tile};
+use super::gemm::OutPtr;
 use super::math::{Arith, Split};
 use rayon::prelude::*;
 
@@ -101,6 +102,17 @@ impl Geometry {
     fn phases(&self) -> usize {
         self.sh * self.sw
     }
+}
+
+/// What a kernel call reads: one image-group's phase planes (`cig`
+/// channels), one block's packed weights, the tap table and the layout.
+#[derive(Clone, Copy)]
+struct Operands<'a> {
+    src: &'a [f32],
+    packed: &'a [f32],
+    taps: &'a [(usize, usize)],
+    g: &'a Geometry,
+    cig: usize,
 }
 
 /// What one kernel call computes: `vectors` vectors of wide output
@@ -390,7 +402,8 @@ fn run<const L: usize, const C: usize, const V: usize>(
             &phases[first_input * per_channel..][..cig * per_channel]
         };
         let weights = &packed[(grp * blocks + b) * patch * C..][..patch * C];
-        kernel::<L, C, V>(isa, src, weights, &taps, &g, cig, span, wide);
+        let operands = Operands { src, packed: weights, taps: &taps, g: &g, cig };
+        kernel::<L, C, V>(isa, operands, span, wide);
         let channel = grp * cog + first;
         let offset = (image * p.c_out + channel) * plane;
         for c in 0..count {
@@ -431,62 +444,29 @@ thread_local! {
     static SCRATCH: std::cell::Cell<Scratch> = std::cell::Cell::new(Scratch::default());
 }
 
-/// The output's base pointer, handed to the units: each writes only its own rows.
-#[derive(Clone, Copy)]
-struct OutPtr(*mut f32);
-
-impl OutPtr {
-    /// The pointer `offset` values on.
-    ///
-    /// # Safety
-    /// `offset` lies inside the output.
-    unsafe fn at(self, offset: usize) -> *mut f32 {
-        self.0.add(offset)
-    }
-}
-
-// SAFETY: the units of one convolution write disjoint parts of the output.
-unsafe impl Send for OutPtr {}
-unsafe impl Sync for OutPtr {}
-
 /// One block of `C` output channels over `span`, into `wide` (`C` rows of
 /// `span.vectors · L`): steps of `V` vectors, then what is left in
 /// steps of two and one (a small plane is a vector or two).
-#[allow(clippy::too_many_arguments)]
-fn kernel<const L: usize, const C: usize, const V: usize>(
-    isa: Isa,
-    src: &[f32],
-    packed: &[f32],
-    taps: &[(usize, usize)],
-    g: &Geometry,
-    cig: usize,
-    span: Span,
-    wide: &mut [f32],
-) {
-    check_sizes::<L, C>(src, packed, taps, g, cig, span, wide);
+fn kernel<const L: usize, const C: usize, const V: usize>(isa: Isa, o: Operands, span: Span, wide: &mut [f32]) {
+    check_sizes::<L, C>(&o, span, wide);
     let full = span.vectors / V * V;
     if full > 0 {
-        steps::<L, C, V>(isa, src, packed, taps, g, cig, span, (0, full), wide);
+        steps::<L, C, V>(isa, o, span, (0, full), wide);
     }
     let left = span.vectors - full;
     let pairs = if V > 2 { left / 2 * 2 } else { 0 };
     if pairs > 0 {
-        steps::<L, C, 2>(isa, src, packed, taps, g, cig, span, (full, pairs), wide);
+        steps::<L, C, 2>(isa, o, span, (full, pairs), wide);
     }
     if left > pairs {
-        steps::<L, C, 1>(isa, src, packed, taps, g, cig, span, (full + pairs, left - pairs), wide);
+        steps::<L, C, 1>(isa, o, span, (full + pairs, left - pairs), wide);
     }
 }
 
 /// Vectors `first..first + count` of `span`, `V` at a time, on the chosen instance.
-#[allow(clippy::too_many_arguments)]
 fn steps<const L: usize, const C: usize, const V: usize>(
     isa: Isa,
-    src: &[f32],
-    packed: &[f32],
-    taps: &[(usize, usize)],
-    g: &Geometry,
-    cig: usize,
+    o: Operands,
     span: Span,
     range: (usize, usize),
     wide: &mut [f32],
@@ -495,129 +475,86 @@ fn steps<const L: usize, const C: usize, const V: usize>(
         // SAFETY: the processor has the features (checked by `cpu` before `Isa` was chosen);
         // `kernel` checked the sizes.
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => unsafe { kernel_avx512::<L, C, V>(src, packed, taps, g, cig, span, range, wide) },
+        Isa::Avx512 => unsafe { kernel_avx512::<L, C, V>(o, span, range, wide) },
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => unsafe { kernel_avx2::<L, C, V>(src, packed, taps, g, cig, span, range, wide) },
-        Isa::Portable => kernel_body::<Split, L, C, V>(src, packed, taps, g, cig, span, range, wide),
+        Isa::Avx2 => unsafe { kernel_avx2::<L, C, V>(o, span, range, wide) },
+        Isa::Portable => kernel_body::<Split, L, C, V>(o, span, range, wide),
     }
 }
 
-/// The kernel on AVX-512: `C × V` accumulators of 16 lanes.
-///
-/// # Safety
-/// The processor has AVX-512F, AVX2 and FMA; the sizes passed [`check_sizes`].
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx2,fma")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn kernel_avx512<const L: usize, const C: usize, const V: usize>(
-    src: &[f32],
-    packed: &[f32],
-    taps: &[(usize, usize)],
-    g: &Geometry,
-    cig: usize,
-    span: Span,
-    (first, count): (usize, usize),
-    wide: &mut [f32],
-) {
-    use std::arch::x86_64::*;
-    debug_assert_eq!(L, 16);
-    debug_assert!(count % V == 0 && first + count <= span.vectors, "direct conv: steps of {V} over {count} vectors");
-    let per_channel = g.phases() * g.plane_len;
-    let row = span.vectors * L;
-    for step in (first..first + count).step_by(V) {
-        let at = step * L;
-        let mut acc = [[_mm512_setzero_ps(); V]; C];
-        for ci in 0..cig {
-            let channel = src.as_ptr().add(ci * per_channel + span.start + at);
-            let mut w = packed.as_ptr().add(ci * taps.len() * C);
-            for &(phase, shift) in taps {
-                let x = channel.add(phase * g.plane_len + shift);
-                let mut xs = [_mm512_setzero_ps(); V];
-                for (v, xv) in xs.iter_mut().enumerate() {
-                    *xv = _mm512_loadu_ps(x.add(v * L));
+/// One instance of the kernel per vector instruction set: `C × V`
+/// accumulators of `$lanes` lanes, named by their intrinsics.
+macro_rules! vector_kernel {
+    ($(#[$doc:meta])* $name:ident, $features:literal, $lanes:literal,
+     $zero:ident, $load:ident, $splat:ident, $fma:ident, $store:ident) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// The processor has the instance's features; the sizes passed [`check_sizes`].
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        unsafe fn $name<const L: usize, const C: usize, const V: usize>(
+            o: Operands,
+            span: Span,
+            (first, count): (usize, usize),
+            wide: &mut [f32],
+        ) {
+            use std::arch::x86_64::*;
+            let Operands { src, packed, taps, g, cig } = o;
+            debug_assert_eq!(L, $lanes);
+            debug_assert!(count % V == 0 && first + count <= span.vectors, "direct conv: steps of {V} over {count} vectors");
+            let per_channel = g.phases() * g.plane_len;
+            let row = span.vectors * L;
+            for step in (first..first + count).step_by(V) {
+                let at = step * L;
+                let mut acc = [[$zero(); V]; C];
+                for ci in 0..cig {
+                    let channel = src.as_ptr().add(ci * per_channel + span.start + at);
+                    let mut w = packed.as_ptr().add(ci * taps.len() * C);
+                    for &(phase, shift) in taps {
+                        let x = channel.add(phase * g.plane_len + shift);
+                        let mut xs = [$zero(); V];
+                        for (v, xv) in xs.iter_mut().enumerate() {
+                            *xv = $load(x.add(v * L));
+                        }
+                        for lanes in acc.iter_mut() {
+                            let wc = $splat(*w);
+                            w = w.add(1);
+                            for (a, xv) in lanes.iter_mut().zip(xs) {
+                                *a = $fma(wc, xv, *a);
+                            }
+                        }
+                    }
                 }
-                for lanes in acc.iter_mut() {
-                    let wc = _mm512_set1_ps(*w);
-                    w = w.add(1);
-                    for (a, xv) in lanes.iter_mut().zip(xs) {
-                        *a = _mm512_fmadd_ps(wc, xv, *a);
+                for (c, lanes) in acc.iter().enumerate() {
+                    for (v, a) in lanes.iter().enumerate() {
+                        $store(wide.as_mut_ptr().add(c * row + at + v * L), *a);
                     }
                 }
             }
         }
-        for (c, lanes) in acc.iter().enumerate() {
-            for (v, a) in lanes.iter().enumerate() {
-                _mm512_storeu_ps(wide.as_mut_ptr().add(c * row + at + v * L), *a);
-            }
-        }
-    }
+    };
 }
 
-/// The kernel on AVX2+FMA: `C × V` accumulators of 8 lanes.
-///
-/// # Safety
-/// The processor has AVX2 and FMA; the sizes passed [`check_sizes`].
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn kernel_avx2<const L: usize, const C: usize, const V: usize>(
-    src: &[f32],
-    packed: &[f32],
-    taps: &[(usize, usize)],
-    g: &Geometry,
-    cig: usize,
-    span: Span,
-    (first, count): (usize, usize),
-    wide: &mut [f32],
-) {
-    use std::arch::x86_64::*;
-    debug_assert_eq!(L, 8);
-    debug_assert!(count % V == 0 && first + count <= span.vectors, "direct conv: steps of {V} over {count} vectors");
-    let per_channel = g.phases() * g.plane_len;
-    let row = span.vectors * L;
-    for step in (first..first + count).step_by(V) {
-        let at = step * L;
-        let mut acc = [[_mm256_setzero_ps(); V]; C];
-        for ci in 0..cig {
-            let channel = src.as_ptr().add(ci * per_channel + span.start + at);
-            let mut w = packed.as_ptr().add(ci * taps.len() * C);
-            for &(phase, shift) in taps {
-                let x = channel.add(phase * g.plane_len + shift);
-                let mut xs = [_mm256_setzero_ps(); V];
-                for (v, xv) in xs.iter_mut().enumerate() {
-                    *xv = _mm256_loadu_ps(x.add(v * L));
-                }
-                for lanes in acc.iter_mut() {
-                    let wc = _mm256_broadcast_ss(&*w);
-                    w = w.add(1);
-                    for (a, xv) in lanes.iter_mut().zip(xs) {
-                        *a = _mm256_fmadd_ps(wc, xv, *a);
-                    }
-                }
-            }
-        }
-        for (c, lanes) in acc.iter().enumerate() {
-            for (v, a) in lanes.iter().enumerate() {
-                _mm256_storeu_ps(wide.as_mut_ptr().add(c * row + at + v * L), *a);
-            }
-        }
-    }
-}
+vector_kernel!(
+    /// The kernel on AVX-512: 16 lanes.
+    kernel_avx512, "avx512f,avx2,fma", 16,
+    _mm512_setzero_ps, _mm512_loadu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_storeu_ps
+);
+
+vector_kernel!(
+    /// The kernel on AVX2+FMA: 8 lanes.
+    kernel_avx2, "avx2,fma", 8,
+    _mm256_setzero_ps, _mm256_loadu_ps, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_storeu_ps
+);
 
 /// Panics unless every read and write of the kernel stays inside its
 /// buffers: the phase planes hold every vector a tap reads from `span`
 /// ([`Geometry::of`] sized their tails for it), the packed weights `C`
 /// per input channel and tap, `wide` `C` rows of `span.vectors · L`.
 #[inline(always)]
-fn check_sizes<const L: usize, const C: usize>(
-    src: &[f32],
-    packed: &[f32],
-    taps: &[(usize, usize)],
-    g: &Geometry,
-    cig: usize,
-    span: Span,
-    wide: &[f32],
-) {
+fn check_sizes<const L: usize, const C: usize>(o: &Operands, span: Span, wide: &[f32]) {
+    let Operands { src, packed, taps, g, cig } = *o;
     let reach = taps.iter().map(|&(_, shift)| shift).max().unwrap_or(0);
     assert!(reach + span.start + span.vectors * L <= g.plane_len, "direct conv: a tap reads past its phase");
     assert!(taps.iter().all(|&(phase, _)| phase < g.phases()), "direct conv: a tap's phase is out of range");
@@ -629,17 +566,13 @@ fn check_sizes<const L: usize, const C: usize>(
 /// The portable kernel: the same steps on arrays of `L` lanes (the
 /// baseline target's vectors), `a·b + c` rounded as [`Arith`] says.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 fn kernel_body<A: Arith, const L: usize, const C: usize, const V: usize>(
-    src: &[f32],
-    packed: &[f32],
-    taps: &[(usize, usize)],
-    g: &Geometry,
-    cig: usize,
+    o: Operands,
     span: Span,
     (first, count): (usize, usize),
     wide: &mut [f32],
 ) {
+    let Operands { src, packed, taps, g, cig } = o;
     let per_channel = g.phases() * g.plane_len;
     let row = span.vectors * L;
     for step in (first..first + count).step_by(V) {

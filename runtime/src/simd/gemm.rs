@@ -68,11 +68,23 @@ pub(crate) struct View {
     pub cs: isize,
 }
 
-/// C's base pointer, handed to the threads: each writes only inside its own tile.
+/// An output's base pointer, handed to the threads of one kernel call:
+/// each writes only inside its own part (a GEMM's tile of C, a direct
+/// convolution's rows of a block of channels).
 #[derive(Clone, Copy)]
-struct OutPtr(*mut f32);
+pub(crate) struct OutPtr(pub *mut f32);
 
-// SAFETY: the tiles of one product are disjoint and the views are only read.
+impl OutPtr {
+    /// The pointer `offset` values on.
+    ///
+    /// # Safety
+    /// `offset` lies inside the output.
+    pub(crate) unsafe fn at(self, offset: usize) -> *mut f32 {
+        self.0.add(offset)
+    }
+}
+
+// SAFETY: the parts the threads write are disjoint and the views are only read.
 unsafe impl Send for View {}
 unsafe impl Sync for View {}
 unsafe impl Send for OutPtr {}

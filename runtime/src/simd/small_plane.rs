@@ -165,88 +165,67 @@ fn step(
     }
 }
 
-/// [`step`] on AVX-512: `POSITIONS × BLOCK` accumulators of 16 channels.
-///
-/// # Safety
-/// AVX-512F and FMA; the sizes as [`step`] checks them.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx2,fma")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn step_avx512(
-    cols: &[f32],
-    plane: usize,
-    patch: usize,
-    wt: &[f32],
-    stride: usize,
-    first: usize,
-    q0: usize,
-    positions: usize,
-    block: &mut [f32; LANES * BLOCK * POSITIONS],
-) {
-    use std::arch::x86_64::*;
-    let mut acc = [[_mm512_setzero_ps(); BLOCK]; POSITIONS];
-    let w = wt.as_ptr().add(first);
-    let x = cols.as_ptr().add(q0);
-    for k in 0..patch {
-        let mut wv = [_mm512_setzero_ps(); BLOCK];
-        for (v, wv) in wv.iter_mut().enumerate() {
-            *wv = _mm512_loadu_ps(w.add(k * stride + v * 16));
-        }
-        for (q, lanes) in acc.iter_mut().enumerate().take(positions) {
-            let xq = _mm512_set1_ps(*x.add(k * plane + q));
-            for (a, &wv) in lanes.iter_mut().zip(&wv) {
-                *a = _mm512_fmadd_ps(wv, xq, *a);
-            }
-        }
-    }
-    for (q, lanes) in acc.iter().enumerate() {
-        for (v, a) in lanes.iter().enumerate() {
-            _mm512_storeu_ps(block.as_mut_ptr().add(q * LANES * BLOCK + v * 16), *a);
-        }
-    }
-}
-
-/// [`step`] on AVX2: `POSITIONS × 2·BLOCK` accumulators of 8 channels
-/// would not fit 16 registers, so the channels go in two halves.
-///
-/// # Safety
-/// AVX2 and FMA; the sizes as [`step`] checks them.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn step_avx2(
-    cols: &[f32],
-    plane: usize,
-    patch: usize,
-    wt: &[f32],
-    stride: usize,
-    first: usize,
-    q0: usize,
-    positions: usize,
-    block: &mut [f32; LANES * BLOCK * POSITIONS],
-) {
-    use std::arch::x86_64::*;
-    let x = cols.as_ptr().add(q0);
-    for half in 0..2 {
-        let lo = first + half * LANES * BLOCK / 2;
-        let w = wt.as_ptr().add(lo);
-        let mut acc = [[_mm256_setzero_ps(); BLOCK]; POSITIONS];
-        for k in 0..patch {
-            let mut wv = [_mm256_setzero_ps(); BLOCK];
-            for (v, wv) in wv.iter_mut().enumerate() {
-                *wv = _mm256_loadu_ps(w.add(k * stride + v * 8));
-            }
-            for (q, lanes) in acc.iter_mut().enumerate().take(positions) {
-                let xq = _mm256_broadcast_ss(&*x.add(k * plane + q));
-                for (a, &wv) in lanes.iter_mut().zip(&wv) {
-                    *a = _mm256_fmadd_ps(wv, xq, *a);
+/// One instance of [`step`] per vector instruction set, named by its
+/// intrinsics: `POSITIONS × BLOCK` accumulators of `$lanes` channels, the
+/// step's `LANES · BLOCK` channels in `$parts` passes.
+macro_rules! vector_step {
+    ($(#[$doc:meta])* $name:ident, $features:literal, $lanes:literal, $parts:literal,
+     $zero:ident, $load:ident, $splat:ident, $fma:ident, $store:ident) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// The processor has the instance's features; the sizes as [`step`] checks them.
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        #[allow(clippy::too_many_arguments)]
+        unsafe fn $name(
+            cols: &[f32],
+            plane: usize,
+            patch: usize,
+            wt: &[f32],
+            stride: usize,
+            first: usize,
+            q0: usize,
+            positions: usize,
+            block: &mut [f32; LANES * BLOCK * POSITIONS],
+        ) {
+            use std::arch::x86_64::*;
+            const PART: usize = LANES * BLOCK / $parts;
+            let x = cols.as_ptr().add(q0);
+            for part in 0..$parts {
+                let w = wt.as_ptr().add(first + part * PART);
+                let mut acc = [[$zero(); BLOCK]; POSITIONS];
+                for k in 0..patch {
+                    let mut wv = [$zero(); BLOCK];
+                    for (v, wv) in wv.iter_mut().enumerate() {
+                        *wv = $load(w.add(k * stride + v * $lanes));
+                    }
+                    for (q, lanes) in acc.iter_mut().enumerate().take(positions) {
+                        let xq = $splat(*x.add(k * plane + q));
+                        for (a, &wv) in lanes.iter_mut().zip(&wv) {
+                            *a = $fma(wv, xq, *a);
+                        }
+                    }
+                }
+                for (q, lanes) in acc.iter().enumerate() {
+                    for (v, a) in lanes.iter().enumerate() {
+                        $store(block.as_mut_ptr().add(q * LANES * BLOCK + part * PART + v * $lanes), *a);
+                    }
                 }
             }
         }
-        for (q, lanes) in acc.iter().enumerate() {
-            for (v, a) in lanes.iter().enumerate() {
-                _mm256_storeu_ps(block.as_mut_ptr().add(q * LANES * BLOCK + half * LANES * BLOCK / 2 + v * 8), *a);
-            }
-        }
-    }
+    };
 }
+
+vector_step!(
+    /// [`step`] on AVX-512: 16 channels a register, one pass.
+    step_avx512, "avx512f,avx2,fma", 16, 1,
+    _mm512_setzero_ps, _mm512_loadu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_storeu_ps
+);
+
+vector_step!(
+    /// [`step`] on AVX2: 8 channels a register, two passes (16 registers
+    /// hold `POSITIONS × BLOCK` accumulators, not twice that).
+    step_avx2, "avx2,fma", 8, 2,
+    _mm256_setzero_ps, _mm256_loadu_ps, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_storeu_ps
+);
