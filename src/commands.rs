@@ -2,7 +2,7 @@
 
 use crate::Failure;
 use diamond_exporters::inspect::InspectReport;
-use diamond_importers::torch::load::load_any;
+use diamond_importers::torch::load::{load_any, load_any_dropping_pages};
 use diamond_importers::torch::lower::InputShape;
 use std::path::Path;
 
@@ -94,7 +94,8 @@ pub fn check(
     html: Option<&Path>,
     render: &crate::render::Options,
 ) -> Result<(), Failure> {
-    let model = load_any(path, shapes).map_err(unreadable)?;
+    // The report reads few of the file's bytes after the import: its pages go back.
+    let model = load_any_dropping_pages(path, shapes).map_err(unreadable)?;
     let graph = model.main_graph().ok_or_else(|| unreadable(format!("{}: the model has no graph", path.display())))?;
     // Only `convert` writes the inferred types back: the report needs none.
     let options = diamond_infer::CheckOptions {

@@ -47,6 +47,16 @@ pub fn load_any(path: &Path, shapes: &[InputShape]) -> Result<Model, ImportError
     }
 }
 
+/// [`load_any`] for a caller that reads few of an ONNX file's bytes after
+/// the import (`check`): the file's mapped pages are given back once the
+/// model is decoded ([`crate::onnx::load_model_dropping_pages`]).
+pub fn load_any_dropping_pages(path: &Path, shapes: &[InputShape]) -> Result<Model, ImportError> {
+    match sniff(path) {
+        Format::Onnx => crate::onnx::load_model_dropping_pages(path),
+        _ => load_any(path, shapes),
+    }
+}
+
 /// Reads a `.pt` TorchScript archive and lowers its module to ONNX.
 pub fn load_archive(path: &Path, shapes: &[InputShape]) -> Result<Model, ImportError> {
     let archive = Archive::open(path)?;
