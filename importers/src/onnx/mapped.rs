@@ -1,9 +1,10 @@
 //! A model file mapped into memory, shared by the [`Bytes`] the decoded
 //! model borrows, and able to give its pages back once the import has read
 //! them. A caller that reads few of the file's bytes after the import
-//! (`check` reads small constants, which the importer copies out, and the
-//! first bytes of some weights) need not keep the whole file resident: on
-//! the 42k-node GPT-2 the map is 14 MB, a seventh of `check`'s peak.
+//! (`check` reads small constants, which the importer copies out, and
+//! glances at the weights before giving the pages back) need not keep the
+//! whole file resident: on the 42k-node GPT-2 the map is 14 MB, a sixth of
+//! `check`'s peak.
 
 use crate::error::ImportError;
 use bytes::Bytes;
@@ -13,7 +14,7 @@ use std::sync::Arc;
 
 /// A read-only shared map of a whole file.
 #[derive(Clone)]
-pub(crate) struct MappedFile(Option<Arc<Mmap>>);
+pub struct MappedFile(Option<Arc<Mmap>>);
 
 impl AsRef<[u8]> for MappedFile {
     fn as_ref(&self) -> &[u8] {
@@ -50,7 +51,7 @@ impl MappedFile {
     /// Drops the file's pages from this process's resident memory. The map
     /// stays valid: a later read faults its page in again from the page
     /// cache (the file is unchanged, and the map is read-only).
-    pub(crate) fn release_pages(&self) {
+    pub fn release_pages(&self) {
         if let Some(map) = &self.0 {
             // SAFETY: `MADV_DONTNEED` on a read-only shared file map discards
             // no data: the pages are the file's, read back on the next access.

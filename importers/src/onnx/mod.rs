@@ -25,6 +25,8 @@ use diamond_onnx_proto::ModelProto;
 use prost::Message;
 use std::path::{Path, PathBuf};
 
+pub use mapped::MappedFile;
+
 /// Reads the ONNX model at `path`. External data is resolved against the
 /// file's directory and checked, but not read.
 pub fn load_model(path: &Path) -> Result<Model, ImportError> {
@@ -33,17 +35,16 @@ pub fn load_model(path: &Path) -> Result<Model, ImportError> {
     decode_model(bytes, path, &base_dir)
 }
 
-/// [`load_model`], then gives the file's pages back to the kernel: for a
-/// caller that reads few of its bytes afterwards (`check`). The model's
-/// tensors still borrow the map; what is read again is faulted in again.
-/// Raw data of at most 64 bytes (shapes, axes, scalars) is copied out of
-/// the map at import, so reading it does not.
-pub fn load_model_dropping_pages(path: &Path) -> Result<Model, ImportError> {
-    let file = mapped::MappedFile::open(path)?;
+/// [`load_model`], with the file's map, for a caller that reads few of its
+/// bytes afterwards and gives its pages back ([`MappedFile::release_pages`]):
+/// `check`. The model's tensors still borrow the map; what is read again
+/// is faulted in again. Raw data of at most 64 bytes (shapes, axes,
+/// scalars) is copied out of the map at import, so reading it does not.
+pub fn load_model_mapped(path: &Path) -> Result<(Model, MappedFile), ImportError> {
+    let file = MappedFile::open(path)?;
     let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let model = decode_model(file.bytes(), path, &base_dir)?;
-    file.release_pages();
-    Ok(model)
+    Ok((model, file))
 }
 
 /// Decodes ONNX bytes read from `path` (used in messages), resolving external
@@ -108,7 +109,7 @@ fn check_tensor(tensor: &diamond_ir::Tensor) -> Result<(), String> {
 
 /// Maps a file into memory (copying nothing), after checking it is a file.
 pub fn read_file(path: &Path) -> Result<Bytes, ImportError> {
-    mapped::MappedFile::open(path).map(|file| file.bytes())
+    MappedFile::open(path).map(|file| file.bytes())
 }
 
 /// The model's header rules: an IR version, a graph, and operator sets

@@ -456,7 +456,7 @@ const OWNED_RAW_MAX: usize = 64;
 /// `raw` itself, or a copy of it when it is small: a shape, an axis list or
 /// a scalar, which `check` reads after the import. The copy keeps reading
 /// it from faulting the file's page back in once `check` has released the
-/// map ([`super::load_model_dropping_pages`]); larger data stays a slice of
+/// map ([`super::MappedFile::release_pages`]); larger data stays a slice of
 /// the map.
 fn owned_if_small(raw: bytes::Bytes) -> bytes::Bytes {
     if raw.len() <= OWNED_RAW_MAX {

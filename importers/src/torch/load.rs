@@ -4,6 +4,7 @@
 use super::archive::Archive;
 use super::code::parser::parse_file;
 use super::lower::{irgraph::lower_ir, lower_archive, InputShape};
+use crate::onnx::MappedFile;
 use crate::ImportError;
 use diamond_ir::Model;
 use std::collections::HashMap;
@@ -47,13 +48,13 @@ pub fn load_any(path: &Path, shapes: &[InputShape]) -> Result<Model, ImportError
     }
 }
 
-/// [`load_any`] for a caller that reads few of an ONNX file's bytes after
-/// the import (`check`): the file's mapped pages are given back once the
-/// model is decoded ([`crate::onnx::load_model_dropping_pages`]).
-pub fn load_any_dropping_pages(path: &Path, shapes: &[InputShape]) -> Result<Model, ImportError> {
+/// [`load_any`], with an ONNX file's map, for a caller that reads few of
+/// its bytes after the import and gives its pages back (`check`; see
+/// [`crate::onnx::load_model_mapped`]). TorchScript files are read, not mapped.
+pub fn load_any_mapped(path: &Path, shapes: &[InputShape]) -> Result<(Model, Option<MappedFile>), ImportError> {
     match sniff(path) {
-        Format::Onnx => crate::onnx::load_model_dropping_pages(path),
-        _ => load_any(path, shapes),
+        Format::Onnx => crate::onnx::load_model_mapped(path).map(|(model, file)| (model, Some(file))),
+        _ => load_any(path, shapes).map(|model| (model, None)),
     }
 }
 
