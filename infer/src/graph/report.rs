@@ -64,17 +64,18 @@ pub struct ValueReport {
 
 fn ser_dtype<S: serde::Serializer>(t: &Option<ElemType>, s: S) -> Result<S::Ok, S::Error> {
     match t {
-        Some(t) => s.serialize_str(&json_dtype(*t)),
+        Some(t) => s.serialize_str(json_dtype(*t)),
         None => s.serialize_none(),
     }
 }
 
-/// The NumPy-style name of an element type (`float32`, `int64`).
-pub fn json_dtype(t: ElemType) -> String {
+/// The NumPy-style name of an element type (`float32`, `int64`), borrowed:
+/// a JSON report names the type of each of tens of thousands of values.
+pub fn json_dtype(t: ElemType) -> &'static str {
     match t {
-        ElemType::Float => "float32".into(),
-        ElemType::Double => "float64".into(),
-        other => other.name().to_string(),
+        ElemType::Float => "float32",
+        ElemType::Double => "float64",
+        other => other.name(),
     }
 }
 
