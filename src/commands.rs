@@ -2,7 +2,7 @@
 
 use crate::Failure;
 use diamond_exporters::inspect::InspectReport;
-use diamond_importers::torch::load::load_any;
+use diamond_importers::torch::load::{load_any, load_any_mapped};
 use diamond_importers::torch::lower::InputShape;
 use std::path::Path;
 
@@ -94,7 +94,7 @@ pub fn check(
     html: Option<&Path>,
     render: &crate::render::Options,
 ) -> Result<(), Failure> {
-    let model = load_any(path, shapes).map_err(unreadable)?;
+    let (model, file) = load_any_mapped(path, shapes).map_err(unreadable)?;
     let graph = model.main_graph().ok_or_else(|| unreadable(format!("{}: the model has no graph", path.display())))?;
     // Only `convert` writes the inferred types back: the report needs none.
     let options = diamond_infer::CheckOptions {
@@ -102,7 +102,9 @@ pub fn check(
         strict_units,
         skip_inferred_types: true,
     };
-    let report = diamond_optimize::audit::check(&model, &options);
+    // The check reads few of the file's bytes: its pages go back before it runs.
+    let release = || file.iter().for_each(|f| f.release_pages());
+    let report = diamond_optimize::audit::check_releasing(&model, &options, release);
     if let Some(out) = html {
         diamond_exporters::report::html::write_report(out, &model, &report, path).map_err(unreadable)?;
     }

@@ -60,8 +60,16 @@ fn initializer_bytes_are_slices_of_the_file_buffer_not_copies() {
     let model = diamond_importers::onnx::decode_model(buffer.clone(), &path, path.parent().unwrap()).unwrap();
     let graph = model.main_graph().unwrap();
     let raw: Vec<_> = graph.initializers.iter().filter_map(|t| t.data.raw.as_ref()).collect();
-    assert!(!raw.is_empty());
+    // Weights stay slices of the map; data of at most 64 bytes (shapes,
+    // axes, scalars) is copied, so that `check` may give the file's pages
+    // back and still read it.
+    assert!(raw.iter().any(|bytes| bytes.len() > 64));
     for bytes in raw {
-        assert!(range.contains(&(bytes.as_ptr() as usize)), "raw_data was copied out of the mapped file");
+        let inside = range.contains(&(bytes.as_ptr() as usize));
+        if bytes.len() > 64 {
+            assert!(inside, "raw_data was copied out of the mapped file");
+        } else {
+            assert!(!inside || bytes.is_empty(), "small raw_data was left in the mapped file");
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! What the passes read about the current model: the check report and the
 //! main graph's def-use tables.
 
+use crate::raw_hints::RawHints;
 use diamond_infer::check_model;
 use diamond_infer::graph::{CheckReport, ConstValue, DimReport, ValueReport};
 use diamond_ir::entity::EntityId;
@@ -34,6 +35,8 @@ pub struct Analysis<'r> {
     pub fold_limit: u64,
     /// Per main-graph value id, its entry in the report's values.
     index: Vec<Option<u32>>,
+    /// Initializers known not to be uniform from a first look (`check`).
+    raw_hints: Option<RawHints>,
 }
 
 /// Folded constants up to 1 MiB are kept whatever their inputs' size.
@@ -94,7 +97,19 @@ impl<'r> Analysis<'r> {
             initializers_are_constants,
             fold_limit: DEFAULT_FOLD_LIMIT,
             index,
+            raw_hints: None,
         })
+    }
+
+    /// This analysis, taking `hints` about the initializers' raw data (made
+    /// of the same model) instead of reading that data again.
+    pub fn with_raw_hints(self, hints: RawHints) -> Analysis<'r> {
+        Analysis { raw_hints: Some(hints), ..self }
+    }
+
+    /// Whether a first look showed initializer `i` not to be uniform.
+    pub(crate) fn known_not_uniform(&self, i: usize) -> bool {
+        self.raw_hints.as_ref().is_some_and(|h| h.differs(i))
     }
 
     /// The main graph of `model`.

@@ -7,6 +7,7 @@
 //! pass would make the rewrite in the model as it is (its plan is the note's source).
 
 use crate::passes::inline_ones_plan;
+use crate::raw_hints::RawHints;
 use crate::Analysis;
 use diamond_infer::graph::CheckReport;
 use diamond_infer::{Code, Diagnostic, Severity};
@@ -24,9 +25,30 @@ pub fn check(model: &Model, options: &diamond_infer::CheckOptions) -> CheckRepor
     report
 }
 
+/// [`check`], for a caller that gives the model file's pages back
+/// (`release`) before the checker runs: the weights are glanced at first
+/// ([`RawHints`]), so that the `ones-vector` analysis afterwards reads again
+/// only weights that may be uniform. The report is [`check`]'s.
+pub fn check_releasing(model: &Model, options: &diamond_infer::CheckOptions, release: impl FnOnce()) -> CheckReport {
+    let hints = RawHints::of(model);
+    release();
+    let mut report = diamond_infer::check_model(model, options);
+    if report.errors() == 0 {
+        let ones = ones_vectors_with(model, &report, hints);
+        report.diagnostics.extend(ones);
+    }
+    report
+}
+
 /// The `ones-vector` notes for `model`, given its check report.
 pub fn ones_vectors(model: &Model, report: &CheckReport) -> Vec<Diagnostic> {
+    ones_vectors_with(model, report, RawHints::default())
+}
+
+/// [`ones_vectors`], with `hints` about the initializers' raw data.
+fn ones_vectors_with(model: &Model, report: &CheckReport, hints: RawHints) -> Vec<Diagnostic> {
     let Some(a) = Analysis::with_report(model, report) else { return Vec::new() };
+    let a = a.with_raw_hints(hints);
     let graph = a.graph(model);
     let mut notes = Vec::new();
     for (nid, n) in graph.nodes.iter() {

@@ -15,6 +15,7 @@ pub mod audit;
 pub mod lower;
 pub mod opset;
 pub mod passes;
+pub mod raw_hints;
 pub mod rewrite;
 pub mod text;
 pub mod uniform;

@@ -32,6 +32,9 @@ fn uniform_at(model: &Model, a: &Analysis, v: ValueId, depth: usize) -> Option<U
     let graph = a.graph(model);
     // A stored tensor: compare its raw elements before decoding any (weights can be large).
     if let Some(&i) = a.initializers.get(&v) {
+        if a.known_not_uniform(i) {
+            return None;
+        }
         let t = &graph.initializers[i];
         if let (Some(raw), Some(bits)) = (t.data.raw.as_ref(), t.elem_type().bit_width()) {
             let width = (bits as usize / 8).max(1);

@@ -13,6 +13,7 @@
 
 mod external;
 mod limits;
+mod mapped;
 mod stream;
 mod to_ir;
 mod wire;
@@ -24,12 +25,26 @@ use diamond_onnx_proto::ModelProto;
 use prost::Message;
 use std::path::{Path, PathBuf};
 
+pub use mapped::MappedFile;
+
 /// Reads the ONNX model at `path`. External data is resolved against the
 /// file's directory and checked, but not read.
 pub fn load_model(path: &Path) -> Result<Model, ImportError> {
     let bytes = read_file(path)?;
     let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     decode_model(bytes, path, &base_dir)
+}
+
+/// [`load_model`], with the file's map, for a caller that reads few of its
+/// bytes afterwards and gives its pages back ([`MappedFile::release_pages`]):
+/// `check`. The model's tensors still borrow the map; what is read again
+/// is faulted in again. Raw data of at most 64 bytes (shapes, axes,
+/// scalars) is copied out of the map at import, so reading it does not.
+pub fn load_model_mapped(path: &Path) -> Result<(Model, MappedFile), ImportError> {
+    let file = MappedFile::open(path)?;
+    let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let model = decode_model(file.bytes(), path, &base_dir)?;
+    Ok((model, file))
 }
 
 /// Decodes ONNX bytes read from `path` (used in messages), resolving external
@@ -94,19 +109,7 @@ fn check_tensor(tensor: &diamond_ir::Tensor) -> Result<(), String> {
 
 /// Maps a file into memory (copying nothing), after checking it is a file.
 pub fn read_file(path: &Path) -> Result<Bytes, ImportError> {
-    let io_error = |source| ImportError::Io { path: path.to_path_buf(), source };
-    let metadata = std::fs::metadata(path).map_err(io_error)?;
-    if metadata.is_dir() {
-        return Err(ImportError::IsDirectory { path: path.to_path_buf() });
-    }
-    let file = std::fs::File::open(path).map_err(io_error)?;
-    if metadata.len() == 0 {
-        return Ok(Bytes::new());
-    }
-    // SAFETY: read-only map; we rely on no other process truncating the file
-    // while diamond runs, as every tool that maps model files does.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io_error)?;
-    Ok(Bytes::from_owner(map))
+    MappedFile::open(path).map(|file| file.bytes())
 }
 
 /// The model's header rules: an IR version, a graph, and operator sets

@@ -252,7 +252,7 @@ impl<'a> Converter<'a> {
             dims: proto.dims,
             data_type: proto.data_type.map(ElemType::from_code),
             data: ir::TensorData {
-                raw: proto.raw_data,
+                raw: proto.raw_data.map(owned_if_small),
                 floats: proto.float_data,
                 int32s: proto.int32_data,
                 strings: proto.string_data,
@@ -447,5 +447,21 @@ fn sharding_spec(proto: pb::ShardingSpecProto) -> ir::ShardingSpec {
                 simple_sharding: d.simple_sharding.into_iter().map(simple).collect(),
             })
             .collect(),
+    }
+}
+
+/// Raw data up to this many bytes is copied out of the file's map.
+const OWNED_RAW_MAX: usize = 64;
+
+/// `raw` itself, or a copy of it when it is small: a shape, an axis list or
+/// a scalar, which `check` reads after the import. The copy keeps reading
+/// it from faulting the file's page back in once `check` has released the
+/// map ([`super::MappedFile::release_pages`]); larger data stays a slice of
+/// the map.
+fn owned_if_small(raw: bytes::Bytes) -> bytes::Bytes {
+    if raw.len() <= OWNED_RAW_MAX {
+        bytes::Bytes::copy_from_slice(&raw)
+    } else {
+        raw
     }
 }

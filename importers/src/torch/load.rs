@@ -4,6 +4,7 @@
 use super::archive::Archive;
 use super::code::parser::parse_file;
 use super::lower::{irgraph::lower_ir, lower_archive, InputShape};
+use crate::onnx::MappedFile;
 use crate::ImportError;
 use diamond_ir::Model;
 use std::collections::HashMap;
@@ -44,6 +45,16 @@ pub fn load_any(path: &Path, shapes: &[InputShape]) -> Result<Model, ImportError
         Format::Archive => load_archive(path, shapes),
         Format::IrText => load_ir_text(path, shapes),
         Format::Onnx => crate::onnx::load_model(path),
+    }
+}
+
+/// [`load_any`], with an ONNX file's map, for a caller that reads few of
+/// its bytes after the import and gives its pages back (`check`; see
+/// [`crate::onnx::load_model_mapped`]). TorchScript files are read, not mapped.
+pub fn load_any_mapped(path: &Path, shapes: &[InputShape]) -> Result<(Model, Option<MappedFile>), ImportError> {
+    match sniff(path) {
+        Format::Onnx => crate::onnx::load_model_mapped(path).map(|(model, file)| (model, Some(file))),
+        _ => load_any(path, shapes).map(|model| (model, None)),
     }
 }
 

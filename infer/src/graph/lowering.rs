@@ -361,13 +361,14 @@ impl<'m> Lowering<'m> {
     /// nothing defines, are reported as `invalid-graph`; the nodes still run.
     fn schedule(&mut self, st: &mut LoweringState<'m>, inst: u32) -> Vec<NodeId> {
         let graph = self.graph(inst);
-        let mut producer: HashMap<ValueId, NodeId> = HashMap::default();
+        // Per value id, the node producing it (value ids are dense: no hashing).
+        let mut producer: Vec<Option<NodeId>> = vec![None; graph.values.len()];
         for (nid, node) in graph.nodes.iter() {
             for &out in &node.outputs {
                 if graph.value_name(out).is_empty() {
                     continue;
                 }
-                if let Some(&first) = producer.get(&out) {
+                if let Some(first) = producer[out.index()] {
                     let other = node_label(graph, first);
                     self.graph_error(
                         st,
@@ -382,7 +383,7 @@ impl<'m> Lowering<'m> {
                         nid,
                     );
                 } else {
-                    producer.insert(out, nid);
+                    producer[out.index()] = Some(nid);
                 }
             }
         }
@@ -397,7 +398,7 @@ impl<'m> Lowering<'m> {
             let free =
                 if node.attributes.is_empty() { Vec::new() } else { subgraph_free_names(self.model, node, graph) };
             for &input in node.inputs.iter().chain(free.iter()) {
-                if let Some(&p) = producer.get(&input) {
+                if let Some(p) = producer.get(input.index()).copied().flatten() {
                     if !seen.contains(&p) {
                         seen.push(p);
                         deps += 1;

@@ -64,17 +64,18 @@ pub struct ValueReport {
 
 fn ser_dtype<S: serde::Serializer>(t: &Option<ElemType>, s: S) -> Result<S::Ok, S::Error> {
     match t {
-        Some(t) => s.serialize_str(&json_dtype(*t)),
+        Some(t) => s.serialize_str(json_dtype(*t)),
         None => s.serialize_none(),
     }
 }
 
-/// The NumPy-style name of an element type (`float32`, `int64`).
-pub fn json_dtype(t: ElemType) -> String {
+/// The NumPy-style name of an element type (`float32`, `int64`), borrowed:
+/// a JSON report names the type of each of tens of thousands of values.
+pub fn json_dtype(t: ElemType) -> &'static str {
     match t {
-        ElemType::Float => "float32".into(),
-        ElemType::Double => "float64".into(),
-        other => other.name().to_string(),
+        ElemType::Float => "float32",
+        ElemType::Double => "float64",
+        other => other.name(),
     }
 }
 
@@ -194,17 +195,21 @@ pub(crate) fn build(mut low: Lowering<'_>, st: LoweringState<'_>, main: GraphId)
         .collect();
     drop(closed);
     // A body lowered more than once (loop rounds, unrolled iterations) lists
-    // its values once per lowering: keep the last.
-    let mut last: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
-    for (i, v) in values.iter().enumerate() {
-        last.insert(v.name.as_str(), i);
+    // its values once per lowering: keep the last. When every entry is a
+    // different value of the main graph (whose names are interned, so
+    // different), no name repeats and none need be hashed.
+    if !distinct_main_values(&values, graph.values.len()) {
+        let mut last: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
+        for (i, v) in values.iter().enumerate() {
+            last.insert(v.name.as_str(), i);
+        }
+        let keep: Vec<bool> = values.iter().enumerate().map(|(i, v)| last[v.name.as_str()] == i).collect();
+        let mut k = 0;
+        values.retain(|_| {
+            k += 1;
+            keep[k - 1]
+        });
     }
-    let keep: Vec<bool> = values.iter().enumerate().map(|(i, v)| last[v.name.as_str()] == i).collect();
-    let mut k = 0;
-    values.retain(|_| {
-        k += 1;
-        keep[k - 1]
-    });
     let initializers: rustc_hash::FxHashSet<&str> =
         graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
     let is_initializer = |name: &str| initializers.contains(name);
@@ -250,6 +255,16 @@ pub(crate) fn build(mut low: Lowering<'_>, st: LoweringState<'_>, main: GraphId)
 }
 
 /// The main graph's node outputs whose elements value propagation holds.
+/// Whether every entry of `values` is a value of the main graph (of
+/// `main_values` values), each a different one.
+fn distinct_main_values(values: &[ValueReport], main_values: usize) -> bool {
+    let mut seen = vec![false; main_values];
+    values.iter().all(|v| {
+        let slot = v.value.and_then(|id| seen.get_mut(diamond_ir::entity::EntityId::index(id)));
+        slot.is_some_and(|slot| !std::mem::replace(slot, true))
+    })
+}
+
 fn known_values(
     low: &Lowering<'_>,
     st: &LoweringState<'_>,
