@@ -106,7 +106,8 @@ pub(crate) fn conv(
                 let count = (LANES * BLOCK).min(cog - first);
                 for q0 in (0..plane).step_by(POSITIONS) {
                     let positions = POSITIONS.min(plane - q0);
-                    step(cols, plane, patch, wt, weights.stride, first, q0, positions, &mut block);
+                    let at = Step { cols, plane, patch, wt, stride: weights.stride, first, q0, positions };
+                    step(&at, &mut block);
                     for q in 0..positions {
                         for c in 0..count {
                             dst[(first + c) * plane + q0 + q] = block[q * LANES * BLOCK + c];
@@ -125,31 +126,34 @@ thread_local! {
     static COLUMNS: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
-/// Output channels `first..first + LANES·BLOCK` at positions
-/// `q0..q0 + positions` into `block` (position-major, `LANES·BLOCK` each).
-#[allow(clippy::too_many_arguments)]
-fn step(
-    cols: &[f32],
+/// One step: output channels `first..first + LANES·BLOCK` at positions
+/// `q0..q0 + positions`, from the patches `cols` (`patch × plane`) and the
+/// group's transposed weight `wt` (`patch × stride`).
+struct Step<'a> {
+    cols: &'a [f32],
     plane: usize,
     patch: usize,
-    wt: &[f32],
+    wt: &'a [f32],
     stride: usize,
     first: usize,
     q0: usize,
     positions: usize,
-    block: &mut [f32; LANES * BLOCK * POSITIONS],
-) {
+}
+
+/// Computes `s` into `block` (position-major, `LANES·BLOCK` values each).
+fn step(s: &Step, block: &mut [f32; LANES * BLOCK * POSITIONS]) {
+    let Step { cols, plane, patch, wt, stride, first, q0, positions } = *s;
     assert!(cols.len() >= patch * plane && q0 + positions <= plane && positions <= POSITIONS);
     assert!(wt.len() >= patch * stride && first + LANES * BLOCK <= stride);
     #[cfg(target_arch = "x86_64")]
     {
         if cpu::avx512() {
             // SAFETY: AVX-512 is present; the sizes were checked above.
-            return unsafe { step_avx512(cols, plane, patch, wt, stride, first, q0, positions, block) };
+            return unsafe { step_avx512(s, block) };
         }
         if cpu::avx2_fma() {
             // SAFETY: AVX2 and FMA are present; the sizes were checked above.
-            return unsafe { step_avx2(cols, plane, patch, wt, stride, first, q0, positions, block) };
+            return unsafe { step_avx2(s, block) };
         }
     }
     // portable: the plain sums, which the compiler vectorizes for the baseline
@@ -177,19 +181,9 @@ macro_rules! vector_step {
         /// The processor has the instance's features; the sizes as [`step`] checks them.
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = $features)]
-        #[allow(clippy::too_many_arguments)]
-        unsafe fn $name(
-            cols: &[f32],
-            plane: usize,
-            patch: usize,
-            wt: &[f32],
-            stride: usize,
-            first: usize,
-            q0: usize,
-            positions: usize,
-            block: &mut [f32; LANES * BLOCK * POSITIONS],
-        ) {
+        unsafe fn $name(s: &Step, block: &mut [f32; LANES * BLOCK * POSITIONS]) {
             use std::arch::x86_64::*;
+            let Step { cols, plane, patch, wt, stride, first, q0, positions } = *s;
             const PART: usize = LANES * BLOCK / $parts;
             let x = cols.as_ptr().add(q0);
             for part in 0..$parts {
