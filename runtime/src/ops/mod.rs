@@ -12,7 +12,7 @@ mod random;
 pub(crate) mod reduce_linalg;
 pub(crate) mod resize;
 mod rnn;
-mod shape_ops;
+pub(crate) mod shape_ops;
 
 use crate::error::{Result, RunError};
 use crate::exec::{execute, node_label, Frame};

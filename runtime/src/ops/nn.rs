@@ -86,23 +86,33 @@ fn window(ctx: &NodeCtx<'_>, input: &[usize], kernel: Vec<usize>, ceil_mode: boo
                     return Err(ctx.err(format!("pads {pads:?} must hold {} values", 2 * s)));
                 }
                 pad_begin[a] = pads[a];
-                let span = inp + pads[a] + pads[a + s] - ek;
-                if ceil_mode {
-                    let mut o = (span + st - 1).div_euclid(st) + 1;
-                    // the last window must start inside the input or the leading padding
-                    if (o - 1) * st >= inp + pads[a] {
-                        o -= 1;
-                    }
-                    o
-                } else {
-                    span.div_euclid(st) + 1
-                }
+                window_count(inp, (pads[a], pads[a + s]), ek, st, ceil_mode)
             }
             other => return Err(ctx.err(format!("auto_pad '{other}'"))),
         };
         out[a] = usize::try_from(o).map_err(|_| ctx.err("the window is larger than the padded input"))?;
     }
     Ok(Window { kernel, strides, dilations, pad_begin, out })
+}
+
+/// How many windows of extent `extent` (dilation included) fit, `stride`
+/// apart, along an axis of `input` values padded by `(begin, end)`: the
+/// floor of the padded span over the stride, plus one; with `ceil_mode` the
+/// ceiling, dropping a last window that would start in the trailing
+/// padding. At most 0 when the window does not fit.
+pub(crate) fn window_count(input: i64, (begin, end): (i64, i64), extent: i64, stride: i64, ceil_mode: bool) -> i64 {
+    let span = input + begin + end - extent;
+    if ceil_mode {
+        let o = (span + stride - 1).div_euclid(stride) + 1;
+        // the last window must start inside the input or the leading padding
+        if (o - 1) * stride >= input + begin {
+            o - 1
+        } else {
+            o
+        }
+    } else {
+        span.div_euclid(stride) + 1
+    }
 }
 
 /// For each kernel offset and each output position, the input spatial index

@@ -307,12 +307,18 @@ pub(crate) fn concat_tensors(ctx: &NodeCtx<'_>, parts: &[&Tensor], axis: usize) 
 /// along the axis whose blocks (that axis and the ones after it) are `blocks`.
 fn interleave_blocks<T: Copy>(parts: Vec<&[T]>, blocks: &[usize], outer: usize) -> Vec<T> {
     let mut out = Vec::with_capacity(blocks.iter().sum::<usize>() * outer);
+    interleave_blocks_into(&mut out, &parts, blocks, outer);
+    out
+}
+
+/// Appends to `out`, for each of the `outer` blocks, each part's block
+/// (`blocks[i]` values of part `i`) in turn: Concat's layout.
+pub(crate) fn interleave_blocks_into<T: Copy>(out: &mut Vec<T>, parts: &[&[T]], blocks: &[usize], outer: usize) {
     for o in 0..outer {
         for (part, &block) in parts.iter().zip(blocks) {
             out.extend_from_slice(&part[o * block..(o + 1) * block]);
         }
     }
-    out
 }
 
 fn concat(ctx: &NodeCtx<'_>) -> Result<Outs> {

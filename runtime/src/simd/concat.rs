@@ -6,6 +6,7 @@
 //! mismatched operands return `None` (the reference reports them).
 
 use super::contraction::floats;
+use crate::ops::shape_ops::interleave_blocks_into;
 use crate::tensor::{Data, Tensor};
 use diamond_ir::{AttrValue, Node};
 use rayon::prelude::*;
@@ -37,21 +38,22 @@ pub fn concat(node: &Node, inputs: &[Option<&Tensor>], take: &mut dyn FnMut(usiz
     let total: usize = blocks.iter().sum::<usize>() * outer;
     let mut out = take(total);
     out.clear();
-    out.resize(total, 0.0);
-    // every (destination, source) block in the output's order
-    let mut copies: Vec<(&mut [f32], &[f32])> = Vec::with_capacity(outer * parts.len());
-    let mut rest = &mut out[..];
-    for o in 0..outer {
-        for (d, &b) in data.iter().zip(&blocks) {
-            let (dst, tail) = rest.split_at_mut(b);
-            copies.push((dst, &d[o * b..(o + 1) * b]));
-            rest = tail;
-        }
-    }
     if rayon::current_num_threads() > 1 && total >= PARALLEL_FLOATS {
+        out.resize(total, 0.0);
+        // every (destination, source) block in the output's order, copied in parallel
+        let mut copies: Vec<(&mut [f32], &[f32])> = Vec::with_capacity(outer * parts.len());
+        let mut rest = &mut out[..];
+        for o in 0..outer {
+            for (d, &b) in data.iter().zip(&blocks) {
+                let (dst, tail) = rest.split_at_mut(b);
+                copies.push((dst, &d[o * b..(o + 1) * b]));
+                rest = tail;
+            }
+        }
         copies.into_par_iter().for_each(|(dst, src)| dst.copy_from_slice(src));
     } else {
-        copies.into_iter().for_each(|(dst, src)| dst.copy_from_slice(src));
+        // the reference's layout, appended without zeroing the buffer first
+        interleave_blocks_into(&mut out, &data, &blocks, outer);
     }
     let mut shape = first.shape.clone();
     shape[axis] = parts.iter().map(|t| t.shape[axis]).sum();

@@ -75,11 +75,13 @@ impl Conv2d {
         self.c_out / self.group
     }
 
-    fn is_pointwise(&self) -> bool {
+    /// 1×1 at stride 1 without padding: each image is the GEMM's operand as it lies.
+    pub(crate) fn is_pointwise(&self) -> bool {
         self.kh == 1 && self.kw == 1 && self.stride == [1, 1] && self.pads == [0; 4]
     }
 
-    fn is_depthwise(&self) -> bool {
+    /// One filter per channel: group = c_in = c_out (more than one).
+    pub(crate) fn is_depthwise(&self) -> bool {
         self.group > 1 && self.group == self.c_in && self.group == self.c_out
     }
 

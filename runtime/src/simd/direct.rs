@@ -65,13 +65,11 @@ pub(crate) fn suits(p: &Conv2d, (oh, ow): (usize, usize)) -> bool {
         return forced;
     }
     let (cog, plane) = (p.group_out(), oh * ow);
-    let pointwise = p.kh == 1 && p.kw == 1 && p.stride == [1, 1] && p.pads == [0; 4];
-    let depthwise = p.group > 1 && p.group == p.c_in && p.group == p.c_out;
-    if depthwise {
+    if p.is_depthwise() {
         // the depthwise kernels' blocked route is faster on narrow unit-stride outputs
         return cpu::avx2_fma() && plane >= 16 && (p.stride[1] > 1 || ow >= super::im2col::NARROW);
     }
-    cpu::avx2_fma() && !pointwise && plane >= 16 && (cog <= 32 || plane >= 256)
+    cpu::avx2_fma() && !p.is_pointwise() && plane >= 16 && (cog <= 32 || plane >= 256)
 }
 
 /// The layout of one image-group's phase planes and of the wide output.

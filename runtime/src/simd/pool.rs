@@ -21,6 +21,7 @@
 
 use super::contraction::{floats, int_attr, sized};
 use super::cpu;
+use crate::ops::nn::window_count;
 use crate::tensor::{Data, Tensor};
 use diamond_ir::{AttrValue, Node};
 use rayon::prelude::*;
@@ -105,18 +106,9 @@ fn axes(node: &Node, input: [usize; 2]) -> Option<[Axis; 2]> {
         if padded < 0 {
             return None;
         }
-        let (padded, stride) = (padded as usize, strides[a]);
-        let output = if ceil {
-            let o = padded.div_ceil(stride) + 1;
-            // the last window must start inside the input or its leading padding
-            if (o - 1) * stride >= input[a] + pads[a] {
-                o - 1
-            } else {
-                o
-            }
-        } else {
-            padded / stride + 1
-        };
+        let stride = strides[a];
+        let pad = (pads[a] as i64, pads[a + 2] as i64);
+        let output = window_count(input[a] as i64, pad, span as i64, stride as i64, ceil) as usize;
         Some(Axis {
             input: input[a],
             output,

@@ -86,7 +86,7 @@ pub(crate) fn conv(
     let plane = oh * ow;
     let (cig, cog) = (p.group_in(), p.group_out());
     let patch = cig * p.kh * p.kw;
-    let pointwise = p.kh == 1 && p.kw == 1 && p.stride == [1, 1] && p.pads == [0; 4];
+    let pointwise = p.is_pointwise();
     let mut columns = COLUMNS.with(|c| c.take());
     columns.resize(patch * plane, 0.0);
     let mut block = [0.0f32; LANES * BLOCK * POSITIONS];
