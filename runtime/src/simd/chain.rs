@@ -1,17 +1,18 @@
 //! Register-resident runs: a chain of elementwise instructions, each taking
-//! the one before it as an operand, evaluated in vector registers 32 points
-//! at a time instead of one pass over a tile register per instruction.
+//! the one before it as an operand, evaluated in vector registers a block
+//! of points at a time (32 on AVX2, 128 on AVX-512: [`super::chain_vector`])
+//! instead of one pass over a tile register per instruction.
 //!
 //! The tile evaluator ([`super::tile`]) stores every instruction's value to
 //! its register in L1 and loads it back for the next one: on a chain of
 //! cheap operators (`x·a + b`, `max`, `min`, `relu`, …) the stores bound
 //! the speed. A [`Plan`] cuts the tile's instruction list into runs and
 //! single instructions; a run keeps the running value (the *accumulator*)
-//! in four AVX2 registers through all its steps and stores a step's value
+//! in vector registers through all its steps and stores a step's value
 //! only when something else reads it — a later instruction other than the
 //! next step, or an output. Only operators with a short vector form here
 //! (add, sub, mul, div, max, min, relu, clip, …) are steps; the others
-//! (exp, sigmoid, comparisons, …) end a run. Runs are the AVX2 instance's; the portable
+//! (exp, sigmoid, comparisons, …) end a run. Runs are the vector instances'; the portable
 //! one evaluates the tile instruction by instruction as before. The last
 //! points of a tile that do not fill a block are evaluated step by step on
 //! the tile's registers.
@@ -19,9 +20,6 @@
 use super::tile::Place;
 use crate::kernel::{BinaryOp, Inst, Instr, UnaryOp};
 use std::ops::Range;
-
-/// Points a run evaluates at once: four registers of 8 lanes.
-pub const WIDTH: usize = 32;
 
 /// Where a step's operand is.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -196,135 +194,6 @@ impl<P: Place> Place for Shifted<P> {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-pub(super) use avx2::run;
-
-#[cfg(target_arch = "x86_64")]
-mod avx2 {
-    use super::{Arg, Shifted, Step, StepOp, WIDTH};
-    use crate::kernel::{BinaryOp, Instr, UnaryOp};
-    use crate::simd::math::Fused;
-    use crate::simd::tile::{self, Place};
-    use std::arch::x86_64::*;
-
-    /// 32 points in four registers.
-    #[derive(Clone, Copy)]
-    struct V4([__m256; 4]);
-
-    impl V4 {
-        #[inline(always)]
-        fn map(self, f: impl Fn(__m256) -> __m256) -> V4 {
-            let [a, b, c, d] = self.0;
-            V4([f(a), f(b), f(c), f(d)])
-        }
-        #[inline(always)]
-        fn zip(self, o: V4, f: impl Fn(__m256, __m256) -> __m256) -> V4 {
-            let ([a, b, c, d], [e, g, h, k]) = (self.0, o.0);
-            V4([f(a, e), f(b, g), f(c, h), f(d, k)])
-        }
-    }
-
-    /// Evaluates run `steps` of `body` over `n` points of `place`'s registers.
-    ///
-    /// # Safety
-    /// As [`tile::eval_with`] for the run's instructions; the processor has
-    /// AVX2 and FMA.
-    #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn run<P: Place>(steps: &[Step], body: &[Instr], place: P, n: usize) {
-        let mut t = 0;
-        while t + WIDTH <= n {
-            let mut acc = V4([_mm256_setzero_ps(); 4]);
-            for s in steps {
-                acc = step(s, acc, place, t);
-                if s.keep {
-                    let p = place.at(s.inst).add(t);
-                    for (v, &x) in acc.0.iter().enumerate() {
-                        _mm256_storeu_ps(p.add(8 * v), x);
-                    }
-                }
-            }
-            t += WIDTH;
-        }
-        if t < n {
-            let rest = Shifted { place, by: t };
-            for s in steps {
-                tile::eval_one::<_, Fused>(body, s.inst, rest, n - t, &[], &[], &[]);
-            }
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn fetch<P: Place>(arg: Arg, acc: V4, place: P, t: usize) -> V4 {
-        match arg {
-            Arg::Acc => acc,
-            Arg::Reg(j) => {
-                let p = place.at(j).add(t) as *const f32;
-                V4([
-                    _mm256_loadu_ps(p),
-                    _mm256_loadu_ps(p.add(8)),
-                    _mm256_loadu_ps(p.add(16)),
-                    _mm256_loadu_ps(p.add(24)),
-                ])
-            }
-            Arg::Scalar(c) => V4([_mm256_set1_ps(c); 4]),
-        }
-    }
-
-    /// The tile evaluator's `max` (`x > y ? x : y`, NaN when either is):
-    /// `vmaxps` gives its second operand when either is NaN, so a NaN
-    /// first operand is put back.
-    #[inline(always)]
-    unsafe fn max(x: __m256, y: __m256) -> __m256 {
-        _mm256_blendv_ps(_mm256_max_ps(x, y), x, _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x))
-    }
-
-    /// The tile evaluator's `min`, as [`max`].
-    #[inline(always)]
-    unsafe fn min(x: __m256, y: __m256) -> __m256 {
-        _mm256_blendv_ps(_mm256_min_ps(x, y), x, _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x))
-    }
-
-    #[inline(always)]
-    unsafe fn step<P: Place>(s: &Step, acc: V4, place: P, t: usize) -> V4 {
-        let a = fetch(s.a, acc, place, t);
-        match s.op {
-            StepOp::Binary(op) => {
-                let b = fetch(s.b, acc, place, t);
-                match op {
-                    BinaryOp::Add => a.zip(b, |x, y| _mm256_add_ps(x, y)),
-                    BinaryOp::Sub => a.zip(b, |x, y| _mm256_sub_ps(x, y)),
-                    BinaryOp::Mul => a.zip(b, |x, y| _mm256_mul_ps(x, y)),
-                    BinaryOp::Div => a.zip(b, |x, y| _mm256_div_ps(x, y)),
-                    BinaryOp::Max => a.zip(b, |x, y| max(x, y)),
-                    BinaryOp::Min => a.zip(b, |x, y| min(x, y)),
-                    _ => unreachable!("a run's operators have a vector form"),
-                }
-            }
-            StepOp::Unary(op) => match op {
-                UnaryOp::Identity => a,
-                // `x < 0 ? 0 : x`: `vmaxps(0, x)` gives x when x is NaN.
-                UnaryOp::Relu => a.map(|x| _mm256_max_ps(_mm256_setzero_ps(), x)),
-                UnaryOp::Neg => a.map(|x| _mm256_xor_ps(x, _mm256_set1_ps(-0.0))),
-                UnaryOp::Abs => a.map(|x| _mm256_andnot_ps(_mm256_set1_ps(-0.0), x)),
-                UnaryOp::Square => a.map(|x| _mm256_mul_ps(x, x)),
-                UnaryOp::LeakyRelu(k) => {
-                    let k = _mm256_set1_ps(k as f32);
-                    a.map(|x| {
-                        let neg = _mm256_cmp_ps::<_CMP_LT_OQ>(x, _mm256_setzero_ps());
-                        _mm256_blendv_ps(x, _mm256_mul_ps(k, x), neg)
-                    })
-                }
-                // `x < lo ? lo : x`, then `x > hi ? hi : x`: NaN passes.
-                UnaryOp::Clip { min: lo, max: hi } => {
-                    let (lo, hi) = (_mm256_set1_ps(lo as f32), _mm256_set1_ps(hi as f32));
-                    a.map(|x| _mm256_min_ps(hi, _mm256_max_ps(lo, x)))
-                }
-                _ => unreachable!("a run's operators have a vector form"),
-            },
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -455,42 +324,60 @@ mod tests {
 
     /// The runs give the tile evaluator's values, bit for bit (NaN for
     /// NaN), on random programs and data with NaN, infinities and signed
-    /// zeros, over every tile length up to 80 (whole blocks and tails).
+    /// zeros, over every tile length up to a whole tile (whole blocks and
+    /// tails), on each vector instance the processor has.
     #[test]
+    #[cfg(target_arch = "x86_64")]
     fn runs_agree_with_the_tile_evaluator() {
-        if !crate::simd::cpu::avx2_fma() {
-            return;
+        use crate::simd::chain_vector::{avx2, avx512};
+        use crate::simd::math::Fused;
+        use crate::simd::tile::{eval_one, eval_with, Packed, Src, TILE};
+        type Run = unsafe fn(&[Step], &[Instr], Packed, usize);
+        let mut instances: Vec<(&str, Run)> = vec![];
+        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+            instances.push(("avx2", avx2::run::<Packed>));
+            if is_x86_feature_detected!("avx512f") {
+                instances.push(("avx512", avx512::run::<Packed>));
+            }
         }
-        use crate::simd::tile::{eval_planned, eval_with, Packed, Src, TILE};
         let mut rng = Rng(7);
         let mut runs = 0;
-        for case in 0..300 {
+        for case in 0..600 {
             let (body, outputs) = program(&mut rng);
             let which: Vec<usize> = (0..body.len()).collect();
             let plan = Plan::new(&body, &which, &vec![false; body.len()], outputs.iter().copied());
             runs += plan.items.iter().filter(|i| matches!(i, Item::Run(_))).count();
-            let n = rng.below(81);
+            let n = if rng.below(2) == 0 { rng.below(81) } else { rng.below(TILE + 1) };
             let xs: Vec<Vec<f32>> = (0..2).map(|_| (0..n.max(1)).map(|_| rng.value()).collect()).collect();
             let srcs = [Src::F32(xs[0].as_ptr()), Src::F32(xs[1].as_ptr())];
             let mut want = vec![0.0f32; body.len() * TILE];
-            let mut got = vec![0.0f32; body.len() * TILE];
             // SAFETY: each operand holds n points read with stride 1, and the
             // registers one per instruction.
-            unsafe {
-                eval_with(true, &body, &which, Packed(want.as_mut_ptr()), n, &srcs, &[0, 0], &[1, 1]);
-                eval_planned(true, &body, &which, &plan, Packed(got.as_mut_ptr()), n, &srcs, &[0, 0], &[1, 1]);
-            }
-            for &o in &outputs {
-                for t in 0..n {
-                    let (w, g) = (want[o * TILE + t], got[o * TILE + t]);
-                    assert!(
-                        w.to_bits() == g.to_bits() || (w.is_nan() && g.is_nan()),
-                        "case {case}, instruction {o} ({:?}), point {t} of {n}: tile {w}, run {g}\n{body:?}\n{plan:?}",
-                        body[o].inst
-                    );
+            unsafe { eval_with(true, &body, &which, Packed(want.as_mut_ptr()), n, &srcs, &[0, 0], &[1, 1]) };
+            for &(isa, run) in &instances {
+                let mut got = vec![0.0f32; body.len() * TILE];
+                let place = Packed(got.as_mut_ptr());
+                for item in &plan.items {
+                    // SAFETY: as above; the instance's instructions are there.
+                    unsafe {
+                        match item {
+                            Item::One(i) => eval_one::<_, Fused>(&body, *i, place, n, &srcs, &[0, 0], &[1, 1]),
+                            Item::Run(r) => run(&plan.steps[r.clone()], &body, place, n),
+                        }
+                    }
+                }
+                for &o in &outputs {
+                    for t in 0..n {
+                        let (w, g) = (want[o * TILE + t], got[o * TILE + t]);
+                        assert!(
+                            w.to_bits() == g.to_bits() || (w.is_nan() && g.is_nan()),
+                            "{isa}, case {case}, instruction {o} ({:?}), point {t} of {n}: tile {w}, run {g}\n{body:?}\n{plan:?}",
+                            body[o].inst
+                        );
+                    }
                 }
             }
         }
-        assert!(runs > 200, "only {runs} runs formed");
+        assert!(runs > 400, "only {runs} runs formed");
     }
 }

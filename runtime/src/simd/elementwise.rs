@@ -4,7 +4,7 @@
 //! vary with no axis are evaluated once and held as splats.
 
 use super::bind::{offset_of, Bound};
-use super::chain::Plan;
+use super::chain::{Arg, Item, Plan};
 use super::tile::{self, Dst, Placed, Registers, Src, TILE};
 use crate::kernel::{Inst, Level, Program};
 use rayon::prelude::*;
@@ -17,6 +17,10 @@ pub const CHUNK: usize = 1 << 14;
 /// stores: they cannot stay in the caches anyway (this machine's L3 is 32
 /// MiB, shared), and the stores then cost no read of the destination.
 pub const STREAM_BYTES: usize = 16 << 20;
+
+/// Points per step of a program whose runs touch no tile register
+/// ([`untiled`]): the step's bookkeeping is paid once for this many.
+const SPAN: usize = 2048;
 
 /// The order of evaluation of an elementwise program, worked out once when
 /// the program is bound: the instructions that vary with no axis (evaluated
@@ -81,26 +85,7 @@ pub unsafe fn run(p: &Program, order: &Order, b: &Bound, srcs: &[Src], dsts: &[D
         })
         .collect();
     let loaded: Vec<bool> = loads_in_place.iter().map(Option::is_some).collect();
-    // Outputs that their instruction writes directly: contiguous `f32`
-    // rows not streamed, of a computed (not loaded, not uniform) value that
-    // no earlier output takes, into a buffer that is no operand's (output j
-    // of instruction i is `direct[i]`). An output written in place of its
-    // operand is stored after the tile's instructions have read it.
-    let in_place = |j: usize| match dsts[j] {
-        Dst::F32(d) => srcs.iter().any(|s| matches!(s, Src::F32(p) if std::ptr::eq(*p, d))),
-        Dst::Bool(_) => false,
-    };
-    let mut direct: Vec<Option<usize>> = vec![None; p.body.len()];
-    for (j, out) in p.outputs.iter().enumerate() {
-        let i = out.source;
-        let computed = !matches!(p.body[i].inst, Inst::Load(_)) && varying.contains(&i);
-        let f32_row = out_inner[j] == 1 && matches!(dsts[j], Dst::F32(_));
-        if computed && direct[i].is_none() && f32_row && !stream[j] && !in_place(j) {
-            direct[i] = Some(j);
-        }
-    }
-    let written: Vec<bool> = (0..p.outputs.len()).map(|j| direct.contains(&Some(j))).collect();
-    // Chains of instructions run in vector registers (AVX2 only).
+    // Chains of instructions run in vector registers (AVX2 and AVX-512).
     let make = || Plan::new(&p.body, varying, &loaded, p.outputs.iter().map(|o| o.source));
     let made = order.plan.get_or_init(|| (loaded.clone(), make()));
     let fresh;
@@ -110,6 +95,32 @@ pub unsafe fn run(p: &Program, order: &Order, b: &Bound, srcs: &[Src], dsts: &[D
         fresh = make();
         &fresh
     };
+    // Outputs that their instruction writes directly: contiguous `f32`
+    // rows of a computed (not loaded, not uniform) value that no earlier
+    // output takes, into a buffer that is no operand's (output j of
+    // instruction i is `direct[i]`). One large enough to stream is direct
+    // only when a run computes it: the run's plain stores from registers
+    // measured faster than the streaming stores from a tile register (the
+    // chain8 benchmark: 69-71% of copy bandwidth against 54-59%; streaming
+    // from the run's registers measured 54-61%); the tile's loops keep
+    // streaming. An output written in place of its operand is stored after
+    // the tile's instructions have read it.
+    let in_place = |j: usize| match dsts[j] {
+        Dst::F32(d) => srcs.iter().any(|s| matches!(s, Src::F32(p) if std::ptr::eq(*p, d))),
+        Dst::Bool(_) => false,
+    };
+    let mut direct: Vec<Option<usize>> = vec![None; p.body.len()];
+    for (j, out) in p.outputs.iter().enumerate() {
+        let i = out.source;
+        let computed = !matches!(p.body[i].inst, Inst::Load(_)) && varying.contains(&i);
+        let f32_row = out_inner[j] == 1 && matches!(dsts[j], Dst::F32(_));
+        let streamable = !stream[j] || plan.steps.iter().any(|st| st.inst == i);
+        if computed && direct[i].is_none() && f32_row && streamable && !in_place(j) {
+            direct[i] = Some(j);
+        }
+    }
+    let written: Vec<bool> = (0..p.outputs.len()).map(|j| direct.contains(&Some(j))).collect();
+    let step = if simd && untiled(plan, &loaded, &direct) { SPAN } else { TILE };
     let init = || {
         let mut regs = Registers::new(p.body.len() * TILE);
         tile::eval(simd, &p.body, uniform, &mut regs, 1, srcs, &base_offs, &op_inner);
@@ -144,7 +155,14 @@ pub unsafe fn run(p: &Program, order: &Order, b: &Bound, srcs: &[Src], dsts: &[D
             }
             let mut c = c0;
             while c < c1 {
-                let n = TILE.min(c1 - c);
+                // A span longer than a tile ends on a whole tile, so that a
+                // run's last points (not a whole block), which the tile's
+                // loops evaluate on registers of a tile, come in a call of
+                // their own.
+                let mut n = step.min(c1 - c);
+                if n > TILE {
+                    n -= n % TILE;
+                }
                 for k in 0..offs.len() {
                     offs[k] = row_offs[k] + c as isize * op_inner[k];
                 }
@@ -188,4 +206,17 @@ pub unsafe fn run(p: &Program, order: &Order, b: &Bound, srcs: &[Src], dsts: &[D
     } else {
         (0..items).into_par_iter().for_each_init(init, work);
     }
+}
+
+/// Whether `plan` is runs alone that read and write no tile register: each
+/// register a step reads is an operand read in place or the destination of
+/// an output, and each step that is stored is an output's destination.
+/// Such a plan may run over any number of points at once.
+fn untiled(plan: &Plan, loaded: &[bool], direct: &[Option<usize>]) -> bool {
+    let placed = |i: usize| loaded[i] || direct[i].is_some();
+    plan.items.iter().all(|item| matches!(item, Item::Run(_)))
+        && plan.steps.iter().all(|s| {
+            let reads = [s.a, s.b].into_iter().all(|a| !matches!(a, Arg::Reg(j) if !placed(j)));
+            reads && (!s.keep || direct[s.inst].is_some())
+        })
 }

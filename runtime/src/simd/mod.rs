@@ -21,6 +21,7 @@
 pub mod activation;
 pub mod bind;
 pub mod chain;
+pub mod chain_vector;
 pub mod concat;
 pub mod contraction;
 pub mod conv;

@@ -8,7 +8,9 @@
 //! (chosen at run time when the processor has them) and the portable one;
 //! the loops are written so the compiler vectorizes them.
 
-use super::chain::{self, Item, Plan};
+use super::chain::{Item, Plan};
+#[cfg(target_arch = "x86_64")]
+use super::chain_vector;
 use super::math::{self, Arith, Fused, Split};
 use crate::kernel::{BinaryOp, Inst, Instr, UnaryOp};
 
@@ -184,8 +186,8 @@ pub unsafe fn eval_planned<P: Place>(
     eval_with(simd, body, which, place, n, srcs, offs, inner)
 }
 
-/// [`eval_planned_avx2`] with the single instructions compiled for AVX-512
-/// (the runs stay AVX2). The planned and the plain instances are separate
+/// [`eval_planned_avx2`] compiled for AVX-512, the runs by their AVX-512
+/// instance. The planned and the plain instances are separate
 /// functions on purpose: one function per feature set choosing between
 /// them made Tanh and SiLU 15% slower (0.145 → 0.165 ms on `[2,48,64,64]`).
 #[cfg(target_arch = "x86_64")]
@@ -199,7 +201,7 @@ unsafe fn eval_planned_avx512<P: Place>(
     offs: &[isize],
     inner: &[isize],
 ) {
-    eval_items(body, plan, place, n, srcs, offs, inner)
+    eval_items::<P, true>(body, plan, place, n, srcs, offs, inner)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -213,7 +215,7 @@ unsafe fn eval_planned_avx2<P: Place>(
     offs: &[isize],
     inner: &[isize],
 ) {
-    eval_items(body, plan, place, n, srcs, offs, inner)
+    eval_items::<P, false>(body, plan, place, n, srcs, offs, inner)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -333,7 +335,7 @@ pub fn fence() {
 /// runs in registers.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn eval_items<P: Place>(
+unsafe fn eval_items<P: Place, const WIDE: bool>(
     body: &[Instr],
     plan: &Plan,
     place: P,
@@ -345,7 +347,8 @@ unsafe fn eval_items<P: Place>(
     for item in &plan.items {
         match item {
             Item::One(i) => eval_one::<P, Fused>(body, *i, place, n, srcs, offs, inner),
-            Item::Run(r) => chain::run(&plan.steps[r.clone()], body, place, n),
+            Item::Run(r) if WIDE => chain_vector::avx512::run(&plan.steps[r.clone()], body, place, n),
+            Item::Run(r) => chain_vector::avx2::run(&plan.steps[r.clone()], body, place, n),
         }
     }
 }
