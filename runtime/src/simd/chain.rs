@@ -42,6 +42,61 @@ pub enum StepOp {
     Binary(BinaryOp),
 }
 
+/// A step's shape, resolved when the plan is made so that the vector
+/// instances dispatch on one match per step and block: the common forms
+/// against a constant `c` (the step's `a` then is its other operand, `x`),
+/// the rest by operator and operands.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Form {
+    /// `x + c` (added in either order).
+    AddC(f32),
+    /// `x - c`.
+    SubC(f32),
+    /// `c - x`.
+    SubFromC(f32),
+    /// `x * c` (either order).
+    MulC(f32),
+    /// The tile's `max` of `x` and `c` (either order), which is the
+    /// hardware's `max(c, x)`: `c` is not NaN, and not zero when second.
+    MaxC(f32),
+    /// The tile's `min`, as [`Form::MaxC`].
+    MinC(f32),
+    /// `relu(x)`.
+    Relu,
+    /// Any other: by [`Step::op`], [`Step::a`] and [`Step::b`].
+    General,
+}
+
+impl Form {
+    /// The form of `op(a, b)`, and the operand `x` it takes.
+    fn of(op: StepOp, a: Arg, b: Arg) -> (Form, Arg) {
+        // A constant that the hardware's max/min may take as its first
+        // operand: the tile's `max(x, y)` is NaN when either is, else
+        // `x > y ? x : y`; the hardware's gives y when either is NaN or
+        // they are equal. Equal values differ only as signed zeros.
+        let plain = |c: f32, first: bool| !c.is_nan() && (first || c != 0.0);
+        match (op, a, b) {
+            (StepOp::Unary(UnaryOp::Relu), x, _) => (Form::Relu, x),
+            (StepOp::Binary(op), Arg::Scalar(c), x) | (StepOp::Binary(op), x, Arg::Scalar(c))
+                if !matches!(x, Arg::Scalar(_)) =>
+            {
+                let first = a == Arg::Scalar(c);
+                let form = match op {
+                    BinaryOp::Add => Form::AddC(c),
+                    BinaryOp::Mul => Form::MulC(c),
+                    BinaryOp::Sub if first => Form::SubFromC(c),
+                    BinaryOp::Sub => Form::SubC(c),
+                    BinaryOp::Max if plain(c, first) => Form::MaxC(c),
+                    BinaryOp::Min if plain(c, first) => Form::MinC(c),
+                    _ => return (Form::General, a),
+                };
+                (form, x)
+            }
+            _ => (Form::General, a),
+        }
+    }
+}
+
 /// One instruction of a run.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Step {
@@ -49,7 +104,10 @@ pub struct Step {
     pub inst: usize,
     /// Its operator.
     pub op: StepOp,
-    /// Its first operand.
+    /// How the vector instances evaluate it.
+    pub form: Form,
+    /// Its first operand (its non-constant one when the form has a
+    /// constant).
     pub a: Arg,
     /// Its second operand (unused by a unary step).
     pub b: Arg,
@@ -124,7 +182,8 @@ impl Plan {
             };
             let (a, b) = (arg(a), b.map_or(Arg::Acc, &mut arg));
             let start = open.map_or(plan.steps.len(), |(s, _)| s);
-            plan.steps.push(Step { inst: i, op, a, b, keep: false });
+            let (form, a) = Form::of(op, a, b);
+            plan.steps.push(Step { inst: i, op, form, a, b, keep: false });
             open = Some((start, i));
         }
         plan.close(open);

@@ -4,10 +4,11 @@
 //! points) and AVX-512 (eight 16-lane registers, 128 points: the step's
 //! dispatch is paid once per 128 points instead of 32).
 //!
-//! A step whose operand is a constant that is neither NaN nor zero takes
-//! `max`/`min` as the one hardware instruction where that is bit-exact
-//! (the general form needs a compare and a blend to put a NaN first
-//! operand back).
+//! A step dispatches on its [`super::chain::Form`], resolved when the plan
+//! was made: the common steps against a constant are one match arm each,
+//! `max`/`min` among them as the one hardware instruction where that is
+//! bit-exact (the general form needs a compare and a blend to put a NaN
+//! first operand back).
 
 /// The run over `n` points, shared by the instances. Expects in scope: the
 /// vector type `V`, the block's register count `K`, the lanes `LANES`, and
@@ -17,7 +18,7 @@
 /// operand is NaN, it), `neg`, `abs`, `leaky`.
 macro_rules! run_body {
     ($features:literal) => {
-        use super::super::chain::{Arg, Shifted, Step, StepOp};
+        use super::super::chain::{Arg, Form, Shifted, Step, StepOp};
         use crate::kernel::{BinaryOp, Instr, UnaryOp};
         use crate::simd::math::Fused;
         use crate::simd::tile::{self, Place};
@@ -92,29 +93,24 @@ macro_rules! run_body {
             o
         }
 
-        /// A constant that `vmax`/`vmin` may take as it stands: with it as
-        /// the first operand they are the tile's `max`/`min` exactly when
-        /// it is the first operand, and when it is the second unless equal
-        /// values could differ in sign (zero).
         #[inline(always)]
-        fn plain(c: f32, first: bool) -> bool {
-            !c.is_nan() && (first || c != 0.0)
+        unsafe fn step<P: Place>(s: &Step, acc: Block, place: P, t: usize) -> Block {
+            let x = || fetch(s.a, acc, place, t);
+            match s.form {
+                Form::AddC(c) => map(x(), |x| add(x, splat(c))),
+                Form::SubC(c) => map(x(), |x| sub(x, splat(c))),
+                Form::SubFromC(c) => map(x(), |x| sub(splat(c), x)),
+                Form::MulC(c) => map(x(), |x| mul(x, splat(c))),
+                Form::MaxC(c) => map(x(), |x| vmax(splat(c), x)),
+                Form::MinC(c) => map(x(), |x| vmin(splat(c), x)),
+                // `x < 0 ? 0 : x`: `vmax(0, x)` gives x when x is NaN.
+                Form::Relu => map(x(), |x| vmax(zero(), x)),
+                Form::General => general(s, acc, place, t),
+            }
         }
 
         #[inline(always)]
-        unsafe fn step<P: Place>(s: &Step, acc: Block, place: P, t: usize) -> Block {
-            if let StepOp::Binary(op @ (BinaryOp::Max | BinaryOp::Min)) = s.op {
-                // The other operand, x, against a constant c: vmax(c, x).
-                let fast = match (s.a, s.b) {
-                    (Arg::Scalar(c), x) if plain(c, true) => Some((c, x)),
-                    (x, Arg::Scalar(c)) if plain(c, false) => Some((c, x)),
-                    _ => None,
-                };
-                if let Some((c, x)) = fast {
-                    let (c, x) = (splat(c), fetch(x, acc, place, t));
-                    return if op == BinaryOp::Max { map(x, |x| vmax(c, x)) } else { map(x, |x| vmin(c, x)) };
-                }
-            }
+        unsafe fn general<P: Place>(s: &Step, acc: Block, place: P, t: usize) -> Block {
             let a = fetch(s.a, acc, place, t);
             match s.op {
                 StepOp::Binary(op) => {
@@ -131,8 +127,6 @@ macro_rules! run_body {
                 }
                 StepOp::Unary(op) => match op {
                     UnaryOp::Identity => a,
-                    // `x < 0 ? 0 : x`: `vmax(0, x)` gives x when x is NaN.
-                    UnaryOp::Relu => map(a, |x| vmax(zero(), x)),
                     UnaryOp::Neg => map(a, |x| neg(x)),
                     UnaryOp::Abs => map(a, |x| abs(x)),
                     UnaryOp::Square => map(a, |x| mul(x, x)),
