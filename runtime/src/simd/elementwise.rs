@@ -120,7 +120,7 @@ pub unsafe fn run(p: &Program, order: &Order, b: &Bound, srcs: &[Src], dsts: &[D
         }
     }
     let written: Vec<bool> = (0..p.outputs.len()).map(|j| direct.contains(&Some(j))).collect();
-    let step = if simd && untiled(plan, &loaded, &direct) { SPAN } else { TILE };
+    let step = if simd && untiled(p, plan, &loaded, &direct) { SPAN } else { TILE };
     let init = || {
         let mut regs = Registers::new(p.body.len() * TILE);
         tile::eval(simd, &p.body, uniform, &mut regs, 1, srcs, &base_offs, &op_inner);
@@ -208,13 +208,16 @@ pub unsafe fn run(p: &Program, order: &Order, b: &Bound, srcs: &[Src], dsts: &[D
     }
 }
 
-/// Whether `plan` is runs alone that read and write no tile register: each
-/// register a step reads is an operand read in place or the destination of
-/// an output, and each step that is stored is an output's destination.
-/// Such a plan may run over any number of points at once.
-fn untiled(plan: &Plan, loaded: &[bool], direct: &[Option<usize>]) -> bool {
+/// Whether `plan` of `p` is runs alone that read and write no tile
+/// register: each register a step reads is an operand read in place or the
+/// destination of an output, each step that is stored is an output's
+/// destination, and each output is copied from neither (a uniform value's
+/// register, say, holds a tile's points). Such a plan may run over any
+/// number of points at once.
+fn untiled(p: &Program, plan: &Plan, loaded: &[bool], direct: &[Option<usize>]) -> bool {
     let placed = |i: usize| loaded[i] || direct[i].is_some();
-    plan.items.iter().all(|item| matches!(item, Item::Run(_)))
+    p.outputs.iter().all(|o| placed(o.source))
+        && plan.items.iter().all(|item| matches!(item, Item::Run(_)))
         && plan.steps.iter().all(|s| {
             let reads = [s.a, s.b].into_iter().all(|a| !matches!(a, Arg::Reg(j) if !placed(j)));
             reads && (!s.keep || direct[s.inst].is_some())
