@@ -295,14 +295,9 @@ pub fn execute_scheduled<'a>(
 /// Runs one node of `graph` reading its operands from `frame`: each named
 /// output with its value (checked to have as many elements as its shape
 /// says), and the peak of what subgraph runs held.
-pub(crate) fn run_one(
-    model: &Model,
-    graph: &Graph,
-    node: &Node,
-    frame: &Frame<'_>,
-) -> Result<(Vec<(ValueId, Value)>, u64)> {
-    let inputs: Vec<Option<&Value>> = node
-        .inputs
+/// `node`'s operands as `frame` holds them (`None` for an omitted one).
+fn node_inputs<'f>(graph: &Graph, node: &Node, frame: &'f Frame<'_>) -> Result<Vec<Option<&'f Value>>> {
+    node.inputs
         .iter()
         .map(|&i| {
             let name = graph.value_name(i);
@@ -317,7 +312,34 @@ pub(crate) fn run_one(
                 ))
             })
         })
-        .collect::<Result<_>>()?;
+        .collect()
+}
+
+/// The shape that `node`, a relabelling operator (Reshape, Flatten,
+/// Squeeze, Unsqueeze), gives its operand 0, as the reference kernel works
+/// it out, or `None` for another operator.
+pub(crate) fn relabeled_shape(
+    model: &Model,
+    graph: &Graph,
+    node: &Node,
+    frame: &Frame<'_>,
+    x: &[usize],
+) -> Option<Result<Vec<usize>>> {
+    let inputs = match node_inputs(graph, node, frame) {
+        Ok(inputs) => inputs,
+        Err(e) => return Some(Err(e)),
+    };
+    let ctx = ops::NodeCtx::new(model, graph, node, frame, inputs);
+    ops::shape_ops::relabeled_shape(&ctx, x)
+}
+
+pub(crate) fn run_one(
+    model: &Model,
+    graph: &Graph,
+    node: &Node,
+    frame: &Frame<'_>,
+) -> Result<(Vec<(ValueId, Value)>, u64)> {
+    let inputs = node_inputs(graph, node, frame)?;
     let ctx = ops::NodeCtx::new(model, graph, node, frame, inputs);
     let results = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ops::run_node(&ctx)))
         .unwrap_or_else(|_| Err(ctx.err("the executor panicked (a bug in diamond)")))?;

@@ -11,11 +11,8 @@ use diamond_ir::ElemType;
 pub(super) fn dispatch(ctx: &NodeCtx<'_>) -> Option<Result<Outs>> {
     Some(match ctx.op() {
         "Identity" => ctx.value(0).cloned().map(|v| vec![Some(v)]).ok_or_else(|| ctx.err("operand 0 is required")),
+        "Reshape" | "Flatten" | "Squeeze" | "Unsqueeze" => relabel(ctx),
         "Constant" => constant(ctx),
-        "Reshape" => reshape(ctx),
-        "Flatten" => flatten(ctx),
-        "Squeeze" => squeeze(ctx),
-        "Unsqueeze" => unsqueeze(ctx),
         "Transpose" => transpose(ctx),
         "Concat" => concat(ctx),
         "Split" => split(ctx),
@@ -155,8 +152,30 @@ fn constant(ctx: &NodeCtx<'_>) -> Result<Outs> {
     Err(ctx.unsupported("no supported value attribute (sparse_value?)"))
 }
 
-fn reshape(ctx: &NodeCtx<'_>) -> Result<Outs> {
+/// The operators that give their operand's elements, in order, another
+/// shape: Reshape, Flatten, Squeeze and Unsqueeze.
+fn relabel(ctx: &NodeCtx<'_>) -> Result<Outs> {
     let x = ctx.input(0)?;
+    let shape = relabeled_shape(ctx, &x.shape).expect("a relabelling operator")?;
+    one(x.clone().reshaped(shape).ok_or_else(|| ctx.err("bad shape"))?)
+}
+
+/// The shape a relabelling operator (Reshape, Flatten, Squeeze, Unsqueeze)
+/// gives an operand of shape `x` (the node's operand 0), or `None` for
+/// another operator: the SIMD session moves the operand's buffer under it
+/// instead of copying the elements.
+pub(crate) fn relabeled_shape(ctx: &NodeCtx<'_>, x: &[usize]) -> Option<Result<Vec<usize>>> {
+    Some(match ctx.op() {
+        "Reshape" => reshape(ctx, x),
+        "Flatten" => flatten(ctx, x),
+        "Squeeze" => squeeze(ctx, x),
+        "Unsqueeze" => unsqueeze(ctx, x),
+        _ => return None,
+    })
+}
+
+fn reshape(ctx: &NodeCtx<'_>, x: &[usize]) -> Result<Vec<usize>> {
+    let len = shape_len(x).ok_or_else(|| ctx.err("the operand's size overflows"))?;
     let target = match ctx.opt_ints(1)? {
         Some(s) => s,
         None => ctx.attr_ints("shape").ok_or_else(|| ctx.err("no target shape"))?,
@@ -171,7 +190,7 @@ fn reshape(ctx: &NodeCtx<'_>) -> Result<Outs> {
                 shape.push(1);
             }
             0 if !allow_zero => {
-                shape.push(*x.shape.get(i).ok_or_else(|| ctx.err(format!("target axis {i} copies a missing axis")))?)
+                shape.push(*x.get(i).ok_or_else(|| ctx.err(format!("target axis {i} copies a missing axis")))?)
             }
             d if d >= 0 => shape.push(d as usize),
             d => return Err(ctx.err(format!("target size {d} is invalid"))),
@@ -179,25 +198,26 @@ fn reshape(ctx: &NodeCtx<'_>) -> Result<Outs> {
     }
     if let Some(i) = infer {
         let rest = shape_len(&shape).unwrap_or(0);
-        if rest == 0 || x.len() % rest != 0 {
-            return Err(ctx.err(format!("cannot reshape {:?} to {target:?}", x.shape)));
+        if rest == 0 || len % rest != 0 {
+            return Err(ctx.err(format!("cannot reshape {x:?} to {target:?}")));
         }
-        shape[i] = x.len() / rest;
+        shape[i] = len / rest;
     }
-    let err = ctx.err(format!("cannot reshape {:?} ({} elements) to {target:?}", x.shape, x.len()));
-    one(x.clone().reshaped(shape).ok_or(err)?)
+    if shape_len(&shape) != Some(len) {
+        return Err(ctx.err(format!("cannot reshape {x:?} ({len} elements) to {target:?}")));
+    }
+    Ok(shape)
 }
 
-fn flatten(ctx: &NodeCtx<'_>) -> Result<Outs> {
-    let x = ctx.input(0)?;
+fn flatten(ctx: &NodeCtx<'_>, x: &[usize]) -> Result<Vec<usize>> {
     let a = ctx.attr_i("axis", 1);
-    let a = if a < 0 { a + x.rank() as i64 } else { a };
-    if a < 0 || a > x.rank() as i64 {
+    let a = if a < 0 { a + x.len() as i64 } else { a };
+    if a < 0 || a > x.len() as i64 {
         return Err(ctx.err(format!("axis {a} is out of range")));
     }
-    let outer: usize = x.shape[..a as usize].iter().product();
-    let inner: usize = x.shape[a as usize..].iter().product();
-    one(x.clone().reshaped(vec![outer, inner]).ok_or_else(|| ctx.err("bad shape"))?)
+    let outer: usize = x[..a as usize].iter().product();
+    let inner: usize = x[a as usize..].iter().product();
+    Ok(vec![outer, inner])
 }
 
 fn axes_operand(ctx: &NodeCtx<'_>, input: usize) -> Result<Option<Vec<i64>>> {
@@ -208,33 +228,29 @@ fn axes_operand(ctx: &NodeCtx<'_>, input: usize) -> Result<Option<Vec<i64>>> {
     }
 }
 
-fn squeeze(ctx: &NodeCtx<'_>) -> Result<Outs> {
-    let x = ctx.input(0)?;
+fn squeeze(ctx: &NodeCtx<'_>, x: &[usize]) -> Result<Vec<usize>> {
     let axes = match axes_operand(ctx, 1)? {
-        Some(a) => a.iter().map(|&a| ctx.axis(a, x.rank())).collect::<Result<Vec<_>>>()?,
-        None => (0..x.rank()).filter(|&a| x.shape[a] == 1).collect(),
+        Some(a) => a.iter().map(|&a| ctx.axis(a, x.len())).collect::<Result<Vec<_>>>()?,
+        None => (0..x.len()).filter(|&a| x[a] == 1).collect(),
     };
     for &a in &axes {
-        if x.shape[a] != 1 {
-            return Err(ctx.err(format!("axis {a} has size {}, not 1", x.shape[a])));
+        if x[a] != 1 {
+            return Err(ctx.err(format!("axis {a} has size {}, not 1", x[a])));
         }
     }
-    let shape = (0..x.rank()).filter(|a| !axes.contains(a)).map(|a| x.shape[a]).collect();
-    one(x.clone().reshaped(shape).ok_or_else(|| ctx.err("bad shape"))?)
+    Ok((0..x.len()).filter(|a| !axes.contains(a)).map(|a| x[a]).collect())
 }
 
-fn unsqueeze(ctx: &NodeCtx<'_>) -> Result<Outs> {
-    let x = ctx.input(0)?;
+fn unsqueeze(ctx: &NodeCtx<'_>, x: &[usize]) -> Result<Vec<usize>> {
     let axes = axes_operand(ctx, 1)?.ok_or_else(|| ctx.err("axes are required"))?;
-    let rank = x.rank() + axes.len();
+    let rank = x.len() + axes.len();
     let mut axes = axes.iter().map(|&a| ctx.axis(a, rank)).collect::<Result<Vec<_>>>()?;
     axes.sort_unstable();
     if axes.windows(2).any(|w| w[0] == w[1]) {
         return Err(ctx.err("repeated axis"));
     }
-    let mut dims = x.shape.iter();
-    let shape = (0..rank).map(|a| if axes.contains(&a) { 1 } else { *dims.next().unwrap_or(&1) }).collect();
-    one(x.clone().reshaped(shape).ok_or_else(|| ctx.err("bad shape"))?)
+    let mut dims = x.iter();
+    Ok((0..rank).map(|a| if axes.contains(&a) { 1 } else { *dims.next().unwrap_or(&1) }).collect())
 }
 
 /// `x` with its axes permuted by `perm`.

@@ -40,6 +40,7 @@ pub mod portable_gemm;
 pub mod profile;
 pub mod reduce;
 pub mod reduce_lanes;
+pub mod relayout;
 pub mod session;
 pub mod small_plane;
 pub mod tile;

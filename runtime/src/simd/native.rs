@@ -21,7 +21,7 @@
 use super::contraction::{floats, int_attr, sized, Take};
 use super::epilogue::Epilogue;
 use super::gemm::{sgemm, MatRef};
-use super::{concat, norm, pool};
+use super::{concat, norm, pool, relayout};
 use crate::ops::resize::axis_taps;
 use crate::tensor::{Data, Tensor};
 use diamond_ir::{AttrValue, Node};
@@ -30,8 +30,18 @@ use diamond_ir::{AttrValue, Node};
 pub(crate) fn covers(node: &Node) -> bool {
     matches!(
         node.op_type.as_deref(),
-        Some("ConvTranspose" | "Resize" | "LRN" | "BatchNormalization" | "MaxPool" | "AveragePool" | "Concat")
+        Some(
+            "ConvTranspose"
+                | "Resize"
+                | "LRN"
+                | "BatchNormalization"
+                | "MaxPool"
+                | "AveragePool"
+                | "Concat"
+                | "Transpose"
+        )
     ) && node.domain.as_deref().unwrap_or("").is_empty()
+        || relayout::relabels(node)
 }
 
 /// Computes `node` on `inputs` (`None` where omitted) into a tensor whose
@@ -45,6 +55,7 @@ pub(crate) fn compute(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -
         "MaxPool" => pool::pool(node, inputs, take, true),
         "AveragePool" => pool::pool(node, inputs, take, false),
         "Concat" => concat::concat(node, inputs, take),
+        "Transpose" => relayout::transpose(node, inputs, take),
         _ => None,
     }
 }

@@ -15,7 +15,7 @@ use super::bind::{bind, Bound};
 use super::conv::Prepared;
 use super::profile::{first_names, op_list, StepKind, StepTime};
 use super::tile::{Dst, Src};
-use super::{contraction, elementwise, native, reduce, Options};
+use super::{contraction, elementwise, native, reduce, relayout, Options};
 use crate::error::{Result, RunError};
 use crate::exec::{run_one, Frame};
 use crate::kernel::{verify::verify, ContractionOp, Inst, LoweredModel, Program, Step};
@@ -411,7 +411,7 @@ impl<'m> Session<'m> {
                 },
                 Planned::Nodes(nodes) => self.run_nodes(nodes, peak, *live)?,
                 Planned::Contraction(node, op) => self.run_contraction(*node, *op, peak, *live)?,
-                Planned::Native(node) => self.run_native(*node, peak, *live)?,
+                Planned::Native(node) => self.run_native(*node, s, peak, *live)?,
             };
             if let (Some(start), Some(times)) = (start, self.times.as_mut()) {
                 times[s] += start.elapsed();
@@ -469,8 +469,49 @@ impl<'m> Session<'m> {
     }
 
     /// Runs node `n` on the session's own kernels ([`native`]); the bytes it added.
-    fn run_native(&mut self, n: NodeId, peak: &mut u64, live: u64) -> Result<u64> {
+    fn run_native(&mut self, n: NodeId, step: usize, peak: &mut u64, live: u64) -> Result<u64> {
+        if relayout::relabels(&self.frame.graph.nodes[n]) {
+            return self.run_relabel(n, step, peak, live);
+        }
         self.run_on_own_kernels(n, peak, live, &mut native::compute)
+    }
+
+    /// Runs relabelling node `n` (Reshape, Flatten, Squeeze, Unsqueeze) of
+    /// an `f32` operand: the output takes the operand's buffer when the
+    /// operand dies at this step (and is no initializer), else a pooled
+    /// copy; the bytes it added. Other operands, and shapes the reference
+    /// rejects, go to the reference kernels (which report them).
+    fn run_relabel(&mut self, n: NodeId, step: usize, peak: &mut u64, live: u64) -> Result<u64> {
+        let graph = self.frame.graph;
+        let node = &graph.nodes[n];
+        let (Some(&x), Some(&y)) = (node.inputs.first(), node.outputs.first()) else {
+            return self.run_nodes(&[n], peak, live);
+        };
+        let Some(Value::Tensor(t)) = self.frame.values[idx(x)].as_ref() else {
+            return self.run_nodes(&[n], peak, live);
+        };
+        let Data::F32(data) = &t.data else { return self.run_nodes(&[n], peak, live) };
+        let shape = match crate::exec::relabeled_shape(self.model, graph, node, &self.frame, &t.shape) {
+            Some(Ok(shape)) if shape.iter().product::<usize>() == data.len() => shape,
+            _ => return self.run_nodes(&[n], peak, live),
+        };
+        let moves = x != y && !self.initializer[idx(x)] && self.frees.get(step).is_some_and(|f| f.contains(&x));
+        let (data, moved) = if moves {
+            let Some(Value::Tensor(t)) = self.frame.values[idx(x)].take() else { unreachable!("checked above") };
+            let bytes = t.byte_size();
+            (t.data, bytes)
+        } else {
+            let mut copy = take_from(&mut self.pool, data.len());
+            copy.clear();
+            copy.extend_from_slice(data);
+            (Data::F32(copy), 0)
+        };
+        let value = Value::Tensor(Tensor { shape, data });
+        let mut made = value.byte_size();
+        if let Some(old) = self.frame.values[idx(y)].replace(value) {
+            made -= old.byte_size();
+        }
+        Ok(made.saturating_sub(moved))
     }
 
     /// Runs node `n` through `compute` (its inputs, and buffers from the

@@ -12,6 +12,7 @@ mod elementwise;
 mod norm;
 mod oracle;
 mod pool;
+mod relayout;
 
 use diamond_runtime::simd::conv::{conv2d, Conv2d};
 use diamond_runtime::simd::epilogue::{Activation, Bias, Epilogue};
