@@ -178,6 +178,10 @@ fn cases() -> Vec<Case> {
         conv_case("mobilenet dw 3x3 32 112", conv(32, 112, 32, 3, 1, 32)),
         conv_case("mobilenet dw 3x3/2 144 56", conv(144, 56, 144, 3, 2, 144)),
         conv_case("mobilenet 1x1 32->64 112", conv(32, 112, 64, 1, 1, 1)),
+        conv_case("shufflenet 1x1 g4 136->136 28", conv(136, 28, 136, 1, 1, 4)),
+        conv_case("shufflenet 1x1 g4 272->272 14", conv(272, 14, 272, 1, 1, 4)),
+        conv_case("shufflenet 1x1 g4 544->544 7", conv(544, 7, 544, 1, 1, 4)),
+        conv_case("shufflenet dw 3x3 272 14", conv(272, 14, 272, 3, 1, 272)),
     ]);
     cases
 }
@@ -217,7 +221,9 @@ fn percent_of_peak() {
     let width = if wide() { "AVX-512" } else { "AVX2" };
     eprintln!("\nFMA peak ({width}), 1 thread: {:.1} GFLOP/s", peak / 1e9);
     eprintln!("{:<40} {:>10} {:>8}", "kernel (1 thread)", "GFLOP/s", "% peak");
-    for mut case in cases() {
+    // `SIMD_GEMM_CASES=text`: only the cases whose name holds it.
+    let only = std::env::var("SIMD_GEMM_CASES").unwrap_or_default();
+    for mut case in cases().into_iter().filter(|c| c.name.contains(&only)) {
         let t = best(&mut case.run, Duration::from_millis(300));
         let rate = case.flop as f64 / t.as_secs_f64();
         eprintln!("{:<40} {:>10.1} {:>7.1}%", case.name, rate / 1e9, 100.0 * rate / peak);

@@ -111,7 +111,7 @@ mod blocked {
     /// Channels per block: one AVX register of `f32`s.
     const LANES: usize = 8;
     /// Output positions per step: independent accumulators side by side.
-    const STEP: usize = 4;
+    const STEP: usize = 8;
 
     /// The padded input plane's geometry: rows, columns.
     #[derive(Clone, Copy)]
@@ -209,48 +209,99 @@ mod blocked {
         }
         results.clear();
         results.resize(plane * LANES, 0.0);
-        let [sh, sw] = p.stride;
-        let [dh, dw] = p.dilation;
-        let lane = |at: usize| -> &[f32; LANES] { inputs[at..at + LANES].try_into().expect("eight lanes") };
-        for oy in 0..oh {
-            let mut ox = 0;
-            while ox < ow {
-                let n = STEP.min(ow - ox);
-                let mut acc = [[0f32; LANES]; STEP];
-                for ki in 0..p.kh {
-                    let row = (oy * sh + ki * dh) * padded.cols;
-                    for kj in 0..p.kw {
-                        let wt = &weights[ki * p.kw + kj];
-                        if n == STEP {
-                            for (u, a) in acc.iter_mut().enumerate() {
-                                let x = lane((row + (ox + u) * sw + kj * dw) * LANES);
-                                for l in 0..LANES {
-                                    a[l] = wt[l].mul_add(x[l], a[l]);
-                                }
-                            }
-                        } else {
-                            for (u, a) in acc.iter_mut().enumerate().take(n) {
-                                let x = lane((row + (ox + u) * sw + kj * dw) * LANES);
-                                for l in 0..LANES {
-                                    a[l] = wt[l].mul_add(x[l], a[l]);
-                                }
-                            }
-                        }
-                    }
-                }
-                let at = (oy * ow + ox) * LANES;
-                for (u, a) in acc.iter().enumerate().take(n) {
-                    results[at + u * LANES..at + (u + 1) * LANES].copy_from_slice(a);
-                }
-                ox += n;
+        accumulate_block(&inputs, &weights, p, padded, (oh, ow), &mut results);
+        // Back to planes: eight positions' eight channels transposed at a time.
+        let mut q = 0;
+        let mut block = [0f32; LANES * LANES];
+        while q + LANES <= plane {
+            let from: [&[f32]; LANES] = std::array::from_fn(|u| &results[(q + u) * LANES..][..LANES]);
+            transpose8(from, &mut block);
+            for (j, out) in dst.chunks_mut(plane).enumerate().take(lanes) {
+                out[q..q + LANES].copy_from_slice(&block[j * LANES..][..LANES]);
             }
+            q += LANES;
         }
         for (j, out) in dst.chunks_mut(plane).enumerate().take(lanes) {
-            for (q, o) in out.iter_mut().enumerate() {
+            for (q, o) in out.iter_mut().enumerate().skip(q) {
                 *o = results[q * LANES + j];
             }
         }
         SPARE.with(|s| s.set((inputs, results)));
+    }
+
+    /// Every output position of the interleaved block: `results[q·8 + j]`
+    /// is channel `j`'s sum over the taps at position `q`, [`STEP`]
+    /// positions at a time in registers (independent chains of multiply-
+    /// adds), the row's last positions one by one.
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn accumulate_block(
+        inputs: &[f32],
+        weights: &[[f32; LANES]],
+        p: &Conv2d,
+        padded: Padded,
+        (oh, ow): (usize, usize),
+        results: &mut [f32],
+    ) {
+        let [sh, sw] = p.stride;
+        let [dh, dw] = p.dilation;
+        // Every tap of every output position lies inside the padded block.
+        let last = ((oh - 1) * sh + (p.kh - 1) * dh) * padded.cols + (ow - 1) * sw + (p.kw - 1) * dw;
+        assert!(inputs.len() >= (last + 1) * LANES && results.len() >= oh * ow * LANES);
+        assert!(weights.len() >= p.kh * p.kw);
+        let (base, out) = (inputs.as_ptr(), results.as_mut_ptr());
+        for oy in 0..oh {
+            let mut ox = 0;
+            // Eight positions a step, then four, two and one: each step's
+            // chains of multiply-adds independent of one another.
+            while ox + STEP <= ow {
+                positions::<STEP>(base, weights, p, padded, (oy, ox), out.add((oy * ow + ox) * LANES));
+                ox += STEP;
+            }
+            for n in [4, 2, 1] {
+                if ox + n <= ow {
+                    let to = out.add((oy * ow + ox) * LANES);
+                    match n {
+                        4 => positions::<4>(base, weights, p, padded, (oy, ox), to),
+                        2 => positions::<2>(base, weights, p, padded, (oy, ox), to),
+                        _ => positions::<1>(base, weights, p, padded, (oy, ox), to),
+                    }
+                    ox += n;
+                }
+            }
+        }
+    }
+
+    /// Output positions `ox..ox + N` of row `oy` into `to` (`N` × 8 floats).
+    ///
+    /// # Safety
+    /// AVX2 and FMA are there, and every tap of these positions lies in
+    /// the block at `base` (as [`accumulate_block`] checks).
+    #[inline(always)]
+    unsafe fn positions<const N: usize>(
+        base: *const f32,
+        weights: &[[f32; LANES]],
+        p: &Conv2d,
+        padded: Padded,
+        (oy, ox): (usize, usize),
+        to: *mut f32,
+    ) {
+        use std::arch::x86_64::*;
+        let [sh, sw] = p.stride;
+        let [dh, dw] = p.dilation;
+        let mut acc = [_mm256_setzero_ps(); N];
+        for ki in 0..p.kh {
+            let row = (oy * sh + ki * dh) * padded.cols;
+            for kj in 0..p.kw {
+                let wt = _mm256_loadu_ps(weights.get_unchecked(ki * p.kw + kj).as_ptr());
+                let at = base.add((row + ox * sw + kj * dw) * LANES);
+                for (u, a) in acc.iter_mut().enumerate() {
+                    *a = _mm256_fmadd_ps(wt, _mm256_loadu_ps(at.add(u * sw * LANES)), *a);
+                }
+            }
+        }
+        for (u, a) in acc.iter().enumerate() {
+            _mm256_storeu_ps(to.add(u * LANES), *a);
+        }
     }
 
     /// `to[k·8 + j] = from[j][k]`: eight rows of eight floats transposed in
