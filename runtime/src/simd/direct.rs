@@ -50,12 +50,13 @@ const PARALLEL_SPLIT: usize = 1 << 16;
 /// on planes under a vector (16→32 on 2² 3.7% vs 6.3%), and pointwise
 /// layers, which need no copy at all for their GEMM (1×1 256→64 62% vs
 /// 79%; EfficientNet's squeeze-excitation 1×1s on 1×1 planes made the
-/// export 20% slower). Depthwise convolutions come here at a column
-/// stride (the phases make the taps contiguous: MobileNet's 3×3/2 on
-/// 144 channels of 56² 8.7 → 19 GFLOP/s) and on outputs of 16 columns and
-/// more (3×3 on 112²: 22 → 36 GFLOP/s); narrow unit-stride ones stay on
-/// the depthwise kernels' blocked route (ConvNeXt's 7×7 on 8²: 6.3 µs there,
-/// 8.4–9.7 here). `DIAMOND_DIRECT=on|off` forces the choice either way
+/// export 20% slower). Depthwise convolutions come here at unit stride on
+/// outputs of 16 columns and more (3×3 on 112²: 23.5 → 40.5 GFLOP/s); the
+/// others stay on the depthwise kernels' blocked route, narrow ones
+/// (ConvNeXt's 7×7 on 8²: 6.3 µs there, 8.4–9.7 here) and, since that
+/// route sums in intrinsics, column-strided ones too (EfficientNet's
+/// 3×3/2 on 48 channels of 16²: 14.0 there against 8.7 GFLOP/s here,
+/// MobileNet's 3×3/2 on 144 of 56²: 22.4 against 20.8). `DIAMOND_DIRECT=on|off` forces the choice either way
 /// (for benchmarks and tests).
 pub(crate) fn suits(p: &Conv2d, (oh, ow): (usize, usize)) -> bool {
     if p.stride[1] > MAX_STRIDE {
@@ -66,8 +67,8 @@ pub(crate) fn suits(p: &Conv2d, (oh, ow): (usize, usize)) -> bool {
     }
     let (cog, plane) = (p.group_out(), oh * ow);
     if p.is_depthwise() {
-        // the depthwise kernels' blocked route is faster on narrow unit-stride outputs
-        return cpu::avx2_fma() && plane >= 16 && (p.stride[1] > 1 || ow >= super::im2col::NARROW);
+        // the depthwise kernels' blocked route is faster on narrow or column-strided outputs
+        return cpu::avx2_fma() && plane >= 16 && p.stride[1] == 1 && ow >= super::im2col::NARROW;
     }
     cpu::avx2_fma() && !p.is_pointwise() && plane >= 16 && (cog <= 32 || plane >= 256)
 }
