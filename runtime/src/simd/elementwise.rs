@@ -133,7 +133,69 @@ pub unsafe fn run(p: &Program, order: &Order, b: &Bound, srcs: &[Src], dsts: &[D
     // A work item: rows row0..row1, points c0..c1 of each.
     let (rows_per_item, pieces) = if inner >= CHUNK { (1, inner.div_ceil(CHUNK)) } else { ((CHUNK / inner).max(1), 1) };
     let items = if pieces > 1 { rows * pieces } else { rows.div_ceil(rows_per_item) };
+    // Short rows go several to a tile: each operand's rows are read into
+    // its load's register one after the other, the tile's instructions
+    // run once over them all, and each output row is stored from its part
+    // of the register (per row, a program of short rows spent more on the
+    // row's bookkeeping than on its points).
+    let grouped = pieces == 1 && rows_per_item > 1 && 2 * inner <= TILE && !streaming;
+    let group_loads: Vec<(usize, usize)> = (0..p.body.len())
+        .filter_map(|i| match p.body[i].inst {
+            Inst::Load(k) if varying.contains(&i) => Some((i, k)),
+            _ => None,
+        })
+        .collect();
+    let group_plan = grouped.then(|| {
+        let mut read = vec![false; p.body.len()];
+        for &(i, _) in &group_loads {
+            read[i] = true;
+        }
+        let plan = Plan::new(&p.body, varying, &read, p.outputs.iter().map(|o| o.source));
+        (read, plan)
+    });
+    let rows_of = |regs: &mut Registers, row0: usize, row1: usize| {
+        let Some((read, plan)) = &group_plan else { return };
+        let base = regs.as_mut_ptr();
+        // SAFETY: the registers buffer holds one per instruction.
+        let at: Vec<*mut f32> = (0..p.body.len()).map(|i| unsafe { base.add(i * TILE) }).collect();
+        let per = TILE / inner;
+        let mut row = row0;
+        while row < row1 {
+            let count = per.min(row1 - row);
+            for &(i, k) in &group_loads {
+                let v = &b.operands[k];
+                for r in 0..count {
+                    let off = v.offset + offset_of(row + r, outer, &v.strides[..outer.len()]);
+                    // SAFETY: the binder checked the view's reach; the
+                    // register holds a tile, and count·inner <= TILE.
+                    unsafe {
+                        tile::load(
+                            srcs[k],
+                            off,
+                            op_inner[k],
+                            std::slice::from_raw_parts_mut(at[i].add(r * inner), inner),
+                        )
+                    };
+                }
+            }
+            let place = Placed { at: &at, loaded: read };
+            tile::eval_planned(simd, &p.body, varying, plan, place, count * inner, srcs, &base_offs, &op_inner);
+            for (j, out) in p.outputs.iter().enumerate() {
+                let v = &b.outputs[j];
+                for r in 0..count {
+                    let off = v.offset + offset_of(row + r, outer, &v.strides[..outer.len()]);
+                    let reg = std::slice::from_raw_parts(at[out.source].add(r * inner), inner);
+                    tile::store(dsts[j], off, out_inner[j], reg);
+                }
+            }
+            row += count;
+        }
+    };
     let work = |regs: &mut Registers, item: usize| {
+        if grouped {
+            let row0 = item * rows_per_item;
+            return rows_of(regs, row0, (row0 + rows_per_item).min(rows));
+        }
         let base = regs.as_mut_ptr();
         // SAFETY: the registers buffer holds one per instruction.
         let mut at: Vec<*mut f32> = (0..p.body.len()).map(|i| unsafe { base.add(i * TILE) }).collect();

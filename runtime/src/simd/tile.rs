@@ -417,8 +417,13 @@ pub(super) unsafe fn eval_one<P: Place, A: Arith>(
     }
 }
 
+/// Reads `out.len()` points of `src` from `off` by `stride` (booleans as
+/// 0.0 and 1.0).
+///
+/// # Safety
+/// Every point read lies inside the operand.
 #[inline(always)]
-unsafe fn load(src: Src, off: isize, stride: isize, out: &mut [f32]) {
+pub(super) unsafe fn load(src: Src, off: isize, stride: isize, out: &mut [f32]) {
     match src {
         Src::F32(p) => {
             let p = p.offset(off);
