@@ -1,11 +1,12 @@
 //! 2-D MaxPool and AveragePool on `f32` planes, in place of the reference
 //! kernels (whose average sums in `f64`, one plane after another unless
 //! the node is large):
-//! - each output row combines, for every kernel row inside the input, the
-//!   runs of the input line that each kernel column reaches (worked out once
-//!   per node: output columns `lo..hi`, first input column), a vector
-//!   max or add over the row; at column stride 2 the line is read as pairs,
-//!   which vectorizes where a stepping iterator goes one float at a time;
+//! - each output row first combines the input rows its window covers into
+//!   one line (a contiguous vector max or add), then, for each kernel
+//!   column, the run of that line the column reaches (worked out once per
+//!   node: output columns `lo..hi`, first input column); at column stride
+//!   2 the line is read as pairs, which vectorizes where a stepping
+//!   iterator goes one float at a time;
 //! - an average divides by the taps inside the input (rows inside times
 //!   columns inside) or, with `count_include_pad`, inside the padded input,
 //!   both of which factor by axis;
@@ -196,21 +197,35 @@ impl Plan {
         self.plane_body(src, dst)
     }
 
+    /// One plane, separably: for each output row, the input rows its
+    /// window covers are first combined into one line (contiguous, all
+    /// taps of a column at once), then the kernel's columns over that
+    /// line, each a run of outputs.
     #[inline(always)]
     fn plane_body(&self, src: &[f32], dst: &mut [f32]) {
         let (w, ow, sw) = (self.cols.input, self.cols.output, self.cols.stride);
         let max = self.kind == Kind::Max;
+        let init = if max { f32::NEG_INFINITY } else { 0.0 };
+        let mut combined = vec![0.0f32; w];
         for (oy, row) in dst.chunks_exact_mut(ow).enumerate() {
-            row.fill(if max { f32::NEG_INFINITY } else { 0.0 });
-            for ki in 0..self.rows.kernel {
-                let iy = self.rows.at(oy, ki);
-                if iy < 0 || iy >= self.rows.input as isize {
-                    continue;
+            row.fill(init);
+            let mut inside = (0..self.rows.kernel)
+                .map(|ki| self.rows.at(oy, ki))
+                .filter(|&iy| iy >= 0 && iy < self.rows.input as isize)
+                .map(|iy| &src[iy as usize * w..][..w]);
+            let Some(first) = inside.next() else { continue };
+            let line = match inside.next() {
+                None => first,
+                Some(second) => {
+                    combined.copy_from_slice(first);
+                    for line in std::iter::once(second).chain(inside) {
+                        combine(&mut combined, line, 1, max);
+                    }
+                    &combined[..]
                 }
-                let line = &src[iy as usize * w..][..w];
-                for &(lo, hi, first) in &self.runs {
-                    combine(&mut row[lo..hi], &line[first..], sw, max);
-                }
+            };
+            for &(lo, hi, first) in &self.runs {
+                combine(&mut row[lo..hi], &line[first..], sw, max);
             }
             if !max {
                 let rows = self.row_count[oy];
