@@ -7,10 +7,11 @@
 //! onto it by the `gemm` crate (its AVX2+FMA microkernels, one thread per
 //! tile), then the activation and residual applied while it is still in
 //! cache. Without AVX2+FMA, or with `DIAMOND_SIMD=off`, the product comes
-//! from [`portable_gemm`](super::portable_gemm) instead.
+//! from [`portable_gemm`](super::portable_gemm) instead; a tile of at most
+//! four rows from [`few_rows`](super::few_rows), which packs nothing.
 
 use super::epilogue::{Epilogue, Tile};
-use super::{cpu, portable_gemm};
+use super::{cpu, few_rows, portable_gemm};
 use rayon::prelude::*;
 
 /// A read-only matrix view: element (r, c) is `data[r · row_stride + c · col_stride]`.
@@ -164,6 +165,9 @@ unsafe fn run_tile(a: View, b: View, k: usize, c: OutPtr, t: &Tile, ep: &Epilogu
                 std::slice::from_raw_parts_mut(dst.add(r * t.n), t.cols).fill(0.0);
             }
         }
+    } else if cpu::avx2_fma() && few_rows::covers(t.rows, a, b) {
+        let (lhs, rhs) = (View { ptr: lhs, ..a }, View { ptr: rhs, ..b });
+        few_rows::product(t.rows, t.cols, k, dst, t.n, read, lhs, rhs, ep.alpha);
     } else if cpu::avx2_fma() {
         gemm::gemm(
             t.rows,

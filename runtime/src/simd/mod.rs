@@ -30,6 +30,7 @@ pub mod depthwise;
 pub mod direct;
 pub mod elementwise;
 pub mod epilogue;
+pub mod few_rows;
 pub mod gemm;
 pub mod im2col;
 pub mod math;
