@@ -104,6 +104,12 @@ pub fn check(
     };
     // The check reads few of the file's bytes: its pages go back before it runs.
     let release = || file.iter().for_each(|f| f.release_pages());
+    if json && html.is_none() && render.sarif.is_none() {
+        let (mut report, ones) = diamond_optimize::audit::check_releasing_deferred(&model, &options, release);
+        let notes = crate::check_json::write_overlapped(&model, &report, ones, &path.display().to_string());
+        report.diagnostics.extend(notes);
+        return finish(report, model, path, render);
+    }
     let report = diamond_optimize::audit::check_releasing(&model, &options, release);
     if let Some(out) = html {
         diamond_exporters::report::html::write_report(out, &model, &report, path).map_err(unreadable)?;
@@ -128,6 +134,17 @@ pub fn check(
         let painter = crate::render::colour::Painter::new(render.color.enabled());
         crate::emit(&crate::render::text::render(&report, painter, render.max_diagnostics));
     }
+    finish(report, model, path, render)
+}
+
+/// `check`'s exit status for `report`, leaving the report and the model to
+/// the process's exit.
+fn finish(
+    report: diamond_infer::CheckReport,
+    model: diamond_ir::Model,
+    path: &Path,
+    render: &crate::render::Options,
+) -> Result<(), Failure> {
     let outcome = verdict(&report, path, render.deny_warnings);
     // The process exits next: the model and the report are not freed block
     // by block (on the 42k-node GPT-2 that saved ~1% of the whole process).

@@ -11,6 +11,7 @@ mod bench_profile;
 #[cfg(feature = "tract")]
 mod bench_tract;
 mod bind;
+mod check_json;
 mod check_report;
 mod commands;
 mod convert;

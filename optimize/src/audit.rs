@@ -30,14 +30,42 @@ pub fn check(model: &Model, options: &diamond_infer::CheckOptions) -> CheckRepor
 /// ([`RawHints`]), so that the `ones-vector` analysis afterwards reads again
 /// only weights that may be uniform. The report is [`check`]'s.
 pub fn check_releasing(model: &Model, options: &diamond_infer::CheckOptions, release: impl FnOnce()) -> CheckReport {
+    let (mut report, ones) = check_releasing_deferred(model, options, release);
+    let notes = ones.notes(model, &report);
+    report.diagnostics.extend(notes);
+    report
+}
+
+/// [`check_releasing`] in two steps, for a caller that does something else
+/// with the report (`check --json` writes most of it) while the
+/// `ones-vector` notes are made: the checker's report, and the step that
+/// makes the notes [`check_releasing`] would append to its diagnostics.
+pub fn check_releasing_deferred(
+    model: &Model,
+    options: &diamond_infer::CheckOptions,
+    release: impl FnOnce(),
+) -> (CheckReport, OnesVectorStep) {
     let hints = RawHints::of(model);
     release();
-    let mut report = diamond_infer::check_model(model, options);
-    if report.errors() == 0 {
-        let ones = ones_vectors_with(model, &report, hints);
-        report.diagnostics.extend(ones);
+    (diamond_infer::check_model(model, options), OnesVectorStep { hints })
+}
+
+/// The `ones-vector` notes still to be made for a report
+/// ([`check_releasing_deferred`]).
+pub struct OnesVectorStep {
+    hints: RawHints,
+}
+
+impl OnesVectorStep {
+    /// The notes for `report` (the checker's report on `model`): none when it
+    /// has errors.
+    pub fn notes(self, model: &Model, report: &CheckReport) -> Vec<Diagnostic> {
+        if report.errors() == 0 {
+            ones_vectors_with(model, report, self.hints)
+        } else {
+            Vec::new()
+        }
     }
-    report
 }
 
 /// The `ones-vector` notes for `model`, given its check report.

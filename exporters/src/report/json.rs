@@ -12,40 +12,79 @@
 
 use diamond_infer::graph::report_json_dtype;
 use diamond_infer::graph::{DimReport, ValueReport};
-use diamond_infer::{CheckReport, Severity};
+use diamond_infer::{CheckReport, Diagnostic, Severity};
 use serde::ser::{SerializeMap, SerializeStruct};
 use serde::{Serialize, Serializer};
 use serde_json::Value;
+use std::cell::RefCell;
 
 /// The `--json` document for `report`, naming the model as `model` (the path as given).
 pub fn check_json(report: &CheckReport, model: &str) -> Value {
-    serde_json::to_value(Document { report, model }).unwrap_or(Value::Null)
+    serde_json::to_value(Document::new(report, model, None::<fn() -> Vec<Diagnostic>>)).unwrap_or(Value::Null)
 }
 
 /// Writes the `--json` document for `report` to `out`, pretty-printed (the
 /// bytes `serde_json::to_string_pretty(&check_json(..))` gives), without a
 /// final newline.
 pub fn write_check_json<W: std::io::Write>(report: &CheckReport, model: &str, out: W) -> serde_json::Result<()> {
-    serde_json::to_writer_pretty(out, &Document { report, model })
+    serde_json::to_writer_pretty(out, &Document::new(report, model, None::<fn() -> Vec<Diagnostic>>))
+}
+
+/// The `--json` document of a report whose last diagnostics are still being
+/// made, ready to be written on another thread: what allocates is done here
+/// ([`pending_check_json`]), so that the writing thread allocates nothing
+/// (a thread's first allocation takes the allocator a fresh region).
+pub struct PendingCheckJson<'a, F> {
+    document: Document<'a, F>,
+}
+
+/// Prepares [`write_check_json`]'s document for `report`, to be written with
+/// [`PendingCheckJson::write`]: once the writer reaches the diagnostics,
+/// `rest` is called (it may wait for them) and what it gives is written
+/// after the report's own diagnostics, as if appended to them.
+pub fn pending_check_json<'a, F: FnOnce() -> Vec<Diagnostic>>(
+    report: &'a CheckReport,
+    model: &'a str,
+    rest: F,
+) -> PendingCheckJson<'a, F> {
+    PendingCheckJson { document: Document::new(report, model, Some(rest)) }
+}
+
+impl<F: FnOnce() -> Vec<Diagnostic>> PendingCheckJson<'_, F> {
+    /// Writes the document to `out`, pretty-printed, without a final newline.
+    pub fn write<W: std::io::Write>(self, out: W) -> serde_json::Result<()> {
+        serde_json::to_writer_pretty(out, &self.document)
+    }
 }
 
 /// The whole document.
-struct Document<'a> {
+struct Document<'a, F> {
     report: &'a CheckReport,
     model: &'a str,
+    /// Whether the values' names are distinct ([`distinct_names`]).
+    distinct: bool,
+    /// What makes the diagnostics that follow the report's own, until called.
+    rest: RefCell<Option<F>>,
 }
 
-impl Serialize for Document<'_> {
+impl<'a, F: FnOnce() -> Vec<Diagnostic>> Document<'a, F> {
+    fn new(report: &'a CheckReport, model: &'a str, rest: Option<F>) -> Self {
+        Document { report, model, distinct: distinct_names(&report.values), rest: RefCell::new(rest) }
+    }
+}
+
+impl<F: FnOnce() -> Vec<Diagnostic>> Serialize for Document<'_, F> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let r = self.report;
         let mut o = s.serialize_struct("Document", 7)?;
         o.serialize_field("model", self.model)?;
         o.serialize_field("inputs", &r.inputs)?;
         o.serialize_field("outputs", &r.outputs)?;
-        o.serialize_field("values", &Values(&r.values))?;
+        o.serialize_field("values", &Values(&r.values, self.distinct))?;
         o.serialize_field("inferred_from_use", &r.inferred_from_use)?;
         o.serialize_field("from_declaration", &r.from_declaration)?;
-        o.serialize_field("diagnostics", &Diagnostics(&r.diagnostics))?;
+        let rest = self.rest.borrow_mut().take().map(|rest| rest()).unwrap_or_default();
+        o.serialize_field("diagnostics", &Diagnostics(&r.diagnostics, &rest))?;
         o.end()
     }
 }
@@ -54,13 +93,12 @@ impl Serialize for Document<'_> {
 /// (a body lowered several times keeps its last lowering), so the keys
 /// are written in report order as they come; a repeated name would keep its
 /// first place and its last entry, as a map does.
-struct Values<'a>(&'a [ValueReport]);
+/// The second field: whether the names are distinct ([`distinct_names`]).
+struct Values<'a>(&'a [ValueReport], bool);
 
 impl Serialize for Values<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seen = std::collections::HashSet::with_capacity(self.0.len());
-        let unique = self.0.iter().all(|v| seen.insert(v.name.as_str()));
-        if !unique {
+        if !self.1 {
             // Not reached from `check` (names are unique there); a map keeps the semantics.
             let mut map: serde_json::Map<String, Value> = serde_json::Map::new();
             for v in self.0 {
@@ -74,6 +112,21 @@ impl Serialize for Values<'_> {
         }
         m.end()
     }
+}
+
+/// Whether no two of `values` share a name. When each is a different value
+/// of the main graph (whose names are interned, so different), as in every
+/// report of `check`, no name is hashed.
+fn distinct_names(values: &[ValueReport]) -> bool {
+    use diamond_ir::entity::EntityId;
+    let ids = values.iter().map(|v| v.value.map(EntityId::index));
+    let len = ids.clone().map(|id| id.map_or(0, |i| i + 1)).max().unwrap_or(0);
+    let mut seen = vec![false; len];
+    if ids.into_iter().all(|id| id.is_some_and(|i| !std::mem::replace(&mut seen[i], true))) {
+        return true;
+    }
+    let mut names = std::collections::HashSet::with_capacity(values.len());
+    values.iter().all(|v| names.insert(v.name.as_str()))
 }
 
 /// One value: `kind` (only when not a plain tensor), `dtype`, `shape`.
@@ -102,17 +155,17 @@ impl Serialize for Shape<'_> {
     }
 }
 
-/// Every diagnostic.
-struct Diagnostics<'a>(&'a [diamond_infer::Diagnostic]);
+/// Every diagnostic: the report's own, then those made after it.
+struct Diagnostics<'a>(&'a [Diagnostic], &'a [Diagnostic]);
 
 impl Serialize for Diagnostics<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(OneDiagnostic))
+        s.collect_seq(self.0.iter().chain(self.1).map(OneDiagnostic))
     }
 }
 
 /// One diagnostic, every key present (`null` where the report has nothing).
-struct OneDiagnostic<'a>(&'a diamond_infer::Diagnostic);
+struct OneDiagnostic<'a>(&'a Diagnostic);
 
 impl Serialize for OneDiagnostic<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
