@@ -141,9 +141,8 @@ mod blocked {
             let w = &weight[c0 * p.kh * p.kw..][..lanes * p.kh * p.kw];
             // SAFETY: the caller checked that the processor has AVX2 and FMA.
             unsafe { block_avx2(src, w, p, padded, (oh, ow), lanes, dst) };
-            for (j, out) in dst.chunks_mut(plane).enumerate() {
-                ep.shifted(c0 + j, (image * c + c0 + j) * plane).apply(out, 1, plane);
-            }
+            // the block's planes are its rows: bias and the rest in one call
+            ep.shifted(c0, (image * c + c0) * plane).apply(dst, lanes, plane);
         };
         // Work items own consecutive planes of the output: one image's block of channels.
         let mut items: Vec<(usize, &mut [f32])> = Vec::with_capacity(p.n * blocks);
