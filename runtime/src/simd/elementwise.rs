@@ -32,6 +32,10 @@ pub struct Order {
     /// made for: made at the first run, remade when another binding reads
     /// other operands in place.
     plan: OnceLock<(Vec<bool>, Plan)>,
+    /// The plan for short rows several to a tile (every varying load read
+    /// into its register first), with those loads marked: made at the
+    /// first run that groups rows.
+    grouped: OnceLock<(Vec<bool>, Plan)>,
 }
 
 impl Order {
@@ -40,7 +44,7 @@ impl Order {
         let levels = p.levels();
         let uniform = (0..p.body.len()).filter(|&i| levels[i] == Level::Uniform).collect();
         let varying = (0..p.body.len()).filter(|&i| levels[i] != Level::Uniform).collect();
-        Order { uniform, varying, plan: OnceLock::new() }
+        Order { uniform, varying, plan: OnceLock::new(), grouped: OnceLock::new() }
     }
 }
 
@@ -146,15 +150,17 @@ pub unsafe fn run(p: &Program, order: &Order, b: &Bound, srcs: &[Src], dsts: &[D
         })
         .collect();
     let group_plan = grouped.then(|| {
-        let mut read = vec![false; p.body.len()];
-        for &(i, _) in &group_loads {
-            read[i] = true;
-        }
-        let plan = Plan::new(&p.body, varying, &read, p.outputs.iter().map(|o| o.source));
-        (read, plan)
+        order.grouped.get_or_init(|| {
+            let mut read = vec![false; p.body.len()];
+            for &(i, _) in &group_loads {
+                read[i] = true;
+            }
+            let plan = Plan::new(&p.body, varying, &read, p.outputs.iter().map(|o| o.source));
+            (read, plan)
+        })
     });
     let rows_of = |regs: &mut Registers, row0: usize, row1: usize| {
-        let Some((read, plan)) = &group_plan else { return };
+        let Some((read, plan)) = group_plan else { return };
         let base = regs.as_mut_ptr();
         // SAFETY: the registers buffer holds one per instruction.
         let at: Vec<*mut f32> = (0..p.body.len()).map(|i| unsafe { base.add(i * TILE) }).collect();

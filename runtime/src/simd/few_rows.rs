@@ -41,12 +41,11 @@ pub(crate) unsafe fn product(
     alpha: f32,
 ) {
     let row = |r: usize| std::slice::from_raw_parts_mut(c.add(r * ldc), cols);
-    let arows: Vec<&[f32]> =
-        (0..rows).map(|r| std::slice::from_raw_parts(a.ptr.offset(r as isize * a.rs), k)).collect();
+    let arow = |r: usize| std::slice::from_raw_parts(a.ptr.offset(r as isize * a.rs), k);
     for j in 0..cols {
         let column = std::slice::from_raw_parts(b.ptr.offset(j as isize * b.cs), k);
-        for (r, arow) in arows.iter().enumerate() {
-            let sum = alpha * dot(arow, column);
+        for r in 0..rows {
+            let sum = alpha * dot(arow(r), column);
             let x = &mut row(r)[j];
             *x = if read { *x + sum } else { sum };
         }
