@@ -246,3 +246,29 @@ fn shapes_fixed_by_the_fed_shapes_fold_and_data_dependent_ones_do_not() {
         }
     }
 }
+
+/// A session run from inside a pool of several threads keeps the pool's
+/// other threads spinning for its parallel steps (`simd::hot_pool`): runs
+/// there, one after another, give the reference's outputs and return (no
+/// helper left spinning, none waited on by the thread it would block).
+/// The fused-epilogue fixture's tiles are then cut across the threads.
+#[test]
+fn sessions_run_inside_a_pool_of_threads_agree_and_return() {
+    for name in ["fixtures/runtime/fused_epilogues.onnx", "fixtures/light/light_squeezenet.onnx"] {
+        let path = common::root().join(name);
+        let model = diamond_importers::onnx::load_model(&path).expect("the fixture loads");
+        let inputs = random_inputs(&model, 3).expect("random inputs for the fixture");
+        let want = run_reference(&model, &inputs).expect("the reference runs the fixture");
+        for threads in [2, 3] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a pool");
+            let options = diamond_runtime::simd::Options { simd: true };
+            let got = pool
+                .install(|| run_simd_counted(&model, &inputs, &options, true))
+                .unwrap_or_else(|e| panic!("{name} on {threads} threads: {e}"));
+            for ((out, g), (_, w)) in got.0.iter().zip(&want) {
+                agree(g, w, MODEL_RTOL, MODEL_ATOL)
+                    .unwrap_or_else(|e| panic!("{name} on {threads} threads, '{out}': {e}"));
+            }
+        }
+    }
+}

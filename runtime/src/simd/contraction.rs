@@ -3,12 +3,14 @@
 //! transposes as the kernel's epilogue and operand views) and 2-D Conv
 //! through [`super::conv::conv2d`] (its bias as the per-channel epilogue),
 //! all on `f32` (a 1-D Conv as a 2-D one over one row). The elementwise
-//! program fused after the node runs next, as its own step. Anything else —
+//! program fused after the node, when it reads the result point for point,
+//! runs as the kernels' [`Post`] over each finished tile (see
+//! [`super::fused_post`]); otherwise as its own step. Anything else —
 //! other element types, 3-D convolutions, `auto_pad`, a C that does not broadcast one way — runs on
 //! the reference kernels, as before.
 
 use super::conv::{conv2d_keeping, Conv2d, Prepared};
-use super::epilogue::{Bias, Epilogue};
+use super::epilogue::{Bias, Epilogue, Post};
 use super::gemm::{batched_matmul, sgemm, MatRef};
 use crate::kernel::ContractionOp;
 use crate::tensor::{Data, Tensor};
@@ -51,18 +53,21 @@ fn ints_attr(node: &Node, name: &str) -> Option<Option<Vec<i64>>> {
 /// empty buffer with room for the given number of floats: a reused
 /// allocation), or `None` when the fast kernels do not cover it.
 /// `kept`: where a convolution with a constant weight keeps what it derives
-/// from the weight between calls ([`conv2d_keeping`]).
+/// from the weight between calls ([`conv2d_keeping`]). `post`: run over
+/// each finished tile of the result (the epilogue's last part).
 pub(crate) fn compute(
     op: ContractionOp,
     node: &Node,
     inputs: &[Option<&Tensor>],
     take: Take<'_>,
     kept: Option<&mut Option<Prepared>>,
+    post: Option<&dyn Post>,
 ) -> Option<Tensor> {
+    let ep = Epilogue { post, ..Epilogue::default() };
     match op {
-        ContractionOp::MatMul => matmul(inputs, take),
-        ContractionOp::Gemm => gemm(node, inputs, take),
-        ContractionOp::Conv => conv(node, inputs, take, kept),
+        ContractionOp::MatMul => matmul(inputs, take, ep),
+        ContractionOp::Gemm => gemm(node, inputs, take, ep),
+        ContractionOp::Conv => conv(node, inputs, take, kept, ep),
     }
 }
 
@@ -77,12 +82,12 @@ pub(super) fn sized(take: Take<'_>, len: usize) -> Vec<f32> {
     buffer
 }
 
-fn matmul(inputs: &[Option<&Tensor>], take: Take<'_>) -> Option<Tensor> {
+fn matmul(inputs: &[Option<&Tensor>], take: Take<'_>, ep: Epilogue) -> Option<Tensor> {
     let (a, b) = (inputs.first().copied()??, inputs.get(1).copied()??);
     let (ad, bd) = (floats(a)?, floats(b)?);
     let shape = matmul_shape(&a.shape, &b.shape)?;
     let mut out = sized(take, shape.iter().product());
-    batched_matmul(ad, &a.shape, bd, &b.shape, &mut out, &Epilogue::default());
+    batched_matmul(ad, &a.shape, bd, &b.shape, &mut out, &ep);
     Tensor::new(shape, Data::F32(out))
 }
 
@@ -119,7 +124,7 @@ fn matmul_shape(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
     Some(shape)
 }
 
-fn gemm(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -> Option<Tensor> {
+fn gemm(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>, ep: Epilogue) -> Option<Tensor> {
     let (a, b) = (inputs.first().copied()??, inputs.get(1).copied()??);
     if a.shape.len() != 2 || b.shape.len() != 2 {
         return None;
@@ -153,8 +158,7 @@ fn gemm(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -> Option<Tenso
         }
     };
     let mut out = sized(take, m * n);
-    let ep = Epilogue { alpha, bias, beta, ..Epilogue::default() };
-    sgemm(am, bm, &mut out, &ep);
+    sgemm(am, bm, &mut out, &Epilogue { alpha, bias, beta, ..ep });
     Tensor::new(vec![m, n], Data::F32(out))
 }
 
@@ -163,6 +167,7 @@ fn conv(
     inputs: &[Option<&Tensor>],
     take: Take<'_>,
     kept: Option<&mut Option<Prepared>>,
+    ep: Epilogue,
 ) -> Option<Tensor> {
     let (x, w) = (inputs.first().copied()??, inputs.get(1).copied()??);
     // A 1-D convolution is a 2-D one over a single row.
@@ -224,7 +229,7 @@ fn conv(
         Some(_) => return None,
     };
     let mut out = sized(take, p.output_len()?);
-    conv2d_keeping(floats(x)?, floats(w)?, &p, &mut out, &Epilogue { bias, ..Epilogue::default() }, kept);
+    conv2d_keeping(floats(x)?, floats(w)?, &p, &mut out, &Epilogue { bias, ..ep }, kept);
     let shape = if one_d { vec![p.n, p.c_out, ow] } else { vec![p.n, p.c_out, oh, ow] };
     Tensor::new(shape, Data::F32(out))
 }

@@ -39,6 +39,11 @@ pub struct Order {
 }
 
 impl Order {
+    /// The instructions that vary with no axis.
+    pub(crate) fn uniform(&self) -> &[usize] {
+        &self.uniform
+    }
+
     /// The order of `p`'s instructions.
     pub fn of(p: &Program) -> Order {
         let levels = p.levels();
@@ -61,79 +66,23 @@ pub unsafe fn run(p: &Program, order: &Order, b: &Bound, srcs: &[Src], dsts: &[D
     if b.empty {
         return;
     }
-    let (uniform, varying) = (&order.uniform, &order.varying);
+    let varying = &order.varying;
     let r = b.extents.len();
     let inner = if r == 0 { 1 } else { b.extents[r - 1] };
     let outer = &b.extents[..r.saturating_sub(1)];
     let rows: usize = outer.iter().product();
-    let inner_of = |s: &[isize]| if r == 0 { 0 } else { s[r - 1] };
-    let op_inner: Vec<isize> = b.operands.iter().map(|v| inner_of(&v.strides)).collect();
-    let out_inner: Vec<isize> = b.outputs.iter().map(|v| inner_of(&v.strides)).collect();
     let base_offs: Vec<isize> = b.operands.iter().map(|v| v.offset).collect();
     let out_bytes: usize = b.output_shapes.iter().map(|s| s.iter().product::<usize>() * 4).sum();
-    // Which outputs are streamed: dense f32 rows of a large result, on AVX.
-    let stream: Vec<bool> = dsts
-        .iter()
-        .zip(&out_inner)
-        .map(|(d, &st)| {
-            cfg!(target_arch = "x86_64") && simd && out_bytes >= STREAM_BYTES && st == 1 && matches!(d, Dst::F32(_))
-        })
-        .collect();
-    let streaming = stream.contains(&true);
-    // Loads that read their operand where it lies: contiguous `f32` rows
-    // (operand k of load i is `loads_in_place[i]`).
-    let loads_in_place: Vec<Option<usize>> = (0..p.body.len())
-        .map(|i| match p.body[i].inst {
-            Inst::Load(k) if op_inner[k] == 1 && matches!(srcs[k], Src::F32(_)) && varying.contains(&i) => Some(k),
-            _ => None,
-        })
-        .collect();
-    let loaded: Vec<bool> = loads_in_place.iter().map(Option::is_some).collect();
-    // Chains of instructions run in vector registers (AVX2 and AVX-512).
-    let make = || Plan::new(&p.body, varying, &loaded, p.outputs.iter().map(|o| o.source));
-    let made = order.plan.get_or_init(|| (loaded.clone(), make()));
-    let fresh;
-    let plan = if made.0 == loaded {
-        &made.1
-    } else {
-        fresh = make();
-        &fresh
-    };
-    // Outputs that their instruction writes directly: contiguous `f32`
-    // rows of a computed (not loaded, not uniform) value that no earlier
-    // output takes, into a buffer that is no operand's (output j of
-    // instruction i is `direct[i]`). One large enough to stream is direct
-    // only when a run computes it: the run's plain stores from registers
-    // measured faster than the streaming stores from a tile register (the
-    // chain8 benchmark: 69-71% of copy bandwidth against 54-59%; streaming
-    // from the run's registers measured 54-61%); the tile's loops keep
-    // streaming. An output written in place of its operand is stored after
-    // the tile's instructions have read it.
+    // Outputs are streamed when dense f32 rows of a large result, on AVX.
+    let big = cfg!(target_arch = "x86_64") && simd && out_bytes >= STREAM_BYTES;
     let in_place = |j: usize| match dsts[j] {
         Dst::F32(d) => srcs.iter().any(|s| matches!(s, Src::F32(p) if std::ptr::eq(*p, d))),
         Dst::Bool(_) => false,
     };
-    let mut direct: Vec<Option<usize>> = vec![None; p.body.len()];
-    for (j, out) in p.outputs.iter().enumerate() {
-        let i = out.source;
-        let computed = !matches!(p.body[i].inst, Inst::Load(_)) && varying.contains(&i);
-        let f32_row = out_inner[j] == 1 && matches!(dsts[j], Dst::F32(_));
-        let streamable = !stream[j] || plan.steps.iter().any(|st| st.inst == i);
-        if computed && direct[i].is_none() && f32_row && streamable && !in_place(j) {
-            direct[i] = Some(j);
-        }
-    }
-    let written: Vec<bool> = (0..p.outputs.len()).map(|j| direct.contains(&Some(j))).collect();
-    let step = if simd && untiled(p, plan, &loaded, &direct) { SPAN } else { TILE };
-    let init = || {
-        let mut regs = Registers::new(p.body.len() * TILE);
-        tile::eval(simd, &p.body, uniform, &mut regs, 1, srcs, &base_offs, &op_inner);
-        for &i in uniform {
-            let v = regs[i * TILE];
-            regs[i * TILE..(i + 1) * TILE].fill(v);
-        }
-        regs
-    };
+    let spans = Spans::new(p, order, b, srcs, dsts, &in_place, big, simd);
+    let streaming = spans.stream.contains(&true);
+    let (op_inner, out_inner) = (&spans.op_inner, &spans.out_inner);
+    let init = || spans.registers(srcs, &base_offs);
     // A work item: rows row0..row1, points c0..c1 of each.
     let (rows_per_item, pieces) = if inner >= CHUNK { (1, inner.div_ceil(CHUNK)) } else { ((CHUNK / inner).max(1), 1) };
     let items = if pieces > 1 { rows * pieces } else { rows.div_ceil(rows_per_item) };
@@ -185,7 +134,7 @@ pub unsafe fn run(p: &Program, order: &Order, b: &Bound, srcs: &[Src], dsts: &[D
                 }
             }
             let place = Placed { at: &at, loaded: read };
-            tile::eval_planned(simd, &p.body, varying, plan, place, count * inner, srcs, &base_offs, &op_inner);
+            tile::eval_planned(simd, &p.body, varying, plan, place, count * inner, srcs, &base_offs, op_inner);
             for (j, out) in p.outputs.iter().enumerate() {
                 let v = &b.outputs[j];
                 for r in 0..count {
@@ -221,46 +170,7 @@ pub unsafe fn run(p: &Program, order: &Order, b: &Bound, srcs: &[Src], dsts: &[D
             for (o, v) in out_offs.iter_mut().zip(&b.outputs) {
                 *o = v.offset + offset_of(row, outer, &v.strides[..outer.len()]);
             }
-            let mut c = c0;
-            while c < c1 {
-                // A span longer than a tile ends on a whole tile, so that a
-                // run's last points (not a whole block), which the tile's
-                // loops evaluate on registers of a tile, come in a call of
-                // their own.
-                let mut n = step.min(c1 - c);
-                if n > TILE {
-                    n -= n % TILE;
-                }
-                for k in 0..offs.len() {
-                    offs[k] = row_offs[k] + c as isize * op_inner[k];
-                }
-                for (i, placed) in at.iter_mut().enumerate() {
-                    if let Some(k) = loads_in_place[i] {
-                        if let Src::F32(s) = srcs[k] {
-                            *placed = s.offset(offs[k]) as *mut f32;
-                        }
-                    } else if let Some(j) = direct[i] {
-                        if let Dst::F32(d) = dsts[j] {
-                            *placed = d.offset(out_offs[j] + c as isize);
-                        }
-                    }
-                }
-                let place = Placed { at: &at, loaded: &loaded };
-                tile::eval_planned(simd, &p.body, varying, plan, place, n, srcs, &offs, &op_inner);
-                for (j, out) in p.outputs.iter().enumerate() {
-                    if written[j] {
-                        continue;
-                    }
-                    let reg = std::slice::from_raw_parts(at[out.source], n);
-                    let at = out_offs[j] + c as isize * out_inner[j];
-                    match dsts[j] {
-                        #[cfg(target_arch = "x86_64")]
-                        Dst::F32(d) if stream[j] => tile::store_streaming(d.offset(at), reg),
-                        dst => tile::store(dst, at, out_inner[j], reg),
-                    }
-                }
-                c += n;
-            }
+            spans.row(&mut at, srcs, dsts, &mut offs, &row_offs, &out_offs, c0, c1);
         }
         if streaming {
             tile::fence();
@@ -273,6 +183,175 @@ pub unsafe fn run(p: &Program, order: &Order, b: &Bound, srcs: &[Src], dsts: &[D
         }
     } else {
         (0..items).into_par_iter().for_each_init(init, work);
+    }
+}
+
+/// What evaluating a bound elementwise program over spans of its rows
+/// needs, worked out once per run: which loads read their operand in place,
+/// which outputs their instruction writes directly, the plan of the runs
+/// and the points per step.
+pub(crate) struct Spans<'a> {
+    p: &'a Program,
+    order: &'a Order,
+    plan: std::borrow::Cow<'a, Plan>,
+    loaded: Vec<bool>,
+    loads_in_place: Vec<Option<usize>>,
+    direct: Vec<Option<usize>>,
+    written: Vec<bool>,
+    stream: Vec<bool>,
+    step: usize,
+    /// Per operand and per output: the stride along the innermost axis.
+    pub(crate) op_inner: Vec<isize>,
+    pub(crate) out_inner: Vec<isize>,
+    simd: bool,
+}
+
+impl<'a> Spans<'a> {
+    /// The spans of `p` bound as `b`, reading `srcs` (the kinds of
+    /// operands: a load reads an `f32` operand's rows in place) and writing
+    /// `dsts`; `in_place(j)`: output `j` is written over an operand (it is
+    /// stored after the tile's instructions have read it); `big`: the
+    /// outputs, dense `f32` rows among them, are written with streaming
+    /// stores.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        p: &'a Program,
+        order: &'a Order,
+        b: &Bound,
+        srcs: &[Src],
+        dsts: &[Dst],
+        in_place: &dyn Fn(usize) -> bool,
+        big: bool,
+        simd: bool,
+    ) -> Spans<'a> {
+        let varying = &order.varying;
+        let r = b.extents.len();
+        let inner_of = |s: &[isize]| if r == 0 { 0 } else { s[r - 1] };
+        let op_inner: Vec<isize> = b.operands.iter().map(|v| inner_of(&v.strides)).collect();
+        let out_inner: Vec<isize> = b.outputs.iter().map(|v| inner_of(&v.strides)).collect();
+        let stream: Vec<bool> =
+            dsts.iter().zip(&out_inner).map(|(d, &st)| big && st == 1 && matches!(d, Dst::F32(_))).collect();
+        // Loads that read their operand where it lies: contiguous `f32` rows
+        // (operand k of load i is `loads_in_place[i]`).
+        let loads_in_place: Vec<Option<usize>> = (0..p.body.len())
+            .map(|i| match p.body[i].inst {
+                Inst::Load(k) if op_inner[k] == 1 && matches!(srcs[k], Src::F32(_)) && varying.contains(&i) => Some(k),
+                _ => None,
+            })
+            .collect();
+        let loaded: Vec<bool> = loads_in_place.iter().map(Option::is_some).collect();
+        // Chains of instructions run in vector registers (AVX2 and AVX-512).
+        let make = || Plan::new(&p.body, varying, &loaded, p.outputs.iter().map(|o| o.source));
+        let made = order.plan.get_or_init(|| (loaded.clone(), make()));
+        let plan = if made.0 == loaded { std::borrow::Cow::Borrowed(&made.1) } else { std::borrow::Cow::Owned(make()) };
+        // Outputs that their instruction writes directly: contiguous `f32`
+        // rows of a computed (not loaded, not uniform) value that no earlier
+        // output takes, into a buffer that is no operand's (output j of
+        // instruction i is `direct[i]`). One large enough to stream is direct
+        // only when a run computes it: the run's plain stores from registers
+        // measured faster than the streaming stores from a tile register (the
+        // chain8 benchmark: 69-71% of copy bandwidth against 54-59%; streaming
+        // from the run's registers measured 54-61%); the tile's loops keep
+        // streaming. An output written in place of its operand is stored after
+        // the tile's instructions have read it, unless the plan is a single
+        // run whose last step computes it: a run stores a block's last step
+        // after every step of the block has read its operands, and its
+        // rest's last step after all the rest's steps.
+        let last_of_one_run = |i: usize| match plan.items.as_slice() {
+            [Item::Run(steps)] => !steps.is_empty() && plan.steps[steps.end - 1].inst == i,
+            _ => false,
+        };
+        let mut direct: Vec<Option<usize>> = vec![None; p.body.len()];
+        for (j, out) in p.outputs.iter().enumerate() {
+            let i = out.source;
+            let computed = !matches!(p.body[i].inst, Inst::Load(_)) && varying.contains(&i);
+            let f32_row = out_inner[j] == 1 && matches!(dsts[j], Dst::F32(_));
+            let streamable = !stream[j] || plan.steps.iter().any(|st| st.inst == i);
+            let placeable = !in_place(j) || last_of_one_run(i);
+            if computed && direct[i].is_none() && f32_row && streamable && placeable {
+                direct[i] = Some(j);
+            }
+        }
+        let written: Vec<bool> = (0..p.outputs.len()).map(|j| direct.contains(&Some(j))).collect();
+        let step = if simd && untiled(p, &plan, &loaded, &direct) { SPAN } else { TILE };
+        Spans { p, order, plan, loaded, loads_in_place, direct, written, stream, step, op_inner, out_inner, simd }
+    }
+
+    /// Fresh registers with the uniform instructions evaluated (operand
+    /// `k`'s uniform loads read at `base_offs[k]`) and splatted.
+    pub(crate) fn registers(&self, srcs: &[Src], base_offs: &[isize]) -> Registers {
+        let (p, uniform) = (self.p, &self.order.uniform);
+        let mut regs = Registers::new(p.body.len() * TILE);
+        // SAFETY: a uniform load reads one element at its view's offset, inside the operand.
+        unsafe { tile::eval(self.simd, &p.body, uniform, &mut regs, 1, srcs, base_offs, &self.op_inner) };
+        for &i in uniform {
+            let v = regs[i * TILE];
+            regs[i * TILE..(i + 1) * TILE].fill(v);
+        }
+        regs
+    }
+
+    /// Evaluates points `c0..c1` of one row: operand `k`'s point `c` at
+    /// `row_offs[k] + c · inner`, output `j`'s at `out_offs[j] + c · inner`.
+    /// `at` holds each instruction's register (those of `regs`); `offs` is
+    /// scratch, one per operand.
+    ///
+    /// # Safety
+    /// As [`run`]'s, for the points given.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(crate) unsafe fn row(
+        &self,
+        at: &mut [*mut f32],
+        srcs: &[Src],
+        dsts: &[Dst],
+        offs: &mut [isize],
+        row_offs: &[isize],
+        out_offs: &[isize],
+        c0: usize,
+        c1: usize,
+    ) {
+        let (p, varying, plan) = (self.p, &self.order.varying, &*self.plan);
+        let mut c = c0;
+        while c < c1 {
+            // A span longer than a tile ends on a whole tile, so that a
+            // run's last points (not a whole block), which the tile's
+            // loops evaluate on registers of a tile, come in a call of
+            // their own.
+            let mut n = self.step.min(c1 - c);
+            if n > TILE {
+                n -= n % TILE;
+            }
+            for k in 0..offs.len() {
+                offs[k] = row_offs[k] + c as isize * self.op_inner[k];
+            }
+            for (i, placed) in at.iter_mut().enumerate() {
+                if let Some(k) = self.loads_in_place[i] {
+                    if let Src::F32(s) = srcs[k] {
+                        *placed = s.offset(offs[k]) as *mut f32;
+                    }
+                } else if let Some(j) = self.direct[i] {
+                    if let Dst::F32(d) = dsts[j] {
+                        *placed = d.offset(out_offs[j] + c as isize);
+                    }
+                }
+            }
+            let place = Placed { at, loaded: &self.loaded };
+            tile::eval_planned(self.simd, &p.body, varying, plan, place, n, srcs, offs, &self.op_inner);
+            for (j, out) in p.outputs.iter().enumerate() {
+                if self.written[j] {
+                    continue;
+                }
+                let reg = std::slice::from_raw_parts(at[out.source], n);
+                let at = out_offs[j] + c as isize * self.out_inner[j];
+                match dsts[j] {
+                    #[cfg(target_arch = "x86_64")]
+                    Dst::F32(d) if self.stream[j] => tile::store_streaming(d.offset(at), reg),
+                    dst => tile::store(dst, at, self.out_inner[j], reg),
+                }
+            }
+            c += n;
+        }
     }
 }
 

@@ -3,7 +3,9 @@
 //! apply it per tile of C right after that tile's product, while the tile
 //! is in cache: the bias is written into the tile first and the product
 //! accumulated onto it (so the GEMM reads it for free), then activation and
-//! residual run over the tile's rows.
+//! residual run over the tile's rows, and last a [`Post`] (an elementwise
+//! program fused after the contraction) over the same rows, while they are
+//! still in cache.
 
 use super::activation;
 
@@ -57,8 +59,21 @@ pub enum Bias<'a> {
     Full(&'a [f32]),
 }
 
+/// What runs over C's finished values last, tile by tile: the elementwise
+/// program that follows a contraction ([`super::fused_post`]).
+pub trait Post: Sync {
+    /// Runs over rows `t.row0..t.row0 + t.rows`, columns `t.col0..t.col0 +
+    /// t.cols` of C, whose element (r, c) is element `base + r·t.n + c` of
+    /// the whole result, which starts at `whole`. Each element is visited
+    /// once, after its final value is in place.
+    ///
+    /// # Safety
+    /// `whole` is the whole result's buffer; no one else touches the tile.
+    unsafe fn tile(&self, whole: *mut f32, base: usize, t: &Tile);
+}
+
 /// The fused epilogue of a GEMM or convolution.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct Epilogue<'a> {
     /// Scale of the product.
     pub alpha: f32,
@@ -70,21 +85,51 @@ pub struct Epilogue<'a> {
     pub activation: Activation,
     /// Added after the activation, in C's layout.
     pub residual: Option<&'a [f32]>,
+    /// Run last over each finished tile.
+    pub post: Option<&'a dyn Post>,
+    /// Where C's first element lies in the whole result (what [`Self::shifted`] added up).
+    pub base: usize,
+}
+
+impl std::fmt::Debug for Epilogue<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Epilogue")
+            .field("alpha", &self.alpha)
+            .field("bias", &self.bias)
+            .field("beta", &self.beta)
+            .field("activation", &self.activation)
+            .field("residual", &self.residual.map(<[f32]>::len))
+            .field("post", &self.post.is_some())
+            .field("base", &self.base)
+            .finish()
+    }
 }
 
 impl Default for Epilogue<'_> {
     /// The plain product: alpha 1, no bias, no activation, no residual.
     fn default() -> Self {
-        Epilogue { alpha: 1.0, bias: Bias::None, beta: 1.0, activation: Activation::None, residual: None }
+        Epilogue {
+            alpha: 1.0,
+            bias: Bias::None,
+            beta: 1.0,
+            activation: Activation::None,
+            residual: None,
+            post: None,
+            base: 0,
+        }
     }
 }
 
 /// A rectangle of an m×n row-major matrix C: rows `row0..row0 + rows`, columns `col0..col0 + cols`.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Tile {
+pub struct Tile {
+    /// First row.
     pub row0: usize,
+    /// Rows.
     pub rows: usize,
+    /// First column.
     pub col0: usize,
+    /// Columns.
     pub cols: usize,
     /// n: C's row length.
     pub n: usize,
@@ -116,7 +161,7 @@ impl<'a> Epilogue<'a> {
             Bias::Full(b) => Bias::Full(&b[offset..]),
             other => other,
         };
-        Epilogue { bias, residual: self.residual.map(|r| &r[offset..]), ..*self }
+        Epilogue { bias, residual: self.residual.map(|r| &r[offset..]), base: self.base + offset, ..*self }
     }
 
     /// Writes `beta · bias` into the tile.
@@ -141,16 +186,18 @@ impl<'a> Epilogue<'a> {
     /// # Safety
     /// As for [`Self::prefill`].
     pub(crate) unsafe fn finish(&self, c: *mut f32, t: &Tile) {
-        if matches!(self.activation, Activation::None) && self.residual.is_none() {
-            return;
-        }
-        for r in t.row0..t.row0 + t.rows {
-            let row = row_of(c, t, r);
-            activation::apply(&self.activation, row);
-            if let Some(res) = self.residual {
-                let start = r * t.n + t.col0;
-                row.iter_mut().zip(&res[start..start + t.cols]).for_each(|(y, x)| *y += x);
+        if !matches!(self.activation, Activation::None) || self.residual.is_some() {
+            for r in t.row0..t.row0 + t.rows {
+                let row = row_of(c, t, r);
+                activation::apply(&self.activation, row);
+                if let Some(res) = self.residual {
+                    let start = r * t.n + t.col0;
+                    row.iter_mut().zip(&res[start..start + t.cols]).for_each(|(y, x)| *y += x);
+                }
             }
+        }
+        if let Some(post) = self.post {
+            post.tile(c.sub(self.base), self.base, t);
         }
     }
 

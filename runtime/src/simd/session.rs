@@ -15,7 +15,7 @@ use super::bind::{bind, Bound};
 use super::conv::Prepared;
 use super::profile::{first_names, op_list, StepKind, StepTime};
 use super::tile::{Dst, Src};
-use super::{contraction, elementwise, native, reduce, relayout, Options};
+use super::{contraction, elementwise, fused_post, hot_pool, native, reduce, relayout, Options};
 use crate::error::{Result, RunError};
 use crate::exec::{run_one, Frame};
 use crate::kernel::{verify::verify, ContractionOp, Inst, LoweredModel, Program, Step};
@@ -61,6 +61,10 @@ pub(crate) enum Planned {
     /// A contraction node on the fast kernels (the reference kernels when
     /// they do not cover it).
     Contraction(NodeId, ContractionOp),
+    /// A contraction node and the elementwise program after it, run by the
+    /// contraction's kernels over each finished tile ([`fused_post`]); the
+    /// program's operand `.3` is the contraction's result.
+    Fused(NodeId, ContractionOp, Box<Ready>, usize),
     /// A node no program expresses, on the session's own kernels
     /// ([`native`]; the reference kernels when they do not cover it).
     Native(NodeId),
@@ -165,9 +169,24 @@ impl<'m> Session<'m> {
                 Step::Program(p) => plan_program(p, &mut steps, &mut coverage),
                 Step::Contraction(c) => {
                     coverage.contractions += 1;
-                    steps.push(Planned::Contraction(c.node, c.op));
-                    if let Some(e) = &c.epilogue {
-                        plan_program(e, &mut steps, &mut coverage);
+                    let result = graph.nodes[c.node].outputs.first().copied();
+                    let fused = c.epilogue.as_ref().and_then(|e| {
+                        let r = ready(model, e, &value_of)?;
+                        let k = fusable(&r, result?)?;
+                        Some((r, k))
+                    });
+                    match fused {
+                        Some((r, k)) => {
+                            coverage.programs += 1;
+                            coverage.fused_nodes += r.program.nodes.len();
+                            steps.push(Planned::Fused(c.node, c.op, Box::new(r), k));
+                        }
+                        None => {
+                            steps.push(Planned::Contraction(c.node, c.op));
+                            if let Some(e) = &c.epilogue {
+                                plan_program(e, &mut steps, &mut coverage);
+                            }
+                        }
                     }
                 }
                 Step::Node(n) if native::covers(&graph.nodes[*n]) => {
@@ -323,7 +342,7 @@ impl<'m> Session<'m> {
                 let kind = match step {
                     Planned::Program(r) if r.program.reduce.is_empty() => StepKind::Elementwise,
                     Planned::Program(_) => StepKind::Reduction,
-                    Planned::Contraction(..) => StepKind::Contraction,
+                    Planned::Contraction(..) | Planned::Fused(..) => StepKind::Contraction,
                     Planned::Native(_) => StepKind::Native,
                     Planned::Nodes(_) => StepKind::Reference,
                 };
@@ -362,7 +381,7 @@ impl<'m> Session<'m> {
             }
         }
         let mut peak = live;
-        let result = self.run_steps(&mut live, &mut peak);
+        let result = hot_pool::while_hot(|| self.run_steps(&mut live, &mut peak));
         let mut outputs = Vec::new();
         if result.is_ok() {
             for &id in &self.outputs {
@@ -411,6 +430,7 @@ impl<'m> Session<'m> {
                 },
                 Planned::Nodes(nodes) => self.run_nodes(nodes, peak, *live)?,
                 Planned::Contraction(node, op) => self.run_contraction(*node, *op, peak, *live)?,
+                Planned::Fused(node, op, r, k) => self.run_fused(*node, *op, r, *k, s, peak, *live)?,
                 Planned::Native(node) => self.run_native(*node, s, peak, *live)?,
             };
             if let (Some(start), Some(times)) = (start, self.times.as_mut()) {
@@ -459,13 +479,150 @@ impl<'m> Session<'m> {
         let mut slot = constant.then(|| self.filters.remove(&n));
         let before = slot.as_ref().and_then(|s| s.as_ref()).map_or(0, Prepared::byte_size);
         let made = self.run_on_own_kernels(n, peak, live, &mut |node, inputs, take| {
-            contraction::compute(op, node, inputs, take, slot.as_mut())
+            contraction::compute(op, node, inputs, take, slot.as_mut(), None)
         })?;
         let Some(Some(filters)) = slot else { return Ok(made) };
         let added = filters.byte_size() - before.min(filters.byte_size());
         self.resident += added;
         self.filters.insert(n, filters);
         Ok(made + added)
+    }
+
+    /// Runs contraction `n` with program `r` over each finished tile of its
+    /// result (operand `k` of `r`); the bytes it added. The program writes
+    /// over the result where the result dies at this step (and is no graph
+    /// output); otherwise the result is kept as a value too. Where the fast
+    /// kernels do not cover the contraction, or its result is not the size
+    /// `r` was bound for, the two run one after the other as unfused steps.
+    #[allow(clippy::too_many_arguments)]
+    fn run_fused(
+        &mut self,
+        n: NodeId,
+        op: ContractionOp,
+        r: &Ready,
+        k: usize,
+        step: usize,
+        peak: &mut u64,
+        live: u64,
+    ) -> Result<u64> {
+        let Schedule::Elementwise(order) = &r.schedule else { unreachable!("fusable() takes elementwise programs") };
+        let graph = self.frame.graph;
+        let node = &graph.nodes[n];
+        let result = node.outputs[0];
+        let unfused = |session: &mut Self, peak: &mut u64| -> Result<u64> {
+            let made = session.run_contraction(n, op, peak, live)?;
+            let after = match session.run_program(r, step)? {
+                Some(m) => m,
+                None => session.run_nodes(&r.program.nodes, peak, live + made)?,
+            };
+            Ok(made + after)
+        };
+        let mut srcs = Vec::with_capacity(r.operands.len());
+        for (i, &id) in r.operands.iter().enumerate() {
+            if i == k {
+                srcs.push(Src::F32(std::ptr::null()));
+                continue;
+            }
+            match (self.frame.values[idx(id)].as_ref(), r.program.operands[i].elem) {
+                (Some(Value::Tensor(Tensor { data: Data::F32(v), .. })), ElemType::Float)
+                    if v.len() == r.bound.operand_lens[i] =>
+                {
+                    srcs.push(Src::F32(v.as_ptr()))
+                }
+                (Some(Value::Tensor(Tensor { data: Data::Bool(v), .. })), ElemType::Bool)
+                    if v.len() == r.bound.operand_lens[i] =>
+                {
+                    srcs.push(Src::Bool(v.as_ptr()))
+                }
+                _ => return unfused(self, peak),
+            }
+        }
+        let dies = self.frees.get(step).is_some_and(|f| f.contains(&result));
+        let over = fused_post::writable_over(&r.program, &r.bound, k)
+            .filter(|&j| dies && self.frame.values[idx(r.outputs[j])].is_none());
+        let mut bufs: Vec<Option<Data>> = Vec::with_capacity(r.outputs.len());
+        let mut dsts = Vec::with_capacity(r.outputs.len());
+        for (j, out) in r.program.outputs.iter().enumerate() {
+            let len: usize = r.bound.output_shapes[j].iter().product();
+            if Some(j) == over {
+                dsts.push(Dst::F32(std::ptr::null_mut()));
+                bufs.push(None);
+                continue;
+            }
+            let mut data = match out.view.elem {
+                ElemType::Float => Data::F32(take_from(&mut self.pool, len)),
+                _ => Data::Bool(vec![false; len]),
+            };
+            dsts.push(match &mut data {
+                Data::F32(v) => Dst::F32(v.as_mut_ptr()),
+                Data::Bool(v) => Dst::Bool(v.as_mut_ptr()),
+                _ => unreachable!("made above"),
+            });
+            bufs.push(Some(data));
+        }
+        let post = fused_post::ProgramPost::new(&r.program, order, &r.bound, srcs, dsts, k, over, self.simd);
+        let weight = node.inputs.get(1).copied();
+        let constant = op == ContractionOp::Conv && weight.is_some_and(|w| self.initializer[idx(w)]);
+        let mut slot = constant.then(|| self.filters.remove(&n));
+        let before = slot.as_ref().and_then(|s| s.as_ref()).map_or(0, Prepared::byte_size);
+        let mut inputs = Vec::with_capacity(node.inputs.len());
+        for &v in &node.inputs {
+            match self.frame.values[idx(v)].as_ref() {
+                Some(Value::Tensor(t)) => inputs.push(Some(t)),
+                None if graph.value_name(v).is_empty() => inputs.push(None),
+                _ => break,
+            }
+        }
+        let computed = match inputs.len() == node.inputs.len() {
+            true => {
+                let pool = &mut self.pool;
+                contraction::compute(op, node, &inputs, &mut |len| take_from(pool, len), slot.as_mut(), Some(&post))
+            }
+            false => None,
+        };
+        drop(inputs);
+        let mut added = 0;
+        if let Some(Some(filters)) = slot {
+            added = filters.byte_size() - before.min(filters.byte_size());
+            self.resident += added;
+            self.filters.insert(n, filters);
+        }
+        let covered = computed.filter(|t| !post.overran() && t.data.len() == r.bound.operand_lens[k]);
+        drop(post);
+        let Some(t) = covered else {
+            for data in bufs.into_iter().flatten() {
+                self.recycle(Value::Tensor(Tensor { shape: Vec::new(), data }));
+            }
+            return Ok(added + unfused(self, peak)?);
+        };
+        let mut made = added;
+        let mut result_data = Some(t.data);
+        if over.is_none() {
+            let value = Value::Tensor(Tensor { shape: t.shape, data: result_data.take().expect("kept above") });
+            made += value.byte_size();
+            if let Some(old) = self.frame.values[idx(result)].replace(value) {
+                made -= old.byte_size();
+            }
+        }
+        for (j, data) in bufs.into_iter().enumerate() {
+            let shape = r.bound.output_shapes[j].clone();
+            let len: usize = shape.iter().product();
+            let mut data = match data {
+                Some(d) => d,
+                None => result_data.take().expect("one output is written over the result"),
+            };
+            if let Data::F32(v) = &mut data {
+                // SAFETY: the program wrote all `len` elements (its outputs are dense over its space, which the tiles covered).
+                unsafe { v.set_len(len) };
+            }
+            let value = Value::Tensor(Tensor { shape, data });
+            made += value.byte_size();
+            if let Some(old) = self.frame.values[idx(r.outputs[j])].replace(value) {
+                made -= old.byte_size();
+            }
+        }
+        *peak = (*peak).max(live + made);
+        Ok(made)
     }
 
     /// Runs node `n` on the session's own kernels ([`native`]); the bytes it added.
@@ -699,6 +856,24 @@ fn take_from(pool: &mut Vec<Vec<f32>>, len: usize) -> Vec<f32> {
     }
 }
 
+/// The operand of bound program `r` that is contraction result `result`,
+/// when the program can run over the contraction's tiles: elementwise, the
+/// result one operand only, read point for point
+/// ([`fused_post::reads_point_for_point`]), in rows long enough
+/// ([`fused_post::pays`]).
+fn fusable(r: &Ready, result: ValueId) -> Option<usize> {
+    if !matches!(r.schedule, Schedule::Elementwise(_)) {
+        return None;
+    }
+    let mut reading = (0..r.operands.len()).filter(|&k| r.operands[k] == result);
+    let k = reading.next()?;
+    (reading.next().is_none()
+        && r.program.operands[k].elem == ElemType::Float
+        && fused_post::reads_point_for_point(&r.bound, k)
+        && fused_post::pays(&r.bound))
+    .then_some(k)
+}
+
 /// Binds `p`, or `None` when the SIMD executor cannot run it.
 fn ready(model: &Model, p: &Program, value_of: &dyn Fn(&str) -> Option<i64>) -> Option<Ready> {
     let graph = model.main_graph()?;
@@ -730,6 +905,7 @@ fn step_nodes(s: &Planned) -> Vec<NodeId> {
         Planned::Program(r) => r.program.nodes.clone(),
         Planned::Nodes(n) => n.clone(),
         Planned::Contraction(n, _) | Planned::Native(n) => vec![*n],
+        Planned::Fused(n, _, r, _) => std::iter::once(*n).chain(r.program.nodes.iter().copied()).collect(),
     }
 }
 
@@ -746,9 +922,9 @@ fn step_reads(model: &Model, s: &Planned) -> Vec<ValueId> {
             }
         }
     }
-    if let Planned::Program(p) = s {
+    if let Planned::Program(p) | Planned::Fused(_, _, p, _) = s {
         for &id in &p.operands {
-            if !r.contains(&id) {
+            if !made.contains(&id) && !r.contains(&id) {
                 r.push(id);
             }
         }

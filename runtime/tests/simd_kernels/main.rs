@@ -15,7 +15,7 @@ mod pool;
 mod relayout;
 
 use diamond_runtime::simd::conv::{conv2d, Conv2d};
-use diamond_runtime::simd::epilogue::{Activation, Bias, Epilogue};
+use diamond_runtime::simd::epilogue::{Activation, Bias, Epilogue, Post, Tile};
 use diamond_runtime::simd::gemm::{batched_matmul, sgemm, MatRef};
 use diamond_runtime::SplitMix64;
 use oracle::{assert_close, int, ints, Net};
@@ -48,6 +48,40 @@ struct EpilogueSpec {
     bias: u8,
     activation: usize,
     residual: bool,
+    /// A [`Post`] (`y → 2y + mark(p)`, the stand-in for a fused program) over each finished tile.
+    post: bool,
+}
+
+/// A post that rewrites the element `y` at position `p` of the whole result
+/// as `2y + mark(p)`: missed, repeated, given a wrong position (`base`) or
+/// run before the element's final value, the result differs from the
+/// reference's followed by the same map.
+struct Doubling;
+
+/// What [`Doubling`] adds at position `p`.
+fn mark(p: usize) -> f32 {
+    (p % 7) as f32 * 0.25
+}
+
+impl Post for Doubling {
+    unsafe fn tile(&self, whole: *mut f32, base: usize, t: &Tile) {
+        for r in t.row0..t.row0 + t.rows {
+            for c in t.col0..t.col0 + t.cols {
+                let p = base + r * t.n + c;
+                let y = whole.add(p);
+                *y = 2.0 * *y + mark(p);
+            }
+        }
+    }
+}
+
+/// The reference's result `want` followed by the post, when the spec has one.
+fn posted(spec: &EpilogueSpec, want: Vec<f64>) -> Vec<f64> {
+    if spec.post {
+        want.into_iter().enumerate().map(|(p, y)| 2.0 * y + f64::from(mark(p))).collect()
+    } else {
+        want
+    }
 }
 
 fn epilogue_spec() -> impl Strategy<Value = EpilogueSpec> {
@@ -57,13 +91,15 @@ fn epilogue_spec() -> impl Strategy<Value = EpilogueSpec> {
         0u8..5,
         0..ACTIVATIONS.len(),
         any::<bool>(),
+        any::<bool>(),
     )
-        .prop_map(|(alpha, beta, bias, activation, residual)| EpilogueSpec {
+        .prop_map(|(alpha, beta, bias, activation, residual, post)| EpilogueSpec {
             alpha,
             beta,
             bias,
             activation,
             residual,
+            post,
         })
 }
 
@@ -93,6 +129,8 @@ impl EpilogueData {
             beta: spec.beta,
             activation: ACTIVATIONS[spec.activation],
             residual: spec.residual.then_some(&self.residual[..]),
+            post: spec.post.then_some(&Doubling as &dyn Post),
+            base: 0,
         }
     }
 }
@@ -166,7 +204,7 @@ fn check_sgemm(m: usize, k: usize, n: usize, layouts: (Layout, Layout), spec: &E
         _ => vec![m, n],
     };
     let out = net.epilogue(&product, &[m, n], &ep, &bias_shape);
-    let want = net.run(&out);
+    let want = posted(spec, net.run(&out));
     assert_close(&got, &want, k, &format!("sgemm {m}×{k}×{n} {layouts:?} {spec:?}"));
 }
 
@@ -245,7 +283,7 @@ fn check_batched(
         _ => out_shape.clone(),
     };
     let out = net.epilogue(&product, &out_shape, &ep, &bias_shape);
-    let want = net.run(&out);
+    let want = posted(&spec, net.run(&out));
     assert_close(&got, &want, k, &format!("batched {a_shape:?} × {b_shape:?} {spec:?}"));
 }
 
@@ -340,7 +378,7 @@ fn check_conv(spec: &ConvSpec, ep_spec: &EpilogueSpec, seed: u64) {
         _ => out_shape.to_vec(),
     };
     let out = net.epilogue(&product, &out_shape, &ep, &bias_shape);
-    let want = net.run(&out);
+    let want = posted(ep_spec, net.run(&out));
     assert_close(&got, &want, spec.group_in * p.kh * p.kw, &format!("{p:?} {ep_spec:?}"));
 }
 
@@ -424,7 +462,7 @@ fn on_threads(threads: usize, f: impl FnOnce() + Send) {
 
 #[test]
 fn large_products_cut_into_tiles_match_the_reference_on_one_and_several_threads() {
-    let full = EpilogueSpec { alpha: 0.5, beta: 2.0, bias: 3, activation: 9, residual: true };
+    let full = EpilogueSpec { alpha: 0.5, beta: 2.0, bias: 3, activation: 9, residual: true, post: true };
     let per_row = EpilogueSpec { bias: 2, activation: 1, ..full };
     for threads in [1, 3] {
         on_threads(threads, || {
@@ -463,7 +501,7 @@ fn large_products_cut_into_tiles_match_the_reference_on_one_and_several_threads(
 /// these rows.
 #[test]
 fn column_strided_wide_outputs_match_the_reference() {
-    let ep = EpilogueSpec { alpha: 1.0, beta: 1.0, bias: 2, activation: 1, residual: false };
+    let ep = EpilogueSpec { alpha: 1.0, beta: 1.0, bias: 2, activation: 1, residual: false, post: true };
     let conv1 = ConvSpec {
         n: 2,
         group: 1,
