@@ -150,25 +150,29 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         .num_threads(threads)
         .build()
         .map_err(|e| bad(format!("cannot start {threads} threads: {e}")))?;
+    // The pool's other threads spin for the whole loop, between runs too
+    // (as onnxruntime's spin between its parallel sections).
     let (latency, last) = pool
         .install(|| {
-            let mut times = Vec::with_capacity(args.runs);
-            let mut last = None;
-            for i in 0..args.warmup + args.runs {
-                if i == args.warmup && args.profile {
-                    if let Prepared::Simd(session) = &mut prepared {
-                        session.start_profiling();
+            diamond_runtime::simd::hot_pool::while_hot(|| {
+                let mut times = Vec::with_capacity(args.runs);
+                let mut last = None;
+                for i in 0..args.warmup + args.runs {
+                    if i == args.warmup && args.profile {
+                        if let Prepared::Simd(session) = &mut prepared {
+                            session.start_profiling();
+                        }
                     }
+                    let inputs = fed.clone();
+                    let start = Instant::now();
+                    let measured = execute(&mut prepared, &model, &plan, inputs)?;
+                    if i >= args.warmup {
+                        times.push(start.elapsed());
+                    }
+                    last = Some(measured);
                 }
-                let inputs = fed.clone();
-                let start = Instant::now();
-                let measured = execute(&mut prepared, &model, &plan, inputs)?;
-                if i >= args.warmup {
-                    times.push(start.elapsed());
-                }
-                last = Some(measured);
-            }
-            Ok::<_, RunError>((Latency::of(times), last.expect("at least one run")))
+                Ok::<_, RunError>((Latency::of(times), last.expect("at least one run")))
+            })
         })
         .map_err(refused)?;
     #[cfg(feature = "tract")]

@@ -9,9 +9,18 @@
 //! While the run lasts, each other thread of the pool runs a helper that
 //! takes any pending work of the pool (`rayon::yield_now`) and otherwise
 //! spins, so a step's parallel loop finds them ready. The helpers stop
-//! when the run ends (or unwinds).
+//! when the run ends (or unwinds). A caller that runs a session many times
+//! in a row (`diamond bench`) wraps the whole loop, so that the first steps
+//! of each run do not wait for the helpers to wake either; the sessions'
+//! own calls inside it then run plainly.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+thread_local! {
+    /// Whether this thread is inside [`while_hot`] (its helpers already spin).
+    static HOT: Cell<bool> = const { Cell::new(false) };
+}
 
 /// Runs `f` with the current pool's other threads kept busy-waiting for its
 /// parallel work; plainly when the caller is not on a pool's thread or the
@@ -19,9 +28,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub fn while_hot<R>(f: impl FnOnce() -> R) -> R {
     let threads = rayon::current_num_threads();
     let Some(me) = rayon::current_thread_index() else { return f() };
-    if threads < 2 {
+    if threads < 2 || HOT.with(Cell::get) {
         return f();
     }
+    HOT.with(|h| h.set(true));
     let done = AtomicBool::new(false);
     rayon::in_place_scope(|s| {
         for _ in 1..threads {
@@ -44,6 +54,7 @@ pub fn while_hot<R>(f: impl FnOnce() -> R) -> R {
         impl Drop for Stop<'_> {
             fn drop(&mut self) {
                 self.0.store(true, Ordering::Release);
+                HOT.with(|h| h.set(false));
             }
         }
         let _stop = Stop(&done);
