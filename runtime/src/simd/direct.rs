@@ -418,11 +418,18 @@ fn run<const L: usize, const C: usize, const V: usize>(
         // SAFETY: the tile is this unit's own, inside `out`.
         unsafe { ep.shifted(channel, offset).apply_tile(out.at(offset), &tile) };
     };
+    // Each unit's accumulator rows and local phases in buffers its thread
+    // keeps: fresh ones per call (or per rayon split) were zeroed, and
+    // freshly mapped, every time (SqueezeNet's first convolution: 394 KB a unit).
+    let run_unit = |unit: usize| {
+        let mut scratch = UNIT_SCRATCH.with(|c| c.take());
+        one(&mut scratch, unit);
+        UNIT_SCRATCH.with(|c| c.set(scratch));
+    };
     if parallel {
-        (0..units * bands).into_par_iter().for_each_init(Default::default, |scratch, unit| one(scratch, unit));
+        (0..units * bands).into_par_iter().for_each(run_unit);
     } else {
-        let mut scratch = Default::default();
-        (0..units * bands).for_each(|unit| one(&mut scratch, unit));
+        (0..units * bands).for_each(run_unit);
     }
     SCRATCH.with(|b| b.set(Scratch { phases, packed, taps }));
 }
@@ -441,6 +448,8 @@ struct Scratch {
 thread_local! {
     /// The scratch of the last direct convolution this thread ran.
     static SCRATCH: std::cell::Cell<Scratch> = std::cell::Cell::new(Scratch::default());
+    /// The last unit's accumulator rows and local phase planes on this thread.
+    static UNIT_SCRATCH: std::cell::Cell<(Vec<f32>, Vec<f32>)> = const { std::cell::Cell::new((Vec::new(), Vec::new())) };
 }
 
 /// One block of `C` output channels over `span`, into `wide` (`C` rows of
