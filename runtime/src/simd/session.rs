@@ -604,23 +604,13 @@ impl<'m> Session<'m> {
                 made -= old.byte_size();
             }
         }
-        for (j, data) in bufs.into_iter().enumerate() {
-            let shape = r.bound.output_shapes[j].clone();
-            let len: usize = shape.iter().product();
-            let mut data = match data {
-                Some(d) => d,
-                None => result_data.take().expect("one output is written over the result"),
-            };
-            if let Data::F32(v) = &mut data {
-                // SAFETY: the program wrote all `len` elements (its outputs are dense over its space, which the tiles covered).
-                unsafe { v.set_len(len) };
-            }
-            let value = Value::Tensor(Tensor { shape, data });
-            made += value.byte_size();
-            if let Some(old) = self.frame.values[idx(r.outputs[j])].replace(value) {
-                made -= old.byte_size();
-            }
-        }
+        let written = bufs.into_iter().map(|data| match data {
+            Some(d) => d,
+            None => result_data.take().expect("one output is written over the result"),
+        });
+        // SAFETY: the program wrote every element of its outputs (they are
+        // dense over its space, which the tiles covered).
+        made += unsafe { self.hold_outputs(r, written) };
         *peak = (*peak).max(live + made);
         Ok(made)
     }
@@ -746,12 +736,24 @@ impl<'m> Session<'m> {
                 Schedule::Reduce(phases) => reduce::run(&r.program, phases, &r.bound, &srcs, &dsts, self.simd),
             }
         }
+        // SAFETY: the program wrote every element of its outputs.
+        let made = unsafe { self.hold_outputs(r, bufs.into_iter()) };
+        Ok(Some(made.saturating_sub(donated)))
+    }
+
+    /// Holds `data` (one buffer per output of program `r`, in order) as the
+    /// outputs' values, each `f32` buffer's length set to its output's
+    /// size; the bytes added.
+    ///
+    /// # Safety
+    /// Each `f32` buffer has its output's elements written.
+    unsafe fn hold_outputs(&mut self, r: &Ready, data: impl Iterator<Item = Data>) -> u64 {
         let mut made = 0;
-        for (j, mut data) in bufs.into_iter().enumerate() {
+        for (j, mut data) in data.enumerate() {
             let shape = r.bound.output_shapes[j].clone();
             let len: usize = shape.iter().product();
             if let Data::F32(v) = &mut data {
-                // SAFETY: the program wrote all `len` elements.
+                // SAFETY: the caller's promise.
                 unsafe { v.set_len(len) };
             }
             let value = Value::Tensor(Tensor { shape, data });
@@ -760,7 +762,7 @@ impl<'m> Session<'m> {
                 made -= old.byte_size();
             }
         }
-        Ok(Some(made.saturating_sub(donated)))
+        made
     }
 
     /// The operand of elementwise program `r` whose buffer output `j` can
