@@ -152,39 +152,39 @@ impl<'m> Session<'m> {
         }
         let mut coverage = Coverage::default();
         let mut steps = Vec::new();
-        let plan_program =
-            |p: &Program, steps: &mut Vec<Planned>, coverage: &mut Coverage| match ready(model, p, &value_of) {
-                Some(r) => {
-                    coverage.programs += 1;
-                    coverage.fused_nodes += p.nodes.len();
-                    steps.push(Planned::Program(Box::new(r)));
-                }
-                None => {
-                    coverage.reference_nodes += p.nodes.len();
-                    steps.push(Planned::Nodes(p.nodes.clone()));
-                }
-            };
+        // A program bound (`Some`) runs as a step; else its nodes, on the reference kernels.
+        let place_program = |p: &Program, r: Option<Ready>, steps: &mut Vec<Planned>, coverage: &mut Coverage| match r {
+            Some(r) => {
+                coverage.programs += 1;
+                coverage.fused_nodes += p.nodes.len();
+                steps.push(Planned::Program(Box::new(r)));
+            }
+            None => {
+                coverage.reference_nodes += p.nodes.len();
+                steps.push(Planned::Nodes(p.nodes.clone()));
+            }
+        };
         for step in &lowered.steps {
             match step {
-                Step::Program(p) => plan_program(p, &mut steps, &mut coverage),
+                Step::Program(p) => place_program(p, ready(model, p, &value_of), &mut steps, &mut coverage),
                 Step::Contraction(c) => {
                     coverage.contractions += 1;
                     let result = graph.nodes[c.node].outputs.first().copied();
-                    let fused = c.epilogue.as_ref().and_then(|e| {
-                        let r = ready(model, e, &value_of)?;
-                        let k = fusable(&r, result?)?;
-                        Some((r, k))
-                    });
-                    match fused {
-                        Some((r, k)) => {
+                    let epilogue = c.epilogue.as_ref().map(|e| (e, ready(model, e, &value_of)));
+                    let k = match (&epilogue, result) {
+                        (Some((_, Some(r))), Some(result)) => fusable(r, result),
+                        _ => None,
+                    };
+                    match (k, epilogue) {
+                        (Some(k), Some((_, Some(r)))) => {
                             coverage.programs += 1;
                             coverage.fused_nodes += r.program.nodes.len();
                             steps.push(Planned::Fused(c.node, c.op, Box::new(r), k));
                         }
-                        None => {
+                        (_, epilogue) => {
                             steps.push(Planned::Contraction(c.node, c.op));
-                            if let Some(e) = &c.epilogue {
-                                plan_program(e, &mut steps, &mut coverage);
+                            if let Some((e, r)) = epilogue {
+                                place_program(e, r, &mut steps, &mut coverage);
                             }
                         }
                     }
@@ -474,18 +474,52 @@ impl<'m> Session<'m> {
     /// A convolution whose weight is constant keeps what the kernels derive
     /// from it ([`Prepared`]) from run to run, resident like the weight.
     fn run_contraction(&mut self, n: NodeId, op: ContractionOp, peak: &mut u64, live: u64) -> Result<u64> {
-        let weight = self.frame.graph.nodes[n].inputs.get(1).copied();
-        let constant = op == ContractionOp::Conv && weight.is_some_and(|w| self.initializer[idx(w)]);
-        let mut slot = constant.then(|| self.filters.remove(&n));
-        let before = slot.as_ref().and_then(|s| s.as_ref()).map_or(0, Prepared::byte_size);
+        let (mut slot, before) = self.take_filters(n, op);
         let made = self.run_on_own_kernels(n, peak, live, &mut |node, inputs, take| {
             contraction::compute(op, node, inputs, take, slot.as_mut(), None)
         })?;
-        let Some(Some(filters)) = slot else { return Ok(made) };
+        Ok(made + self.keep_filters(n, slot, before))
+    }
+
+    /// For a convolution with a constant weight, the slot of what its
+    /// kernels derive from the weight ([`Prepared`], taken out of the
+    /// session for the call) and the bytes it held; `None` otherwise.
+    fn take_filters(&mut self, n: NodeId, op: ContractionOp) -> (Option<Option<Prepared>>, u64) {
+        let weight = self.frame.graph.nodes[n].inputs.get(1).copied();
+        let constant = op == ContractionOp::Conv && weight.is_some_and(|w| self.initializer[idx(w)]);
+        let slot = constant.then(|| self.filters.remove(&n));
+        let before = slot.as_ref().and_then(|s| s.as_ref()).map_or(0, Prepared::byte_size);
+        (slot, before)
+    }
+
+    /// Puts back what [`Self::take_filters`] took (now filled, if the call
+    /// derived it), held like the weight; the bytes it grew by.
+    fn keep_filters(&mut self, n: NodeId, slot: Option<Option<Prepared>>, before: u64) -> u64 {
+        let Some(Some(filters)) = slot else { return 0 };
         let added = filters.byte_size() - before.min(filters.byte_size());
         self.resident += added;
         self.filters.insert(n, filters);
-        Ok(made + added)
+        added
+    }
+
+    /// Where each operand of program `r` lies (operand `skip`, if any, a
+    /// null placeholder), or `None` when one is missing or not what `r`
+    /// was bound for.
+    fn operand_srcs(&self, r: &Ready, skip: Option<usize>) -> Option<Vec<Src>> {
+        let mut srcs = Vec::with_capacity(r.operands.len());
+        for (k, &id) in r.operands.iter().enumerate() {
+            if Some(k) == skip {
+                srcs.push(Src::F32(std::ptr::null()));
+                continue;
+            }
+            let Some(Value::Tensor(t)) = self.frame.values[idx(id)].as_ref() else { return None };
+            srcs.push(match (&t.data, r.program.operands[k].elem) {
+                (Data::F32(v), ElemType::Float) if v.len() == r.bound.operand_lens[k] => Src::F32(v.as_ptr()),
+                (Data::Bool(v), ElemType::Bool) if v.len() == r.bound.operand_lens[k] => Src::Bool(v.as_ptr()),
+                _ => return None,
+            });
+        }
+        Some(srcs)
     }
 
     /// Runs contraction `n` with program `r` over each finished tile of its
@@ -517,26 +551,7 @@ impl<'m> Session<'m> {
             };
             Ok(made + after)
         };
-        let mut srcs = Vec::with_capacity(r.operands.len());
-        for (i, &id) in r.operands.iter().enumerate() {
-            if i == k {
-                srcs.push(Src::F32(std::ptr::null()));
-                continue;
-            }
-            match (self.frame.values[idx(id)].as_ref(), r.program.operands[i].elem) {
-                (Some(Value::Tensor(Tensor { data: Data::F32(v), .. })), ElemType::Float)
-                    if v.len() == r.bound.operand_lens[i] =>
-                {
-                    srcs.push(Src::F32(v.as_ptr()))
-                }
-                (Some(Value::Tensor(Tensor { data: Data::Bool(v), .. })), ElemType::Bool)
-                    if v.len() == r.bound.operand_lens[i] =>
-                {
-                    srcs.push(Src::Bool(v.as_ptr()))
-                }
-                _ => return unfused(self, peak),
-            }
-        }
+        let Some(srcs) = self.operand_srcs(r, Some(k)) else { return unfused(self, peak) };
         let dies = self.frees.get(step).is_some_and(|f| f.contains(&result));
         let over = fused_post::writable_over(&r.program, &r.bound, k)
             .filter(|&j| dies && self.frame.values[idx(r.outputs[j])].is_none());
@@ -561,32 +576,12 @@ impl<'m> Session<'m> {
             bufs.push(Some(data));
         }
         let post = fused_post::ProgramPost::new(&r.program, order, &r.bound, srcs, dsts, k, over, self.simd);
-        let weight = node.inputs.get(1).copied();
-        let constant = op == ContractionOp::Conv && weight.is_some_and(|w| self.initializer[idx(w)]);
-        let mut slot = constant.then(|| self.filters.remove(&n));
-        let before = slot.as_ref().and_then(|s| s.as_ref()).map_or(0, Prepared::byte_size);
-        let mut inputs = Vec::with_capacity(node.inputs.len());
-        for &v in &node.inputs {
-            match self.frame.values[idx(v)].as_ref() {
-                Some(Value::Tensor(t)) => inputs.push(Some(t)),
-                None if graph.value_name(v).is_empty() => inputs.push(None),
-                _ => break,
-            }
-        }
-        let computed = match inputs.len() == node.inputs.len() {
-            true => {
-                let pool = &mut self.pool;
-                contraction::compute(op, node, &inputs, &mut |len| take_from(pool, len), slot.as_mut(), Some(&post))
-            }
-            false => None,
-        };
-        drop(inputs);
-        let mut added = 0;
-        if let Some(Some(filters)) = slot {
-            added = filters.byte_size() - before.min(filters.byte_size());
-            self.resident += added;
-            self.filters.insert(n, filters);
-        }
+        let (mut slot, before) = self.take_filters(n, op);
+        let computed = node_inputs(&self.frame, node).and_then(|inputs| {
+            let pool = &mut self.pool;
+            contraction::compute(op, node, &inputs, &mut |len| take_from(pool, len), slot.as_mut(), Some(&post))
+        });
+        let added = self.keep_filters(n, slot, before);
         let covered = computed.filter(|t| !post.overran() && t.data.len() == r.bound.operand_lens[k]);
         drop(post);
         let Some(t) = covered else {
@@ -665,16 +660,8 @@ impl<'m> Session<'m> {
     /// pool), or on the reference kernels where `compute` does not cover it;
     /// the bytes it added.
     fn run_on_own_kernels(&mut self, n: NodeId, peak: &mut u64, live: u64, compute: &mut OwnKernel<'_>) -> Result<u64> {
-        let graph = self.frame.graph;
-        let node = &graph.nodes[n];
-        let mut inputs = Vec::with_capacity(node.inputs.len());
-        for &v in &node.inputs {
-            match self.frame.values[idx(v)].as_ref() {
-                Some(Value::Tensor(t)) => inputs.push(Some(t)),
-                None if graph.value_name(v).is_empty() => inputs.push(None),
-                _ => return self.run_nodes(&[n], peak, live),
-            }
-        }
+        let node = &self.frame.graph.nodes[n];
+        let Some(inputs) = node_inputs(&self.frame, node) else { return self.run_nodes(&[n], peak, live) };
         let pool = &mut self.pool;
         let Some(t) = compute(node, &inputs, &mut |len| take_from(pool, len)) else {
             return self.run_nodes(&[n], peak, live);
@@ -690,16 +677,7 @@ impl<'m> Session<'m> {
     /// Runs a bound program; `None` when its operands are not what it was
     /// bound for (the caller runs its nodes instead).
     fn run_program(&mut self, r: &Ready, step: usize) -> Result<Option<u64>> {
-        let mut srcs = Vec::with_capacity(r.operands.len());
-        for (k, &id) in r.operands.iter().enumerate() {
-            let Some(Value::Tensor(t)) = self.frame.values[idx(id)].as_ref() else { return Ok(None) };
-            let src = match (&t.data, r.program.operands[k].elem) {
-                (Data::F32(v), ElemType::Float) if v.len() == r.bound.operand_lens[k] => Src::F32(v.as_ptr()),
-                (Data::Bool(v), ElemType::Bool) if v.len() == r.bound.operand_lens[k] => Src::Bool(v.as_ptr()),
-                _ => return Ok(None),
-            };
-            srcs.push(src);
-        }
+        let Some(srcs) = self.operand_srcs(r, None) else { return Ok(None) };
         let mut bufs: Vec<Data> = Vec::with_capacity(r.outputs.len());
         let mut dsts = Vec::with_capacity(r.outputs.len());
         let (mut donors, mut donated) = (Vec::new(), 0u64);
@@ -820,6 +798,19 @@ impl<'m> Session<'m> {
             }
         }
     }
+}
+
+/// Node `node`'s input tensors in `frame` (`None` where an input is
+/// omitted), or `None` when one is not a tensor that is there.
+fn node_inputs<'f>(frame: &'f Frame<'_>, node: &diamond_ir::Node) -> Option<Vec<Option<&'f Tensor>>> {
+    node.inputs
+        .iter()
+        .map(|&v| match frame.values[idx(v)].as_ref() {
+            Some(Value::Tensor(t)) => Some(Some(t)),
+            None if frame.graph.value_name(v).is_empty() => Some(None),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The output of a Shape node whose input's shape `plan` fixes (the
