@@ -226,8 +226,8 @@ fn place(cx: &Cx<'_>, n: NodeId, reads: &[ValueId]) -> Placed {
     }
 }
 
-/// Makes an elementwise group the epilogue of the contraction whose
-/// result only its first node reads.
+/// Makes an elementwise group the epilogue of the contraction whose result
+/// only the group's nodes read, its first node among them.
 fn attach_epilogues(
     model: &Model,
     a: &Analysis,
@@ -244,10 +244,11 @@ fn attach_epilogues(
         }
         let Some(readers) = a.consumers.get(&v) else { continue };
         let Some(&first) = readers.first() else { continue };
-        if readers.iter().any(|&r| r != first) {
+        let Some(&g) = group_of.get(&first) else { continue };
+        // every reader in the one group (SiLU's Sigmoid and Mul both read it)
+        if readers.iter().any(|r| group_of.get(r) != Some(&g)) {
             continue;
         }
-        let Some(&g) = group_of.get(&first) else { continue };
         let Kind::Fused(group, None) = &kinds[g] else { continue };
         if !group.reduce.is_empty() || group.nodes.first() != Some(&first) {
             continue;

@@ -10,7 +10,7 @@
 //! the reference kernels, as before.
 
 use super::conv::{conv2d_keeping, Conv2d, Prepared};
-use super::epilogue::{Bias, Epilogue, Post};
+use super::epilogue::{Bias, Epilogue};
 use super::gemm::{batched_matmul, sgemm, MatRef};
 use crate::kernel::ContractionOp;
 use crate::tensor::{Data, Tensor};
@@ -53,17 +53,17 @@ fn ints_attr(node: &Node, name: &str) -> Option<Option<Vec<i64>>> {
 /// empty buffer with room for the given number of floats: a reused
 /// allocation), or `None` when the fast kernels do not cover it.
 /// `kept`: where a convolution with a constant weight keeps what it derives
-/// from the weight between calls ([`conv2d_keeping`]). `post`: run over
-/// each finished tile of the result (the epilogue's last part).
+/// from the weight between calls ([`conv2d_keeping`]). `ep`: what follows
+/// the product (activations, residual, a [`Post`](super::epilogue::Post)
+/// over each finished tile); the node's own scale and bias are added to it.
 pub(crate) fn compute(
     op: ContractionOp,
     node: &Node,
     inputs: &[Option<&Tensor>],
     take: Take<'_>,
     kept: Option<&mut Option<Prepared>>,
-    post: Option<&dyn Post>,
+    ep: Epilogue,
 ) -> Option<Tensor> {
-    let ep = Epilogue { post, ..Epilogue::default() };
     match op {
         ContractionOp::MatMul => matmul(inputs, take, ep),
         ContractionOp::Gemm => gemm(node, inputs, take, ep),

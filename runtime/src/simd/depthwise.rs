@@ -188,7 +188,10 @@ mod blocked {
             let mut x = 0;
             if lanes == LANES {
                 while x + LANES <= p.w {
-                    let from: [&[f32]; LANES] = std::array::from_fn(|j| &src[j * hw + y * p.w + x..][..LANES]);
+                    let mut from: [&[f32]; LANES] = [&[]; LANES];
+                    for (j, f) in from.iter_mut().enumerate() {
+                        *f = &src[j * hw + y * p.w + x..][..LANES];
+                    }
                     transpose8(from, &mut inputs[row + x * LANES..][..LANES * LANES]);
                     x += LANES;
                 }
@@ -213,7 +216,10 @@ mod blocked {
         let mut q = 0;
         let mut block = [0f32; LANES * LANES];
         while q + LANES <= plane {
-            let from: [&[f32]; LANES] = std::array::from_fn(|u| &results[(q + u) * LANES..][..LANES]);
+            let mut from: [&[f32]; LANES] = [&[]; LANES];
+            for (u, f) in from.iter_mut().enumerate() {
+                *f = &results[(q + u) * LANES..][..LANES];
+            }
             transpose8(from, &mut block);
             for (j, out) in dst.chunks_mut(plane).enumerate().take(lanes) {
                 out[q..q + LANES].copy_from_slice(&block[j * LANES..][..LANES]);
@@ -309,7 +315,14 @@ mod blocked {
     unsafe fn transpose8(from: [&[f32]; LANES], to: &mut [f32]) {
         use std::arch::x86_64::*;
         assert!(to.len() >= LANES * LANES && from.iter().all(|r| r.len() >= LANES));
-        let r: [__m256; LANES] = std::array::from_fn(|j| _mm256_loadu_ps(from[j].as_ptr()));
+        // no `array::from_fn` here: its closure, compiled for AVX2 and called
+        // from code that is not, was left a call per row (returning a vector
+        // through memory) when the inliner decided differently, which made
+        // EfficientNet's depthwise layers twice as slow
+        let mut r = [_mm256_setzero_ps(); LANES];
+        for (j, v) in r.iter_mut().enumerate() {
+            *v = _mm256_loadu_ps(from[j].as_ptr());
+        }
         let lo = |a, b| _mm256_unpacklo_ps(a, b);
         let hi = |a, b| _mm256_unpackhi_ps(a, b);
         let (t0, t1, t2, t3) = (lo(r[0], r[1]), hi(r[0], r[1]), lo(r[2], r[3]), hi(r[2], r[3]));

@@ -1,11 +1,11 @@
 //! What a GEMM or convolution does to its product before it is stored:
-//! `y = activation(alpha · (A·B) + beta · bias) + residual`. The kernels
-//! apply it per tile of C right after that tile's product, while the tile
-//! is in cache: the bias is written into the tile first and the product
-//! accumulated onto it (so the GEMM reads it for free), then activation and
-//! residual run over the tile's rows, and last a [`Post`] (an elementwise
-//! program fused after the contraction) over the same rows, while they are
-//! still in cache.
+//! `y = after(activation(alpha · (A·B) + beta · bias) + residual)`. The
+//! kernels apply it per tile of C right after that tile's product, while the
+//! tile is in cache: the bias is written into the tile first and the product
+//! accumulated onto it (so the GEMM reads it for free), then activation,
+//! residual and the second activation run over the tile's rows, and last a
+//! [`Post`] (an elementwise program fused after the contraction) over the
+//! same rows, while they are still in cache.
 
 use super::activation;
 
@@ -42,6 +42,8 @@ pub enum Activation {
     GeluTanh,
     /// `x · sigmoid(x)` (Swish with alpha 1).
     Silu,
+    /// `x · clip(x / 6 + 1/2, 0, 1)`.
+    HardSwish,
 }
 
 /// The bias added to the scaled product, broadcast over C (m×n, row-major).
@@ -85,6 +87,8 @@ pub struct Epilogue<'a> {
     pub activation: Activation,
     /// Added after the activation, in C's layout.
     pub residual: Option<&'a [f32]>,
+    /// Applied after the residual (a ResNet block's `Relu(conv + x)`).
+    pub after: Activation,
     /// Run last over each finished tile.
     pub post: Option<&'a dyn Post>,
     /// Where C's first element lies in the whole result (what [`Self::shifted`] added up).
@@ -99,6 +103,7 @@ impl std::fmt::Debug for Epilogue<'_> {
             .field("beta", &self.beta)
             .field("activation", &self.activation)
             .field("residual", &self.residual.map(<[f32]>::len))
+            .field("after", &self.after)
             .field("post", &self.post.is_some())
             .field("base", &self.base)
             .finish()
@@ -106,7 +111,7 @@ impl std::fmt::Debug for Epilogue<'_> {
 }
 
 impl Default for Epilogue<'_> {
-    /// The plain product: alpha 1, no bias, no activation, no residual.
+    /// The plain product: alpha 1, no bias, no activations, no residual.
     fn default() -> Self {
         Epilogue {
             alpha: 1.0,
@@ -114,6 +119,7 @@ impl Default for Epilogue<'_> {
             beta: 1.0,
             activation: Activation::None,
             residual: None,
+            after: Activation::None,
             post: None,
             base: 0,
         }
@@ -181,19 +187,24 @@ impl<'a> Epilogue<'a> {
         }
     }
 
-    /// The activation and the residual over a tile that already holds `alpha · product + beta · bias`.
+    /// The activations and the residual over a tile that already holds `alpha · product + beta · bias`.
     ///
     /// # Safety
     /// As for [`Self::prefill`].
     pub(crate) unsafe fn finish(&self, c: *mut f32, t: &Tile) {
-        if !matches!(self.activation, Activation::None) || self.residual.is_some() {
-            for r in t.row0..t.row0 + t.rows {
-                let row = row_of(c, t, r);
+        let none = |a: &Activation| matches!(a, Activation::None);
+        if !none(&self.activation) || self.residual.is_some() || !none(&self.after) {
+            // Whole rows follow one another: one span (a convolution over a
+            // 1×1 plane has rows of one element).
+            let (spans, span) = if t.cols == t.n { (1, t.rows * t.n) } else { (t.rows, t.cols) };
+            for i in 0..spans {
+                let start = (t.row0 + i) * t.n + t.col0;
+                let row = std::slice::from_raw_parts_mut(c.add(start), span);
                 activation::apply(&self.activation, row);
                 if let Some(res) = self.residual {
-                    let start = r * t.n + t.col0;
-                    row.iter_mut().zip(&res[start..start + t.cols]).for_each(|(y, x)| *y += x);
+                    row.iter_mut().zip(&res[start..start + span]).for_each(|(y, x)| *y += x);
                 }
+                activation::apply(&self.after, row);
             }
         }
         if let Some(post) = self.post {

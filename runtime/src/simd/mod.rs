@@ -31,6 +31,7 @@ pub mod direct;
 pub mod elementwise;
 pub mod epilogue;
 pub mod few_rows;
+pub mod fold;
 pub mod fused_post;
 pub mod gemm;
 pub mod hot_pool;

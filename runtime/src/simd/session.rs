@@ -13,6 +13,8 @@
 
 use super::bind::{bind, Bound};
 use super::conv::Prepared;
+use super::epilogue::Epilogue;
+use super::fold::{fold, Fold};
 use super::profile::{first_names, op_list, StepKind, StepTime};
 use super::tile::{Dst, Src};
 use super::{contraction, elementwise, fused_post, hot_pool, native, reduce, relayout, Options};
@@ -65,6 +67,11 @@ pub(crate) enum Planned {
     /// contraction's kernels over each finished tile ([`fused_post`]); the
     /// program's operand `.3` is the contraction's result.
     Fused(NodeId, ContractionOp, Box<Ready>, usize),
+    /// A contraction node and the elementwise program after it that is
+    /// part of the contraction's epilogue ([`fold`]): the program's output
+    /// takes the result's buffer. Where the result outlives the step, as
+    /// [`Planned::Fused`] when `.5` (fusing pays), else as two steps.
+    Folded(NodeId, ContractionOp, Box<Ready>, usize, Fold, bool),
     /// A node no program expresses, on the session's own kernels
     /// ([`native`]; the reference kernels when they do not cover it).
     Native(NodeId),
@@ -171,11 +178,17 @@ impl<'m> Session<'m> {
                     coverage.contractions += 1;
                     let result = graph.nodes[c.node].outputs.first().copied();
                     let epilogue = c.epilogue.as_ref().map(|e| (e, ready(model, e, &value_of)));
-                    let k = match (&epilogue, result) {
-                        (Some((_, Some(r))), Some(result)) => fusable(r, result),
-                        _ => None,
+                    let (k, folded) = match (&epilogue, result) {
+                        (Some((_, Some(r))), Some(result)) => (fusable(r, result), foldable(r, result)),
+                        _ => (None, None),
                     };
                     match (k, epilogue) {
+                        (_, Some((_, Some(r)))) if folded.is_some() => {
+                            let (k_result, f) = folded.expect("tested");
+                            coverage.programs += 1;
+                            coverage.fused_nodes += r.program.nodes.len();
+                            steps.push(Planned::Folded(c.node, c.op, Box::new(r), k_result, f, k.is_some()));
+                        }
                         (Some(k), Some((_, Some(r)))) => {
                             coverage.programs += 1;
                             coverage.fused_nodes += r.program.nodes.len();
@@ -342,7 +355,7 @@ impl<'m> Session<'m> {
                 let kind = match step {
                     Planned::Program(r) if r.program.reduce.is_empty() => StepKind::Elementwise,
                     Planned::Program(_) => StepKind::Reduction,
-                    Planned::Contraction(..) | Planned::Fused(..) => StepKind::Contraction,
+                    Planned::Contraction(..) | Planned::Fused(..) | Planned::Folded(..) => StepKind::Contraction,
                     Planned::Native(_) => StepKind::Native,
                     Planned::Nodes(_) => StepKind::Reference,
                 };
@@ -431,6 +444,9 @@ impl<'m> Session<'m> {
                 Planned::Nodes(nodes) => self.run_nodes(nodes, peak, *live)?,
                 Planned::Contraction(node, op) => self.run_contraction(*node, *op, peak, *live)?,
                 Planned::Fused(node, op, r, k) => self.run_fused(*node, *op, r, *k, s, peak, *live)?,
+                Planned::Folded(node, op, r, k, f, pays) => {
+                    self.run_folded(*node, *op, (r, *k), (*f, *pays), s, peak, *live)?
+                }
                 Planned::Native(node) => self.run_native(*node, s, peak, *live)?,
             };
             if let (Some(start), Some(times)) = (start, self.times.as_mut()) {
@@ -476,7 +492,7 @@ impl<'m> Session<'m> {
     fn run_contraction(&mut self, n: NodeId, op: ContractionOp, peak: &mut u64, live: u64) -> Result<u64> {
         let (mut slot, before) = self.take_filters(n, op);
         let made = self.run_on_own_kernels(n, peak, live, &mut |node, inputs, take| {
-            contraction::compute(op, node, inputs, take, slot.as_mut(), None)
+            contraction::compute(op, node, inputs, take, slot.as_mut(), Epilogue::default())
         })?;
         Ok(made + self.keep_filters(n, slot, before))
     }
@@ -543,14 +559,7 @@ impl<'m> Session<'m> {
         let graph = self.frame.graph;
         let node = &graph.nodes[n];
         let result = node.outputs[0];
-        let unfused = |session: &mut Self, peak: &mut u64| -> Result<u64> {
-            let made = session.run_contraction(n, op, peak, live)?;
-            let after = match session.run_program(r, step)? {
-                Some(m) => m,
-                None => session.run_nodes(&r.program.nodes, peak, live + made)?,
-            };
-            Ok(made + after)
-        };
+        let unfused = |session: &mut Self, peak: &mut u64| session.run_unfused(n, op, r, step, peak, live);
         let Some(srcs) = self.operand_srcs(r, Some(k)) else { return unfused(self, peak) };
         let dies = self.frees.get(step).is_some_and(|f| f.contains(&result));
         let over = fused_post::writable_over(&r.program, &r.bound, k)
@@ -579,7 +588,8 @@ impl<'m> Session<'m> {
         let (mut slot, before) = self.take_filters(n, op);
         let computed = node_inputs(&self.frame, node).and_then(|inputs| {
             let pool = &mut self.pool;
-            contraction::compute(op, node, &inputs, &mut |len| take_from(pool, len), slot.as_mut(), Some(&post))
+            let ep = Epilogue { post: Some(&post), ..Epilogue::default() };
+            contraction::compute(op, node, &inputs, &mut |len| take_from(pool, len), slot.as_mut(), ep)
         });
         let added = self.keep_filters(n, slot, before);
         let covered = computed.filter(|t| !post.overran() && t.data.len() == r.bound.operand_lens[k]);
@@ -606,6 +616,81 @@ impl<'m> Session<'m> {
         // SAFETY: the program wrote every element of its outputs (they are
         // dense over its space, which the tiles covered).
         made += unsafe { self.hold_outputs(r, written) };
+        *peak = (*peak).max(live + made);
+        Ok(made)
+    }
+
+    /// Runs contraction `n`, then program `r` after it, as two steps; the bytes they added.
+    fn run_unfused(
+        &mut self,
+        n: NodeId,
+        op: ContractionOp,
+        r: &Ready,
+        step: usize,
+        peak: &mut u64,
+        live: u64,
+    ) -> Result<u64> {
+        let made = self.run_contraction(n, op, peak, live)?;
+        let after = match self.run_program(r, step)? {
+            Some(m) => m,
+            None => self.run_nodes(&r.program.nodes, peak, live + made)?,
+        };
+        Ok(made + after)
+    }
+
+    /// Runs contraction `n` with program `r` (operand `k` its result)
+    /// folded into its epilogue as `f`; the bytes it added. The program's
+    /// output takes the result's buffer, so the result must die at this
+    /// step; else the program runs over the contraction's tiles where that
+    /// `pays`, or after it. Where the fast kernels do not cover the
+    /// contraction, or a size is not what `r` was bound for, the two run
+    /// unfused.
+    #[allow(clippy::too_many_arguments)]
+    fn run_folded(
+        &mut self,
+        n: NodeId,
+        op: ContractionOp,
+        (r, k): (&Ready, usize),
+        (f, pays): (Fold, bool),
+        step: usize,
+        peak: &mut u64,
+        live: u64,
+    ) -> Result<u64> {
+        let graph = self.frame.graph;
+        let node = &graph.nodes[n];
+        let result = node.outputs[0];
+        let dies = self.frees.get(step).is_some_and(|f| f.contains(&result));
+        if !dies || self.frame.values[idx(r.outputs[0])].is_some() {
+            return match pays {
+                true => self.run_fused(n, op, r, k, step, peak, live),
+                false => self.run_unfused(n, op, r, step, peak, live),
+            };
+        }
+        let len = r.bound.operand_lens[k];
+        let (mut slot, before) = self.take_filters(n, op);
+        let residual = match f.residual.map(|j| self.frame.values[idx(r.operands[j])].as_ref()) {
+            None => Some(None),
+            Some(Some(Value::Tensor(Tensor { data: Data::F32(v), .. }))) if v.len() == len => Some(Some(&v[..])),
+            Some(_) => None,
+        };
+        let computed = residual.and_then(|residual| {
+            let inputs = node_inputs(&self.frame, node)?;
+            let ep = Epilogue { activation: f.activation, residual, after: f.after, ..Epilogue::default() };
+            let pool = &mut self.pool;
+            contraction::compute(op, node, &inputs, &mut |len| take_from(pool, len), slot.as_mut(), ep)
+        });
+        let added = self.keep_filters(n, slot, before);
+        let t = match computed {
+            Some(t) if t.data.len() == len => t,
+            other => {
+                if let Some(t) = other {
+                    self.recycle(Value::Tensor(t));
+                }
+                return Ok(added + self.run_unfused(n, op, r, step, peak, live)?);
+            }
+        };
+        // SAFETY: the contraction wrote all `len` elements, as many as the output holds.
+        let made = added + unsafe { self.hold_outputs(r, std::iter::once(t.data)) };
         *peak = (*peak).max(live + made);
         Ok(made)
     }
@@ -867,6 +952,23 @@ fn fusable(r: &Ready, result: ValueId) -> Option<usize> {
     .then_some(k)
 }
 
+/// The operand of bound program `r` that is contraction result `result`,
+/// and how `r` folds into the contraction's epilogue ([`fold`]), when it does.
+fn foldable(r: &Ready, result: ValueId) -> Option<(usize, Fold)> {
+    if std::env::var("XFOLD").is_ok() {
+        return None;
+    }
+    if !matches!(r.schedule, Schedule::Elementwise(_)) {
+        return None;
+    }
+    let mut reading = (0..r.operands.len()).filter(|&k| r.operands[k] == result);
+    let k = reading.next()?;
+    if reading.next().is_some() {
+        return None;
+    }
+    fold(&r.program, &r.bound, k).map(|f| (k, f))
+}
+
 /// Binds `p`, or `None` when the SIMD executor cannot run it.
 fn ready(model: &Model, p: &Program, value_of: &dyn Fn(&str) -> Option<i64>) -> Option<Ready> {
     let graph = model.main_graph()?;
@@ -898,7 +1000,9 @@ fn step_nodes(s: &Planned) -> Vec<NodeId> {
         Planned::Program(r) => r.program.nodes.clone(),
         Planned::Nodes(n) => n.clone(),
         Planned::Contraction(n, _) | Planned::Native(n) => vec![*n],
-        Planned::Fused(n, _, r, _) => std::iter::once(*n).chain(r.program.nodes.iter().copied()).collect(),
+        Planned::Fused(n, _, r, _) | Planned::Folded(n, _, r, ..) => {
+            std::iter::once(*n).chain(r.program.nodes.iter().copied()).collect()
+        }
     }
 }
 
@@ -915,7 +1019,7 @@ fn step_reads(model: &Model, s: &Planned) -> Vec<ValueId> {
             }
         }
     }
-    if let Planned::Program(p) | Planned::Fused(_, _, p, _) = s {
+    if let Planned::Program(p) | Planned::Fused(_, _, p, _) | Planned::Folded(_, _, p, ..) = s {
         for &id in &p.operands {
             if !made.contains(&id) && !r.contains(&id) {
                 r.push(id);

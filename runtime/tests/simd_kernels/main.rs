@@ -26,7 +26,7 @@ fn values(seed: u64, len: usize) -> Vec<f32> {
     (0..len).map(|_| (rng.unit() * 2.0 - 1.0) as f32).collect()
 }
 
-const ACTIVATIONS: [Activation; 10] = [
+const ACTIVATIONS: [Activation; 11] = [
     Activation::None,
     Activation::Relu,
     Activation::LeakyRelu(0.1),
@@ -37,6 +37,7 @@ const ACTIVATIONS: [Activation; 10] = [
     Activation::Gelu,
     Activation::GeluTanh,
     Activation::Silu,
+    Activation::HardSwish,
 ];
 
 /// What the epilogue holds, drawn by proptest; the data comes from the seed.
@@ -48,6 +49,8 @@ struct EpilogueSpec {
     bias: u8,
     activation: usize,
     residual: bool,
+    /// The activation after the residual.
+    after: usize,
     /// A [`Post`] (`y → 2y + mark(p)`, the stand-in for a fused program) over each finished tile.
     post: bool,
 }
@@ -92,13 +95,15 @@ fn epilogue_spec() -> impl Strategy<Value = EpilogueSpec> {
         0..ACTIVATIONS.len(),
         any::<bool>(),
         any::<bool>(),
+        prop_oneof![Just(0), 0..ACTIVATIONS.len()],
     )
-        .prop_map(|(alpha, beta, bias, activation, residual, post)| EpilogueSpec {
+        .prop_map(|(alpha, beta, bias, activation, residual, post, after)| EpilogueSpec {
             alpha,
             beta,
             bias,
             activation,
             residual,
+            after,
             post,
         })
 }
@@ -129,6 +134,7 @@ impl EpilogueData {
             beta: spec.beta,
             activation: ACTIVATIONS[spec.activation],
             residual: spec.residual.then_some(&self.residual[..]),
+            after: ACTIVATIONS[spec.after],
             post: spec.post.then_some(&Doubling as &dyn Post),
             base: 0,
         }
@@ -462,7 +468,7 @@ fn on_threads(threads: usize, f: impl FnOnce() + Send) {
 
 #[test]
 fn large_products_cut_into_tiles_match_the_reference_on_one_and_several_threads() {
-    let full = EpilogueSpec { alpha: 0.5, beta: 2.0, bias: 3, activation: 9, residual: true, post: true };
+    let full = EpilogueSpec { alpha: 0.5, beta: 2.0, bias: 3, activation: 9, residual: true, after: 10, post: true };
     let per_row = EpilogueSpec { bias: 2, activation: 1, ..full };
     for threads in [1, 3] {
         on_threads(threads, || {
@@ -501,7 +507,7 @@ fn large_products_cut_into_tiles_match_the_reference_on_one_and_several_threads(
 /// these rows.
 #[test]
 fn column_strided_wide_outputs_match_the_reference() {
-    let ep = EpilogueSpec { alpha: 1.0, beta: 1.0, bias: 2, activation: 1, residual: false, post: true };
+    let ep = EpilogueSpec { alpha: 1.0, beta: 1.0, bias: 2, activation: 1, residual: false, after: 0, post: true };
     let conv1 = ConvSpec {
         n: 2,
         group: 1,

@@ -89,7 +89,7 @@ impl Net {
             let residual = self.input(shape, &r[..shape.iter().product()]);
             y = self.node("Add", &[&y, &residual], vec![]);
         }
-        y
+        self.activation(&y, ep.after)
     }
 
     fn activation(&mut self, x: &str, act: Activation) -> String {
@@ -112,6 +112,7 @@ impl Net {
                 let s = self.node("Sigmoid", &[x], vec![]);
                 self.node("Mul", &[x, &s], vec![])
             }
+            Activation::HardSwish => self.node("HardSwish", &[x], vec![]),
         }
     }
 }
