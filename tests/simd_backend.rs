@@ -272,3 +272,41 @@ fn sessions_run_inside_a_pool_of_threads_agree_and_return() {
         }
     }
 }
+
+/// Elementwise programs that are their contraction's activation, residual
+/// add and activation after it run as part of the contraction's epilogue
+/// (`simd::fold`): on the folded-epilogue fixture (small results, on every
+/// kernel route: direct, pointwise, depthwise, strided, 1×1 planes, Gemm,
+/// MatMul; Relu, residual + Relu, Clip, HardSigmoid, HardSwish, residual
+/// first, Tanh, LeakyRelu, SiLU) nine fold and two (Exp, a per-channel
+/// Add) do not, and every output is the reference's, on one thread and
+/// two, twice on pooled buffers, with the AVX2 paths and the portable ones.
+#[test]
+fn epilogue_programs_fold_into_their_contractions() {
+    use diamond_runtime::simd::Session;
+    use diamond_runtime::Fed;
+    let path = common::root().join("fixtures/runtime/folded_epilogues.onnx");
+    let model = diamond_importers::onnx::load_model(&path).expect("the fixture loads");
+    let inputs = random_inputs(&model, 5).expect("random inputs for the fixture");
+    let want = run_reference(&model, &inputs).expect("the reference runs the fixture");
+    let lowered = diamond_optimize::lower::lower(&model).expect("the fixture lowers");
+    let fed: Vec<(String, Fed)> = inputs.iter().map(|(n, v)| (n.clone(), Fed::of(v))).collect();
+    for options in modes() {
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a pool");
+            pool.install(|| {
+                let mut session = Session::new(&model, &lowered, &fed, &options).expect("a session");
+                assert_eq!(session.coverage().folded_epilogues, 9, "the programs that fold");
+                for run in 0..2 {
+                    let got = session.run(inputs.clone()).expect("the session runs");
+                    assert_eq!(got.outputs.len(), want.len());
+                    for ((out, g), (_, w)) in got.outputs.iter().zip(&want) {
+                        agree(g, w, MODEL_RTOL, MODEL_ATOL).unwrap_or_else(|e| {
+                            panic!("simd {}, {threads} thread(s), run {run}, '{out}': {e}", options.simd)
+                        });
+                    }
+                }
+            });
+        }
+    }
+}

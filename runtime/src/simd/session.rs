@@ -104,6 +104,8 @@ pub struct Coverage {
     pub hoisted_steps: usize,
     /// Shape nodes computed from the shapes the fed ones fix, when the session was prepared.
     pub folded_shapes: usize,
+    /// Programs run as part of their contraction's epilogue ([`fold`]).
+    pub folded_epilogues: usize,
 }
 
 /// A model prepared for repeated runs on inputs of fixed shapes.
@@ -186,6 +188,7 @@ impl<'m> Session<'m> {
                         (_, Some((_, Some(r)))) if folded.is_some() => {
                             let (k_result, f) = folded.expect("tested");
                             coverage.programs += 1;
+                            coverage.folded_epilogues += 1;
                             coverage.fused_nodes += r.program.nodes.len();
                             steps.push(Planned::Folded(c.node, c.op, Box::new(r), k_result, f, k.is_some()));
                         }
@@ -955,9 +958,6 @@ fn fusable(r: &Ready, result: ValueId) -> Option<usize> {
 /// The operand of bound program `r` that is contraction result `result`,
 /// and how `r` folds into the contraction's epilogue ([`fold`]), when it does.
 fn foldable(r: &Ready, result: ValueId) -> Option<(usize, Fold)> {
-    if std::env::var("XFOLD").is_ok() {
-        return None;
-    }
     if !matches!(r.schedule, Schedule::Elementwise(_)) {
         return None;
     }
