@@ -7,7 +7,7 @@
 //! [`Post`] (an elementwise program fused after the contraction) over the
 //! same rows, while they are still in cache.
 
-use super::activation;
+use super::activation::{self, Rows};
 
 /// The activation applied after scale and bias.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -196,16 +196,21 @@ impl<'a> Epilogue<'a> {
         if !none(&self.activation) || self.residual.is_some() || !none(&self.after) {
             // Whole rows follow one another: one span (a convolution over a
             // 1×1 plane has rows of one element).
-            let (spans, span) = if t.cols == t.n { (1, t.rows * t.n) } else { (t.rows, t.cols) };
-            for i in 0..spans {
-                let start = (t.row0 + i) * t.n + t.col0;
-                let row = std::slice::from_raw_parts_mut(c.add(start), span);
-                activation::apply(&self.activation, row);
-                if let Some(res) = self.residual {
-                    row.iter_mut().zip(&res[start..start + span]).for_each(|(y, x)| *y += x);
+            let rows = match t.cols == t.n {
+                true => Rows { first: c.add(t.row0 * t.n), count: 1, len: t.rows * t.n, stride: 0 },
+                false => Rows { first: c.add(t.row0 * t.n + t.col0), count: t.rows, len: t.cols, stride: t.n },
+            };
+            // Each element goes through activation, residual and the second
+            // activation in that order; the tile stays in cache between them.
+            activation::apply_rows(&self.activation, rows);
+            if let Some(res) = self.residual {
+                for i in 0..rows.count {
+                    let start = (t.row0 + i) * t.n + t.col0;
+                    let row = std::slice::from_raw_parts_mut(c.add(start), rows.len);
+                    row.iter_mut().zip(&res[start..start + rows.len]).for_each(|(y, x)| *y += x);
                 }
-                activation::apply(&self.after, row);
             }
+            activation::apply_rows(&self.after, rows);
         }
         if let Some(post) = self.post {
             post.tile(c.sub(self.base), self.base, t);

@@ -8,6 +8,7 @@
 //! checked the same way by re-running these tests in a child process with
 //! `DIAMOND_SIMD` and `DIAMOND_DIRECT` set.
 
+mod activations;
 mod elementwise;
 mod norm;
 mod oracle;
