@@ -278,8 +278,9 @@ fn sessions_run_inside_a_pool_of_threads_agree_and_return() {
 /// (`simd::fold`): on the folded-epilogue fixture (small results, on every
 /// kernel route: direct, pointwise, depthwise, strided, 1×1 planes, Gemm,
 /// MatMul; Relu, residual + Relu, Clip, HardSigmoid, HardSwish, residual
-/// first, Tanh, LeakyRelu, SiLU) nine fold and two (Exp, a per-channel
-/// Add) do not, and every output is the reference's, on one thread and
+/// first, Tanh, LeakyRelu, SiLU, a MatMul's bias with GELU spelt out two
+/// ways and with a residual) twelve fold and three (Exp, a convolution's
+/// per-channel Add, a mask over a MatMul's rows and columns) do not, and every output is the reference's, on one thread and
 /// two, twice on pooled buffers, with the AVX2 paths and the portable ones.
 #[test]
 fn epilogue_programs_fold_into_their_contractions() {
@@ -296,7 +297,7 @@ fn epilogue_programs_fold_into_their_contractions() {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a pool");
             pool.install(|| {
                 let mut session = Session::new(&model, &lowered, &fed, &options).expect("a session");
-                assert_eq!(session.coverage().folded_epilogues, 9, "the programs that fold");
+                assert_eq!(session.coverage().folded_epilogues, 12, "the programs that fold");
                 for run in 0..2 {
                     let got = session.run(inputs.clone()).expect("the session runs");
                     assert_eq!(got.outputs.len(), want.len());

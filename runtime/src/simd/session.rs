@@ -13,7 +13,7 @@
 
 use super::bind::{bind, Bound};
 use super::conv::Prepared;
-use super::epilogue::Epilogue;
+use super::epilogue::{Bias, Epilogue};
 use super::fold::{fold, Fold};
 use super::profile::{first_names, op_list, StepKind, StepTime};
 use super::tile::{Dst, Src};
@@ -181,7 +181,10 @@ impl<'m> Session<'m> {
                     let result = graph.nodes[c.node].outputs.first().copied();
                     let epilogue = c.epilogue.as_ref().map(|e| (e, ready(model, e, &value_of)));
                     let (k, folded) = match (&epilogue, result) {
-                        (Some((_, Some(r))), Some(result)) => (fusable(r, result), foldable(r, result)),
+                        (Some((_, Some(r))), Some(result)) => (
+                            fusable(r, result),
+                            foldable(r, result, c.op, row_length(&plan, &frame, &graph.nodes[c.node])),
+                        ),
                         _ => (None, None),
                     };
                     match (k, epilogue) {
@@ -671,14 +674,27 @@ impl<'m> Session<'m> {
         }
         let len = r.bound.operand_lens[k];
         let (mut slot, before) = self.take_filters(n, op);
-        let residual = match f.residual.map(|j| self.frame.values[idx(r.operands[j])].as_ref()) {
+        // Operand `j` of the program, `Some(None)` for none, `None` when it is not as bound.
+        let operand = |j: Option<usize>| match j.map(|j| (j, self.frame.values[idx(r.operands[j])].as_ref())) {
             None => Some(None),
-            Some(Some(Value::Tensor(Tensor { data: Data::F32(v), .. }))) if v.len() == len => Some(Some(&v[..])),
+            Some((j, Some(Value::Tensor(Tensor { data: Data::F32(v), .. })))) if v.len() == r.bound.operand_lens[j] => {
+                Some(Some(&v[..]))
+            }
             Some(_) => None,
         };
-        let computed = residual.and_then(|residual| {
+        let (residual, bias) = (operand(f.residual), operand(f.bias));
+        let computed = residual.zip(bias).and_then(|(residual, bias)| {
             let inputs = node_inputs(&self.frame, node)?;
-            let ep = Epilogue { activation: f.activation, residual, after: f.after, ..Epilogue::default() };
+            // The bias runs along C's columns, so it must be as long as a
+            // row of C: the program's space may have merged C's axes (an
+            // attention mask over heads and rows is one long last axis), and
+            // a MatMul by a vector has rows of one.
+            let n = inputs.get(1).copied().flatten().filter(|b| b.shape.len() >= 2).and_then(|b| b.shape.last());
+            if bias.is_some_and(|b| Some(&b.len()) != n) {
+                return None;
+            }
+            let bias = bias.map_or(Bias::None, Bias::PerCol);
+            let ep = Epilogue { bias, activation: f.activation, residual, after: f.after, ..Epilogue::default() };
             let pool = &mut self.pool;
             contraction::compute(op, node, &inputs, &mut |len| take_from(pool, len), slot.as_mut(), ep)
         });
@@ -957,7 +973,7 @@ fn fusable(r: &Ready, result: ValueId) -> Option<usize> {
 
 /// The operand of bound program `r` that is contraction result `result`,
 /// and how `r` folds into the contraction's epilogue ([`fold`]), when it does.
-fn foldable(r: &Ready, result: ValueId) -> Option<(usize, Fold)> {
+fn foldable(r: &Ready, result: ValueId, op: ContractionOp, row: Option<usize>) -> Option<(usize, Fold)> {
     if !matches!(r.schedule, Schedule::Elementwise(_)) {
         return None;
     }
@@ -966,7 +982,18 @@ fn foldable(r: &Ready, result: ValueId) -> Option<(usize, Fold)> {
     if reading.next().is_some() {
         return None;
     }
-    fold(&r.program, &r.bound, k).map(|f| (k, f))
+    fold(&r.program, &r.bound, k, op, row).map(|f| (k, f))
+}
+
+/// The length of a MatMul's rows: its second operand's last dimension (of
+/// two or more), from the initializer or as the plan has the shapes.
+fn row_length(plan: &Plan, frame: &Frame, node: &diamond_ir::Node) -> Option<usize> {
+    let b = *node.inputs.get(1)?;
+    let dims: Vec<u64> = match frame.values[idx(b)].as_ref() {
+        Some(Value::Tensor(t)) => t.shape.iter().map(|&d| d as u64).collect(),
+        _ => plan.shape_read(b)?.to_vec(),
+    };
+    (dims.len() >= 2).then(|| usize::try_from(*dims.last()?).ok()).flatten()
 }
 
 /// Binds `p`, or `None` when the SIMD executor cannot run it.
