@@ -12,8 +12,9 @@
 //! reduced shape. Transpose, Slice (constant starts and steps) and
 //! Reshape-like nodes whose only reader is a group fold into that group's
 //! operand views. MatMul, Gemm and Conv are
-//! contractions; an elementwise group whose first node is the only reader
-//! of a contraction's result becomes its epilogue. A value computed in a
+//! contractions; an elementwise group that alone reads a contraction's
+//! result, its first node among the readers (SiLU's Sigmoid and Mul both
+//! do), becomes its epilogue. A value computed in a
 //! group is written out (materialized) when it is a graph output, a
 //! subgraph reads it, or a node outside the group does. Shapes come from
 //! the check ([`crate::Analysis`]); extents stay symbolic.

@@ -241,18 +241,20 @@ fn gather(line: &mut [f32], rows: &[&[f32]], max: bool, simd: bool) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = simd;
     for (i, y) in line.iter_mut().enumerate().skip(done) {
-        let mut acc = rows[0][i];
-        for r in &rows[1..] {
-            let v = r[i];
-            acc = if !max {
-                acc + v
-            } else if v > acc {
-                v
-            } else {
-                acc
-            };
-        }
-        *y = acc;
+        *y = rows[1..].iter().fold(rows[0][i], |acc, r| step(acc, r[i], max));
+    }
+}
+
+/// `acc` with `v` folded in: `acc + v`, or the max as a select (`maxps`,
+/// as the reference's `f32` path: `v` where it is greater, else `acc`).
+#[inline(always)]
+fn step(acc: f32, v: f32, max: bool) -> f32 {
+    if !max {
+        acc + v
+    } else if v > acc {
+        v
+    } else {
+        acc
     }
 }
 
@@ -294,18 +296,7 @@ fn across(line: &[f32], row: &mut [f32], c: &Axis, max: bool, simd: bool) {
     let _ = simd;
     let init = if max { f32::NEG_INFINITY } else { 0.0 };
     for (j, y) in row.iter_mut().enumerate() {
-        let mut acc = init;
-        for t in 0..k {
-            let v = line[j * s + t * d];
-            acc = if !max {
-                acc + v
-            } else if v > acc {
-                v
-            } else {
-                acc
-            };
-        }
-        *y = acc;
+        *y = (0..k).fold(init, |acc, t| step(acc, line[j * s + t * d], max));
     }
 }
 
