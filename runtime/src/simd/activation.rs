@@ -48,30 +48,55 @@ impl Rows {
 /// # Safety
 /// Every row lies in memory the caller borrows mutably, and no two overlap.
 pub unsafe fn apply_rows(act: &Activation, rows: Rows) {
-    if matches!(act, Activation::None) {
+    add_then_apply(act, rows, None)
+}
+
+/// Adds `addend` (laid out as `rows`: row `r` at `addend + r·stride`) to
+/// `rows`, then applies `act`, row by row in one pass (an epilogue's
+/// residual and the activation after it).
+///
+/// # Safety
+/// As for [`apply_rows`]; `addend`, if any, holds `rows`' layout and does not overlap it.
+pub unsafe fn add_then_apply(act: &Activation, rows: Rows, addend: Option<*const f32>) {
+    if matches!(act, Activation::None) && addend.is_none() {
         return;
     }
     #[cfg(target_arch = "x86_64")]
     if cpu::avx512() {
         // SAFETY: the processor has AVX-512 F, AVX2 and FMA (checked by `avx512`).
-        return apply_avx512(act, rows);
+        return apply_avx512(act, rows, addend);
     }
     #[cfg(target_arch = "x86_64")]
     if cpu::avx2_fma() {
         // SAFETY: the processor has AVX2 and FMA (checked by `avx2_fma`).
-        return apply_avx2(act, rows);
+        return apply_avx2(act, rows, addend);
     }
     for r in 0..rows.count {
-        apply_body::<Split>(act, rows.row(r));
+        let xs = rows.row(r);
+        add_row(xs, addend, r * rows.stride);
+        apply_body::<Split>(act, xs);
+    }
+}
+
+/// `xs[i] += addend[at + i]`, when there is an addend.
+///
+/// # Safety
+/// `addend + at` holds `xs.len()` values.
+#[inline(always)]
+unsafe fn add_row(xs: &mut [f32], addend: Option<*const f32>, at: usize) {
+    if let Some(a) = addend {
+        let a = std::slice::from_raw_parts(a.add(at), xs.len());
+        xs.iter_mut().zip(a).for_each(|(y, x)| *y += x);
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn apply_avx2(act: &Activation, rows: Rows) {
+unsafe fn apply_avx2(act: &Activation, rows: Rows, addend: Option<*const f32>) {
     use std::arch::x86_64::*;
     for r in 0..rows.count {
         let xs = rows.row(r);
+        add_row(xs, addend, r * rows.stride);
         let done = piecewise!(
             act,
             xs,
@@ -96,10 +121,11 @@ unsafe fn apply_avx2(act: &Activation, rows: Rows) {
 /// instance here.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn apply_avx512(act: &Activation, rows: Rows) {
+unsafe fn apply_avx512(act: &Activation, rows: Rows, addend: Option<*const f32>) {
     use std::arch::x86_64::*;
     for r in 0..rows.count {
         let xs = rows.row(r);
+        add_row(xs, addend, r * rows.stride);
         let done = piecewise!(
             act,
             xs,

@@ -201,17 +201,28 @@ impl<'a> Epilogue<'a> {
                 false => Rows { first: c.add(t.row0 * t.n + t.col0), count: t.rows, len: t.cols, stride: t.n },
             };
             // Each element goes through activation, residual and the second
-            // activation in that order; the tile stays in cache between them.
+            // activation in that order; the tile stays in cache between them,
+            // and the residual and the second activation are one pass.
             activation::apply_rows(&self.activation, rows);
-            if let Some(res) = self.residual {
-                for i in 0..rows.count {
-                    let start = (t.row0 + i) * t.n + t.col0;
-                    let row = std::slice::from_raw_parts_mut(c.add(start), rows.len);
-                    row.iter_mut().zip(&res[start..start + rows.len]).for_each(|(y, x)| *y += x);
-                }
+            if rows.count == 0 || rows.len == 0 {
+                return self.run_post(c, t);
             }
-            activation::apply_rows(&self.after, rows);
+            let residual = self.residual.map(|res| {
+                let start = t.row0 * t.n + t.col0;
+                let last = start + (rows.count - 1) * rows.stride + rows.len;
+                assert!(res.len() >= last, "epilogue: the residual ends before the tile");
+                res[start..].as_ptr()
+            });
+            activation::add_then_apply(&self.after, rows, residual);
         }
+        self.run_post(c, t);
+    }
+
+    /// The [`Post`], if any, over the finished tile.
+    ///
+    /// # Safety
+    /// As for [`Self::prefill`].
+    unsafe fn run_post(&self, c: *mut f32, t: &Tile) {
         if let Some(post) = self.post {
             post.tile(c.sub(self.base), self.base, t);
         }
