@@ -94,26 +94,20 @@ unsafe fn add_row(xs: &mut [f32], addend: Option<*const f32>, at: usize) {
 #[target_feature(enable = "avx2,fma")]
 unsafe fn apply_avx2(act: &Activation, rows: Rows, addend: Option<*const f32>) {
     use std::arch::x86_64::*;
-    for r in 0..rows.count {
-        let xs = rows.row(r);
-        add_row(xs, addend, r * rows.stride);
-        let done = piecewise!(
-            act,
-            xs,
-            8,
-            _mm256_loadu_ps,
-            _mm256_storeu_ps,
-            _mm256_set1_ps,
-            _mm256_max_ps,
-            _mm256_min_ps,
-            _mm256_mul_ps,
-            _mm256_add_ps,
-            _mm256_div_ps
-        );
-        if !done {
-            apply_body::<Fused>(act, xs);
-        }
-    }
+    rows_through!(
+        act,
+        rows,
+        addend,
+        8,
+        _mm256_loadu_ps,
+        _mm256_storeu_ps,
+        _mm256_set1_ps,
+        _mm256_max_ps,
+        _mm256_min_ps,
+        _mm256_mul_ps,
+        _mm256_add_ps,
+        _mm256_div_ps
+    )
 }
 
 /// The same loops in 16-lane registers: the transcendental activations
@@ -123,26 +117,20 @@ unsafe fn apply_avx2(act: &Activation, rows: Rows, addend: Option<*const f32>) {
 #[target_feature(enable = "avx512f,avx2,fma")]
 unsafe fn apply_avx512(act: &Activation, rows: Rows, addend: Option<*const f32>) {
     use std::arch::x86_64::*;
-    for r in 0..rows.count {
-        let xs = rows.row(r);
-        add_row(xs, addend, r * rows.stride);
-        let done = piecewise!(
-            act,
-            xs,
-            16,
-            _mm512_loadu_ps,
-            _mm512_storeu_ps,
-            _mm512_set1_ps,
-            _mm512_max_ps,
-            _mm512_min_ps,
-            _mm512_mul_ps,
-            _mm512_add_ps,
-            _mm512_div_ps
-        );
-        if !done {
-            apply_body::<Fused>(act, xs);
-        }
-    }
+    rows_through!(
+        act,
+        rows,
+        addend,
+        16,
+        _mm512_loadu_ps,
+        _mm512_storeu_ps,
+        _mm512_set1_ps,
+        _mm512_max_ps,
+        _mm512_min_ps,
+        _mm512_mul_ps,
+        _mm512_add_ps,
+        _mm512_div_ps
+    )
 }
 
 /// The piecewise-linear activations (Relu, LeakyRelu, Clip, HardSigmoid,
@@ -153,6 +141,25 @@ unsafe fn apply_avx512(act: &Activation, rows: Rows, addend: Option<*const f32>)
 /// the slice, the compiler stored only the lanes that change, with masked
 /// stores that cost more than the convolution the Relu followed
 /// (ShuffleNet, two threads).
+///
+/// `rows_through!` is an instance's whole body: per row, the addend, then
+/// the activation (the others through [`apply_body`]).
+#[cfg(target_arch = "x86_64")]
+macro_rules! rows_through {
+    ($act:expr, $rows:expr, $addend:expr, $lanes:expr, $($intrinsic:ident),+) => {{
+        let rows: Rows = $rows;
+        for r in 0..rows.count {
+            let xs = rows.row(r);
+            add_row(xs, $addend, r * rows.stride);
+            if !piecewise!($act, xs, $lanes, $($intrinsic),+) {
+                apply_body::<Fused>($act, xs);
+            }
+        }
+    }};
+}
+#[cfg(target_arch = "x86_64")]
+use rows_through;
+
 #[cfg(target_arch = "x86_64")]
 macro_rules! piecewise {
     ($act:expr, $xs:expr, $lanes:expr, $load:ident, $store:ident, $splat:ident,

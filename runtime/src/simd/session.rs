@@ -685,14 +685,7 @@ impl<'m> Session<'m> {
         let (residual, bias) = (operand(f.residual), operand(f.bias));
         let computed = residual.zip(bias).and_then(|(residual, bias)| {
             let inputs = node_inputs(&self.frame, node)?;
-            // The bias runs along C's columns, so it must be as long as a
-            // row of C: the program's space may have merged C's axes (an
-            // attention mask over heads and rows is one long last axis), and
-            // a MatMul by a vector has rows of one.
-            let n = inputs.get(1).copied().flatten().filter(|b| b.shape.len() >= 2).and_then(|b| b.shape.last());
-            if bias.is_some_and(|b| Some(&b.len()) != n) {
-                return None;
-            }
+            // a bias as long as the MatMul's rows: checked when planned (`row_length`)
             let bias = bias.map_or(Bias::None, Bias::PerCol);
             let ep = Epilogue { bias, activation: f.activation, residual, after: f.after, ..Epilogue::default() };
             let pool = &mut self.pool;
@@ -959,39 +952,40 @@ fn take_from(pool: &mut Vec<Vec<f32>>, len: usize) -> Vec<f32> {
 /// ([`fused_post::reads_point_for_point`]), in rows long enough
 /// ([`fused_post::pays`]).
 fn fusable(r: &Ready, result: ValueId) -> Option<usize> {
-    if !matches!(r.schedule, Schedule::Elementwise(_)) {
-        return None;
-    }
-    let mut reading = (0..r.operands.len()).filter(|&k| r.operands[k] == result);
-    let k = reading.next()?;
-    (reading.next().is_none()
-        && r.program.operands[k].elem == ElemType::Float
+    let k = result_operand(r, result)?;
+    (r.program.operands[k].elem == ElemType::Float
         && fused_post::reads_point_for_point(&r.bound, k)
         && fused_post::pays(&r.bound))
     .then_some(k)
 }
 
-/// The operand of bound program `r` that is contraction result `result`,
-/// and how `r` folds into the contraction's epilogue ([`fold`]), when it does.
-fn foldable(r: &Ready, result: ValueId, op: ContractionOp, row: Option<usize>) -> Option<(usize, Fold)> {
+/// The one operand of elementwise program `r` that is contraction result
+/// `result` (`None` when `r` reduces, or reads it as no operand or two).
+fn result_operand(r: &Ready, result: ValueId) -> Option<usize> {
     if !matches!(r.schedule, Schedule::Elementwise(_)) {
         return None;
     }
     let mut reading = (0..r.operands.len()).filter(|&k| r.operands[k] == result);
     let k = reading.next()?;
-    if reading.next().is_some() {
-        return None;
-    }
+    reading.next().is_none().then_some(k)
+}
+
+/// The operand of bound program `r` that is contraction result `result`,
+/// and how `r` folds into the contraction's epilogue ([`fold`]), when it does.
+fn foldable(r: &Ready, result: ValueId, op: ContractionOp, row: Option<usize>) -> Option<(usize, Fold)> {
+    let k = result_operand(r, result)?;
     fold(&r.program, &r.bound, k, op, row).map(|f| (k, f))
 }
 
 /// The length of a MatMul's rows: its second operand's last dimension (of
-/// two or more), from the initializer or as the plan has the shapes.
+/// two or more), as the plan has the shapes (a fed value's, an initializer
+/// overridden by one included), else the initializer's.
 fn row_length(plan: &Plan, frame: &Frame, node: &diamond_ir::Node) -> Option<usize> {
     let b = *node.inputs.get(1)?;
-    let dims: Vec<u64> = match frame.values[idx(b)].as_ref() {
-        Some(Value::Tensor(t)) => t.shape.iter().map(|&d| d as u64).collect(),
-        _ => plan.shape_read(b)?.to_vec(),
+    let dims: Vec<u64> = match (plan.shape_read(b), frame.values[idx(b)].as_ref()) {
+        (Some(dims), _) => dims.to_vec(),
+        (None, Some(Value::Tensor(t))) => t.shape.iter().map(|&d| d as u64).collect(),
+        (None, _) => return None,
     };
     (dims.len() >= 2).then(|| usize::try_from(*dims.last()?).ok()).flatten()
 }
