@@ -277,6 +277,14 @@ impl<P: Place> Place for Shifted<P> {
     fn loaded(self, i: usize) -> bool {
         self.place.loaded(i)
     }
+    #[inline(always)]
+    fn streamed(self, i: usize) -> bool {
+        self.place.streamed(i)
+    }
+    #[inline(always)]
+    fn far(self) -> bool {
+        self.place.far()
+    }
 }
 
 #[cfg(test)]

@@ -133,7 +133,7 @@ pub unsafe fn run(p: &Program, order: &Order, b: &Bound, srcs: &[Src], dsts: &[D
                     };
                 }
             }
-            let place = Placed { at: &at, loaded: read };
+            let place = Placed { at: &at, loaded: read, streamed: &[], far: false };
             tile::eval_planned(simd, &p.body, varying, plan, place, count * inner, srcs, &base_offs, op_inner);
             for (j, out) in p.outputs.iter().enumerate() {
                 let v = &b.outputs[j];
@@ -199,6 +199,16 @@ pub(crate) struct Spans<'a> {
     direct: Vec<Option<usize>>,
     written: Vec<bool>,
     stream: Vec<bool>,
+    /// Per instruction: its register is a streamed output that a run
+    /// writes directly ([`tile::Place::streamed`]).
+    streamed: Vec<bool>,
+    /// The first streamed output that a run writes, if any: a row's first
+    /// span ends where that output is aligned to a cache line, so that the
+    /// run's blocks after it are.
+    aligned_to: Option<usize>,
+    /// The outputs are large ([`STREAM_BYTES`]): the operands come from
+    /// memory and runs prefetch them ([`tile::Place::far`]).
+    far: bool,
     step: usize,
     /// Per operand and per output: the stride along the innermost axis.
     pub(crate) op_inner: Vec<isize>,
@@ -248,10 +258,11 @@ impl<'a> Spans<'a> {
         // rows of a computed (not loaded, not uniform) value that no earlier
         // output takes, into a buffer that is no operand's (output j of
         // instruction i is `direct[i]`). One large enough to stream is direct
-        // only when a run computes it: the run's plain stores from registers
-        // measured faster than the streaming stores from a tile register (the
-        // chain8 benchmark: 69-71% of copy bandwidth against 54-59%; streaming
-        // from the run's registers measured 54-61%); the tile's loops keep
+        // only when a run computes it: the run writes it with streaming stores
+        // from its registers where a block lies on a cache line (the chain8
+        // benchmark: 80-84% of copy bandwidth against 72-77% with plain
+        // stores, which read each line before writing it, and 54-59% with
+        // streaming stores from a tile register); the tile's loops keep
         // streaming. An output written in place of its operand is stored after
         // the tile's instructions have read it, unless the plan is a single
         // run whose last step computes it: a run stores a block's last step
@@ -273,8 +284,26 @@ impl<'a> Spans<'a> {
             }
         }
         let written: Vec<bool> = (0..p.outputs.len()).map(|j| direct.contains(&Some(j))).collect();
+        let streamed: Vec<bool> = direct.iter().map(|d| d.is_some_and(|j| stream[j])).collect();
+        let aligned_to = direct.iter().flatten().copied().find(|&j| stream[j]);
         let step = if simd && untiled(p, &plan, &loaded, &direct) { SPAN } else { TILE };
-        Spans { p, order, plan, loaded, loads_in_place, direct, written, stream, step, op_inner, out_inner, simd }
+        Spans {
+            p,
+            order,
+            plan,
+            loaded,
+            loads_in_place,
+            direct,
+            written,
+            stream,
+            streamed,
+            aligned_to,
+            far: big,
+            step,
+            op_inner,
+            out_inner,
+            simd,
+        }
     }
 
     /// Fresh registers with the uniform instructions evaluated (operand
@@ -322,6 +351,15 @@ impl<'a> Spans<'a> {
             if n > TILE {
                 n -= n % TILE;
             }
+            if let (true, Some(j)) = (c == c0, self.aligned_to) {
+                if let Dst::F32(d) = dsts[j] {
+                    // The first span ends where a cache line of output j starts.
+                    let past = d.offset(out_offs[j] + c as isize) as usize % 64 / 4;
+                    if past != 0 {
+                        n = n.min(16 - past);
+                    }
+                }
+            }
             for k in 0..offs.len() {
                 offs[k] = row_offs[k] + c as isize * self.op_inner[k];
             }
@@ -336,7 +374,7 @@ impl<'a> Spans<'a> {
                     }
                 }
             }
-            let place = Placed { at, loaded: &self.loaded };
+            let place = Placed { at, loaded: &self.loaded, streamed: &self.streamed, far: self.far };
             tile::eval_planned(self.simd, &p.body, varying, plan, place, n, srcs, offs, &self.op_inner);
             for (j, out) in p.outputs.iter().enumerate() {
                 if self.written[j] {

@@ -72,6 +72,19 @@ pub trait Place: Copy {
     /// Whether instruction `i` (a load) already finds its points at
     /// [`Place::at`], so that there is nothing to copy.
     fn loaded(self, i: usize) -> bool;
+    /// Whether instruction `i`'s register is a large output that a run
+    /// may write with streaming (non-temporal) stores where a block of
+    /// it is aligned to the vector: its lines are then written without
+    /// being read first. The writer fences when its work item ends.
+    fn streamed(self, _i: usize) -> bool {
+        false
+    }
+    /// Whether the program is so large that its operands come from memory,
+    /// not from a cache: a run then prefetches its loaded operands ahead of
+    /// the block it computes.
+    fn far(self) -> bool {
+        false
+    }
 }
 
 /// The registers one after the other in one buffer, `TILE` floats each.
@@ -101,6 +114,11 @@ pub struct Placed<'a> {
     pub at: &'a [*mut f32],
     /// The loads whose register is their operand.
     pub loaded: &'a [bool],
+    /// The registers that are streamed outputs ([`Place::streamed`]);
+    /// shorter than the body when none past its end is.
+    pub streamed: &'a [bool],
+    /// [`Place::far`].
+    pub far: bool,
 }
 
 impl Place for Placed<'_> {
@@ -111,6 +129,14 @@ impl Place for Placed<'_> {
     #[inline(always)]
     fn loaded(self, i: usize) -> bool {
         self.loaded[i]
+    }
+    #[inline(always)]
+    fn streamed(self, i: usize) -> bool {
+        self.streamed.get(i).copied().unwrap_or(false)
+    }
+    #[inline(always)]
+    fn far(self) -> bool {
+        self.far
     }
 }
 

@@ -48,7 +48,10 @@ fn program(dims: &[usize]) -> Program {
     }
 }
 
-fn check(dims: &[usize], with_w: bool, simd: bool) {
+/// Runs [`program`] over `dims` (without `w` unless `with_w`) with each
+/// output `shift` floats past its buffer's start, and holds every point to
+/// the scalar arithmetic.
+fn check_shifted(dims: &[usize], with_w: bool, simd: bool, shift: usize) {
     let mut p = program(dims);
     if !with_w {
         p.outputs.pop();
@@ -57,15 +60,40 @@ fn check(dims: &[usize], with_w: bool, simd: bool) {
     let order = Order::of(&p);
     let n: usize = dims.iter().product();
     let x: Vec<f32> = (0..n).map(|k| (k % 13) as f32 - 6.0).collect();
-    let mut outs = vec![vec![f32::NAN; n]; p.outputs.len()];
-    let dsts: Vec<Dst> = outs.iter_mut().map(|o| Dst::F32(o.as_mut_ptr())).collect();
+    let mut bufs = vec![vec![f32::NAN; n + shift]; p.outputs.len()];
+    // SAFETY: each buffer holds `shift` floats more than the output.
+    let dsts: Vec<Dst> = bufs.iter_mut().map(|o| Dst::F32(unsafe { o.as_mut_ptr().add(shift) })).collect();
     // SAFETY: x and every output hold the n points the program was bound for.
     unsafe { elementwise::run(&p, &order, &b, &[Src::F32(x.as_ptr())], &dsts, simd) };
+    let outs: Vec<&[f32]> = bufs.iter().map(|o| &o[shift..]).collect();
+    for o in &bufs {
+        assert!(o[..shift].iter().all(|v| v.is_nan()), "{dims:?}: written before the output (shift {shift})");
+    }
     for k in 0..n {
         let w = x[k] * 2.0 + 1.0;
         let want = [w.max(0.0) - 0.5, 3.0, w];
         for (o, out) in outs.iter().enumerate() {
-            assert_eq!(out[k], want[o], "{dims:?}, output {o}, point {k} (simd {simd})");
+            assert_eq!(out[k], want[o], "{dims:?}, output {o}, point {k} (simd {simd}, shift {shift})");
+        }
+    }
+}
+
+fn check(dims: &[usize], with_w: bool, simd: bool) {
+    check_shifted(dims, with_w, simd, 0)
+}
+
+/// Outputs of 16 MiB and more are written with streaming stores: from the
+/// run's registers where a block lies on a cache line (a row's first span
+/// is cut short to get there), from a tile register otherwise (the uniform
+/// `u`). Every alignment of the outputs' start, on one thread and on two,
+/// must still give every point.
+#[test]
+fn large_outputs_are_streamed_at_any_alignment() {
+    let dims = [2, (elementwise::STREAM_BYTES / 8) + 37];
+    for threads in [1, 2] {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        for shift in [0, 1, 4, 13] {
+            pool.install(|| check_shifted(&dims, true, true, shift));
         }
     }
 }
