@@ -7,6 +7,10 @@
 //!   that line, eight columns a vector at column strides 1 and 2 (at 2 the
 //!   even lanes of two loads: the stepping loop it replaces went one float
 //!   at a time, 0.23 ms for SqueezeNet's first 3×3/2 pool);
+//! - on AVX-512, windows of at most 3 columns at column stride 1 or 2
+//!   (the 3×3/2 and 2×2/2 pools of image models, Inception's 3×3/1) keep
+//!   the folded rows in registers instead: 16 columns a vector, each tap a
+//!   shift or an even/odd pick of two vectors ([`Plan::plane_avx512`]);
 //! - an average divides by the taps inside the input (rows inside times
 //!   columns inside) or, with `count_include_pad`, inside the padded input,
 //!   both of which factor by axis;
@@ -169,6 +173,10 @@ impl Plan {
 
     fn plane(&self, src: &[f32], dst: &mut [f32]) {
         #[cfg(target_arch = "x86_64")]
+        if self.plane_wide(src, dst).is_some() {
+            return;
+        }
+        #[cfg(target_arch = "x86_64")]
         if cpu::avx2_fma() {
             // SAFETY: the processor has AVX2 and FMA.
             return unsafe { self.plane_avx2(src, dst) };
@@ -226,6 +234,143 @@ impl Plan {
 
 /// Floats in one AVX2 vector.
 const LANES: usize = 8;
+
+impl Plan {
+    /// [`Plan::plane_body`] on AVX-512, where [`Plan::plane_avx512`] has
+    /// an instance: `Some(())` when it ran.
+    #[cfg(target_arch = "x86_64")]
+    fn plane_wide(&self, src: &[f32], dst: &mut [f32]) -> Option<()> {
+        let c = &self.cols;
+        if !cpu::avx512() || c.dilation != 1 || self.rows.kernel > MAX_ROWS {
+            return None;
+        }
+        let max = self.kind == Kind::Max;
+        // SAFETY: the processor has AVX-512 F; the instance's stride and taps are the plan's.
+        unsafe {
+            match (c.stride, c.kernel, max) {
+                (1, 3, true) => self.plane_avx512::<1, 3, true>(src, dst),
+                (1, 3, false) => self.plane_avx512::<1, 3, false>(src, dst),
+                (2, 2, true) => self.plane_avx512::<2, 2, true>(src, dst),
+                (2, 2, false) => self.plane_avx512::<2, 2, false>(src, dst),
+                (2, 3, true) => self.plane_avx512::<2, 3, true>(src, dst),
+                (2, 3, false) => self.plane_avx512::<2, 3, false>(src, dst),
+                _ => return None,
+            }
+        }
+        Some(())
+    }
+
+    /// [`Plan::plane_body`] in 16-lane registers for `K` columns at column
+    /// stride `S` without dilation (the 3×3/2 and 2×2/2 pools of image
+    /// models, Inception's 3×3/1), with no line in memory: vector `m` of
+    /// a row is the folded rows' padded columns `16m .. 16m + 16`, loaded
+    /// straight from the input rows — whole where every row's 16 columns
+    /// are inside the input, else under a mask, the lanes in the padding
+    /// or past the row holding the identity —, and tap `t` of 16 outputs
+    /// is a shift of two such vectors ([`_mm512_alignr_epi32`]) or, at
+    /// stride 2, the even or odd lanes of two ([`_mm512_permutex2var_ps`]).
+    /// The same operations in the same order as the line's path, so the
+    /// same values. (The line's path, written in whole vectors and read at
+    /// other offsets, waited on store forwarding, and its bookkeeping per
+    /// row and per tap outweighed the maxima on SqueezeNet's rows of 27.)
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+    unsafe fn plane_avx512<const S: usize, const K: usize, const MAX: bool>(&self, src: &[f32], dst: &mut [f32]) {
+        use std::arch::x86_64::*;
+        const V: usize = 16;
+        let (w, ow) = (self.cols.input, self.cols.output);
+        let fold = |v: __m512, acc: __m512| if MAX { _mm512_max_ps(v, acc) } else { _mm512_add_ps(acc, v) };
+        let init = if MAX { f32::NEG_INFINITY } else { 0.0 };
+        let identity = _mm512_set1_ps(init);
+        let pb = self.cols.pad_begin as isize;
+        // vectors m whose 16 columns 16m − pb .. are all inside the row
+        let inside = (pb as usize).div_ceil(V)..(w + pb as usize) / V;
+        let shift = |hi: __m512, lo: __m512, by: usize| {
+            let (hi, lo) = (_mm512_castps_si512(hi), _mm512_castps_si512(lo));
+            _mm512_castsi512_ps(if by == 1 {
+                _mm512_alignr_epi32::<1>(hi, lo)
+            } else {
+                _mm512_alignr_epi32::<2>(hi, lo)
+            })
+        };
+        let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        let odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+        let mut rows = [std::ptr::null::<f32>(); MAX_ROWS];
+        for (oy, row) in dst.chunks_exact_mut(ow).enumerate() {
+            let mut n = 0;
+            for ki in 0..self.rows.kernel {
+                let iy = self.rows.at(oy, ki);
+                if iy >= 0 && iy < self.rows.input as isize {
+                    rows[n] = src[iy as usize * w..][..w].as_ptr();
+                    n += 1;
+                }
+            }
+            if n == 0 {
+                row.fill(init);
+                continue;
+            }
+            let (first, rest) = (rows[0], &rows[1..n]);
+            // the folded rows' padded columns 16m .. 16m + 16
+            let folded = |m: usize| {
+                let start = (V * m) as isize - pb;
+                if inside.contains(&m) {
+                    let mut acc = _mm512_loadu_ps(first.offset(start));
+                    for &r in rest {
+                        acc = fold(_mm512_loadu_ps(r.offset(start)), acc);
+                    }
+                    return acc;
+                }
+                let lo = (-start).clamp(0, V as isize) as u32;
+                let hi = (w as isize - start).clamp(0, V as isize) as u32;
+                if lo >= hi {
+                    return identity;
+                }
+                let mask = (((1u32 << hi) - 1) & !((1u32 << lo) - 1)) as __mmask16;
+                let mut acc = _mm512_mask_loadu_ps(identity, mask, first.wrapping_offset(start));
+                for &r in rest {
+                    acc = fold(_mm512_mask_loadu_ps(identity, mask, r.wrapping_offset(start)), acc);
+                }
+                acc
+            };
+            let mut next = folded(0);
+            for j in 0..ow.div_ceil(V) {
+                let mut acc = identity;
+                if S == 1 {
+                    let (a, b) = (next, folded(j + 1));
+                    acc = fold(a, acc);
+                    for t in 1..K {
+                        acc = fold(shift(b, a, t), acc);
+                    }
+                    next = b;
+                } else {
+                    let (a, b) = (next, folded(2 * j + 1));
+                    acc = fold(_mm512_permutex2var_ps(a, even, b), acc);
+                    acc = fold(_mm512_permutex2var_ps(a, odd, b), acc);
+                    next = folded(2 * j + 2);
+                    if K == 3 {
+                        acc = fold(_mm512_permutex2var_ps(shift(b, a, 2), even, shift(next, b, 2)), acc);
+                    }
+                }
+                let left = ow - V * j;
+                if left >= V {
+                    _mm512_storeu_ps(row.as_mut_ptr().add(V * j), acc);
+                } else {
+                    _mm512_mask_storeu_ps(row.as_mut_ptr().add(V * j), ((1u32 << left) - 1) as __mmask16, acc);
+                }
+            }
+            if !MAX {
+                let rows = self.row_count[oy];
+                for (y, &cols) in row.iter_mut().zip(&self.col_count) {
+                    *y /= (rows * cols).max(1) as f32;
+                }
+            }
+        }
+    }
+}
+
+/// The most window rows [`Plan::plane_avx512`] takes.
+#[cfg(target_arch = "x86_64")]
+const MAX_ROWS: usize = 4;
 
 /// `line[i]` = the rows' `i`th elements folded in row order from the first
 /// (`max` a select, `maxps`, as the reference's `f32` path: the later

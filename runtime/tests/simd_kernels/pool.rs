@@ -80,6 +80,40 @@ fn check_pool(s: &PoolSpec, seed: u64) {
     }
 }
 
+/// The windows of at most 3 columns at column stride 1 or 2 that AVX-512
+/// runs in registers (vectors of 16 columns, whole inside the rows and
+/// masked at their ends), over widths around every multiple of 16, with
+/// and without padding on either side and `ceil_mode`, against the
+/// reference.
+#[test]
+fn narrow_windows_over_wide_rows_match_the_reference() {
+    let widths = [1, 2, 3, 5, 15, 16, 17, 18, 31, 32, 33, 34, 47, 49, 50, 63, 64, 65, 111, 112];
+    let mut seed = 7;
+    for (stride, kernel) in [(1, 3), (2, 2), (2, 3)] {
+        for w in widths {
+            for (left, right) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
+                for (ceil, max) in [(false, true), (true, true), (false, false), (true, false)] {
+                    seed += 1;
+                    let spec = PoolSpec {
+                        max,
+                        n: 1,
+                        c: 2,
+                        h: 5,
+                        w,
+                        kernel: [3, kernel],
+                        strides: [2, stride],
+                        dilations: [1, 1],
+                        pads: [1, left, 0, right],
+                        ceil,
+                        count_pad: seed % 2 == 0,
+                    };
+                    check_pool(&spec, seed);
+                }
+            }
+        }
+    }
+}
+
 fn check_concat(shapes: &[Vec<usize>], axis: i64, seed: u64) {
     let mut net = Net::new();
     let data: Vec<Vec<f32>> =
