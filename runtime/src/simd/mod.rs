@@ -43,6 +43,7 @@ pub mod pool;
 pub mod portable_gemm;
 pub mod profile;
 pub mod reduce;
+pub mod reduce_flat;
 pub mod reduce_lanes;
 pub mod relayout;
 pub mod session;

@@ -77,7 +77,7 @@ pub fn phases(p: &Program) -> Phases {
 
 /// A reduction's running value.
 #[derive(Clone, Copy)]
-enum Acc {
+pub(super) enum Acc {
     Sum(f64),
     Prod(f64),
     Max(f32),
@@ -85,7 +85,7 @@ enum Acc {
 }
 
 impl Acc {
-    fn new(c: Combiner) -> Acc {
+    pub(super) fn new(c: Combiner) -> Acc {
         match c {
             Combiner::Sum | Combiner::Mean => Acc::Sum(0.0),
             Combiner::Prod => Acc::Prod(1.0),
@@ -94,7 +94,7 @@ impl Acc {
         }
     }
 
-    fn fold(&mut self, simd: bool, xs: &[f32]) {
+    pub(super) fn fold(&mut self, simd: bool, xs: &[f32]) {
         match self {
             Acc::Sum(s) => *s += sum(simd, xs),
             Acc::Prod(s) => *s = xs.iter().fold(*s, |a, &x| a * f64::from(x)),
@@ -103,7 +103,7 @@ impl Acc {
         }
     }
 
-    fn value(self, c: Combiner, count: usize) -> f32 {
+    pub(super) fn value(self, c: Combiner, count: usize) -> f32 {
         match self {
             Acc::Sum(s) if c == Combiner::Mean => (s / count as f64) as f32,
             Acc::Sum(s) | Acc::Prod(s) => s as f32,
@@ -161,15 +161,19 @@ impl Scratch {
     }
 }
 
-/// Runs reduction program `p` bound as `b` in phases `ph` (of `p`): rows
-/// short enough run with lanes over the outer points
-/// ([`super::reduce_lanes`]), the others one outer point at a time.
+/// Runs reduction program `p` bound as `b` in phases `ph` (of `p`): each
+/// outer point's one contiguous run of dense operands as one flat span
+/// ([`super::reduce_flat`]), rows short enough with lanes over the outer
+/// points ([`super::reduce_lanes`]), the others one outer point at a time.
 ///
 /// # Safety
 /// As [`super::elementwise::run`].
 pub unsafe fn run(p: &Program, ph: &Phases, b: &Bound, srcs: &[Src], dsts: &[Dst], simd: bool) {
     if b.empty {
         return;
+    }
+    if super::reduce_flat::suits(p, ph, b, srcs, dsts) {
+        return super::reduce_flat::run(p, ph, b, srcs, dsts, simd);
     }
     if super::reduce_lanes::suits(b) {
         return super::reduce_lanes::run(p, ph, &ph.lanes, b, srcs, dsts, simd);

@@ -13,6 +13,7 @@ mod elementwise;
 mod norm;
 mod oracle;
 mod pool;
+mod reductions;
 mod relayout;
 
 use diamond_runtime::simd::conv::{conv2d, Conv2d};
