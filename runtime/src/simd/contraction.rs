@@ -82,11 +82,30 @@ pub(super) fn sized(take: Take<'_>, len: usize) -> Vec<f32> {
     buffer
 }
 
+/// A buffer from `take` of `len` floats for a kernel that writes every one
+/// of them before anything reads it: a recycled buffer keeps its old values
+/// where [`sized`] would write zeros (only what lies past its old length is
+/// zeroed), which saved SqueezeNet's convolutions a pass over each output.
+/// In builds with debug assertions (the tests) the floats are NaN instead,
+/// so that an element a kernel leaves unwritten shows in its results.
+pub(super) fn overwritten(take: Take<'_>, len: usize) -> Vec<f32> {
+    let mut buffer = take(len);
+    if cfg!(debug_assertions) {
+        buffer.clear();
+        buffer.resize(len, f32::NAN);
+    } else if buffer.len() >= len {
+        buffer.truncate(len);
+    } else {
+        buffer.resize(len, 0.0);
+    }
+    buffer
+}
+
 fn matmul(inputs: &[Option<&Tensor>], take: Take<'_>, ep: Epilogue) -> Option<Tensor> {
     let (a, b) = (inputs.first().copied()??, inputs.get(1).copied()??);
     let (ad, bd) = (floats(a)?, floats(b)?);
     let shape = matmul_shape(&a.shape, &b.shape)?;
-    let mut out = sized(take, shape.iter().product());
+    let mut out = overwritten(take, shape.iter().product());
     batched_matmul(ad, &a.shape, bd, &b.shape, &mut out, &ep);
     Tensor::new(shape, Data::F32(out))
 }
@@ -157,7 +176,7 @@ fn gemm(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>, ep: Epilogue) -
             }
         }
     };
-    let mut out = sized(take, m * n);
+    let mut out = overwritten(take, m * n);
     sgemm(am, bm, &mut out, &Epilogue { alpha, bias, beta, ..ep });
     Tensor::new(vec![m, n], Data::F32(out))
 }
@@ -228,7 +247,7 @@ fn conv(
         Some(b) if b.shape == [p.c_out] => Bias::PerRow(floats(b)?),
         Some(_) => return None,
     };
-    let mut out = sized(take, p.output_len()?);
+    let mut out = overwritten(take, p.output_len()?);
     conv2d_keeping(floats(x)?, floats(w)?, &p, &mut out, &Epilogue { bias, ..ep }, kept);
     let shape = if one_d { vec![p.n, p.c_out, ow] } else { vec![p.n, p.c_out, oh, ow] };
     Tensor::new(shape, Data::F32(out))

@@ -24,7 +24,7 @@
 //! or behave as the reference's `f32` path: the node runs on the
 //! reference kernels where `None`.
 
-use super::contraction::{floats, int_attr, sized};
+use super::contraction::{floats, int_attr, overwritten};
 use super::cpu;
 use crate::ops::nn::window_count;
 use crate::tensor::{Data, Tensor};
@@ -138,7 +138,7 @@ pub fn pool(
     let plan = Plan::new(kind, rows, cols);
     let (oh, ow) = (plan.rows.output, plan.cols.output);
     let out_plane = oh * ow;
-    let mut out = sized(take, n * c * out_plane);
+    let mut out = overwritten(take, n * c * out_plane);
     if out_plane > 0 {
         let taps = out.len() * plan.rows.kernel * plan.cols.kernel;
         let one = |(src, dst): (&[f32], &mut [f32])| plan.plane(src, dst);

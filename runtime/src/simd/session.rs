@@ -874,8 +874,8 @@ impl<'m> Session<'m> {
         })
     }
 
-    /// An empty buffer with capacity for `len` floats, from the pool when
-    /// one fits.
+    /// A buffer with capacity for `len` floats, from the pool when one fits
+    /// ([`take_from`]).
     fn take_buffer(&mut self, len: usize) -> Vec<f32> {
         take_from(&mut self.pool, len)
     }
@@ -932,16 +932,14 @@ fn shape_value(node: &diamond_ir::Node, plan: &Plan) -> Option<Tensor> {
     Some(Tensor::from_i64s(kept.iter().map(|&d| i64::try_from(d).ok()).collect::<Option<Vec<_>>>()?))
 }
 
-/// An empty buffer with capacity for `len` floats: the smallest in `pool`
-/// that fits, else a new one.
+/// A buffer with capacity for `len` floats: the smallest in `pool` that
+/// fits, its old values kept (the caller clears it, or sets its length once
+/// it has written it, or keeps what [`super::contraction::overwritten`]
+/// lets it keep), else a new one.
 fn take_from(pool: &mut Vec<Vec<f32>>, len: usize) -> Vec<f32> {
     let best = (0..pool.len()).filter(|&i| pool[i].capacity() >= len).min_by_key(|&i| pool[i].capacity());
     match best {
-        Some(i) => {
-            let mut v = pool.swap_remove(i);
-            v.clear();
-            v
-        }
+        Some(i) => pool.swap_remove(i),
         None => Vec::with_capacity(len),
     }
 }
