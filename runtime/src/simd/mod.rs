@@ -49,6 +49,8 @@ pub mod relayout;
 pub mod session;
 pub mod small_plane;
 pub mod tile;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod transpose;
 pub mod winograd;
 
 pub use profile::{StepKind, StepTime};

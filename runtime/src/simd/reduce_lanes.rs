@@ -191,14 +191,29 @@ struct At<'a> {
 }
 
 /// Fills the registers of `split`'s loads for `lanes` lanes of one chunk.
+/// On AVX2, an operand whose lanes are consecutive elements and whose
+/// chunk is strided (a LayerNormalization over the channels of an NCHW
+/// tensor, ConvNeXt's `Transpose+LayerNormalization`) is read eight lanes
+/// of eight chunk points at a time and transposed in registers
+/// ([`transposed`]); element by element it was the most of the step.
 ///
 /// # Safety
 /// Every element read must be inside its operand.
-unsafe fn gather(split: &Split, regs: &mut [f32], lanes: &[Lanes], n: usize, srcs: &[Src], at: &At) {
+unsafe fn gather(split: &Split, regs: &mut [f32], lanes: &[Lanes], n: usize, srcs: &[Src], at: &At, simd: bool) {
     let cc = at.chunk;
     for &(i, k) in &split.loads {
         let out = &mut regs[i * TILE..i * TILE + n * cc];
         let (first, step) = (at.first[k], at.step[k]);
+        #[cfg(target_arch = "x86_64")]
+        if let Src::F32(p) = srcs[k] {
+            let offs = &lanes[k].offs[..n];
+            let consecutive = offs.windows(2).all(|w| w[1] == w[0] + 1);
+            if simd && step.unsigned_abs() > 1 && n % 8 == 0 && cc % 8 == 0 && consecutive {
+                transposed(p.offset(offs[0] + first), step, n, cc, out);
+                continue;
+            }
+        }
+        let _ = simd;
         for (row, &off) in out.chunks_exact_mut(cc).zip(&lanes[k].offs) {
             match srcs[k] {
                 Src::F32(p) => {
@@ -219,6 +234,28 @@ unsafe fn gather(split: &Split, regs: &mut [f32], lanes: &[Lanes], n: usize, src
                         *o = f32::from(u8::from(*p.offset(j as isize * step)));
                     }
                 }
+            }
+        }
+    }
+}
+
+/// `out[t·cc + j] = p[t + j·step]` for `t < n`, `j < cc` (both multiples of
+/// 8), in 8×8 blocks transposed in AVX2 registers.
+///
+/// # Safety
+/// AVX2; every element read is inside the operand; `out` holds `n · cc`.
+#[cfg(target_arch = "x86_64")]
+unsafe fn transposed(p: *const f32, step: isize, n: usize, cc: usize, out: &mut [f32]) {
+    let mut block = [0f32; 64];
+    for t0 in (0..n).step_by(8) {
+        for j0 in (0..cc).step_by(8) {
+            let mut from: [&[f32]; 8] = [&[]; 8];
+            for (r, f) in from.iter_mut().enumerate() {
+                *f = std::slice::from_raw_parts(p.offset(t0 as isize + (j0 + r) as isize * step), 8);
+            }
+            super::transpose::transpose8(from, &mut block);
+            for u in 0..8 {
+                out[(t0 + u) * cc + j0..][..8].copy_from_slice(&block[u * 8..][..8]);
             }
         }
     }
@@ -278,10 +315,14 @@ pub unsafe fn run(
     let count = b.reduce_count;
     let inner = red.last().copied().unwrap_or(1);
     let (k_ops, k_outs) = (b.operands.len(), b.outputs.len());
-    // Each operand's and output's offset of every reduction point from a
-    // lane's start, and its step along the innermost reduction axis.
+    let (mut lanes, chunk) = tile_shape(points, inner);
+    // Each operand's and output's offset, from a lane's start, of the
+    // first reduction point of every chunk (chunk `r / chunk` for the
+    // points `r` the sweeps start at), and its step along the innermost
+    // reduction axis.
     let red_offsets = |views: &[super::bind::Strided]| -> Vec<isize> {
-        (0..count).flat_map(|r| views.iter().map(move |v| offset_of(r, red, &v.strides[no..]))).collect()
+        let firsts = (0..count).step_by(chunk);
+        firsts.flat_map(|r| views.iter().map(move |v| offset_of(r, red, &v.strides[no..]))).collect()
     };
     let (op_red, out_red) = (red_offsets(&b.operands), red_offsets(&b.outputs));
     let step_of = |v: &super::bind::Strided| if red.is_empty() { 0 } else { v.strides[v.strides.len() - 1] };
@@ -290,7 +331,6 @@ pub unsafe fn run(
     let zero_ops = vec![0isize; k_ops];
     // Outer-level values are the same at every point of a lane's chunk.
     let zero_steps = vec![0isize; k_ops];
-    let (mut lanes, chunk) = tile_shape(points, inner);
     let threads = rayon::current_num_threads();
     let parallel = threads > 1 && points.saturating_mul(count.max(1)) > super::elementwise::CHUNK;
     if parallel {
@@ -308,8 +348,8 @@ pub unsafe fn run(
         }
         let regs = &mut s.regs[..];
         let outer_at = At { first: &zero_ops, step: &zero_steps, chunk };
-        let chunk_at = |r: usize| At { first: &op_red[r * k_ops..(r + 1) * k_ops], step: &op_step, chunk };
-        gather(&lp.pre, regs, &s.op_lanes, n, srcs, &outer_at);
+        let chunk_at = |r: usize| At { first: &op_red[r / chunk * k_ops..][..k_ops], step: &op_step, chunk };
+        gather(&lp.pre, regs, &s.op_lanes, n, srcs, &outer_at, simd);
         tile::eval(simd, &p.body, &lp.pre.rest, regs, pts, srcs, &zero_ops, &zero_ops);
         for (full, reduces, after) in &lp.sweeps {
             s.accs.clear();
@@ -318,7 +358,7 @@ pub unsafe fn run(
                 s.accs.extend(std::iter::repeat_n(start(c), n));
             }
             for r in (0..count).step_by(chunk) {
-                gather(full, regs, &s.op_lanes, n, srcs, &chunk_at(r));
+                gather(full, regs, &s.op_lanes, n, srcs, &chunk_at(r), simd);
                 tile::eval(simd, &p.body, &full.rest, regs, pts, srcs, &zero_ops, &zero_ops);
                 for (q, &i) in reduces.iter().enumerate() {
                     let Inst::Reduce(c, a) = p.body[i].inst else { continue };
@@ -332,16 +372,16 @@ pub unsafe fn run(
                     regs[i * TILE + t * chunk..i * TILE + (t + 1) * chunk].fill(v);
                 }
             }
-            gather(after, regs, &s.op_lanes, n, srcs, &outer_at);
+            gather(after, regs, &s.op_lanes, n, srcs, &outer_at, simd);
             tile::eval(simd, &p.body, &after.rest, regs, pts, srcs, &zero_ops, &zero_ops);
         }
         if !ph.full_outputs.is_empty() {
             for r in (0..count).step_by(chunk) {
-                gather(&lp.last, regs, &s.op_lanes, n, srcs, &chunk_at(r));
+                gather(&lp.last, regs, &s.op_lanes, n, srcs, &chunk_at(r), simd);
                 tile::eval(simd, &p.body, &lp.last.rest, regs, pts, srcs, &zero_ops, &zero_ops);
                 for &j in &ph.full_outputs {
                     let reg = &regs[p.outputs[j].source * TILE..][..pts];
-                    scatter(dsts[j], &s.out_lanes[j], out_red[r * k_outs + j], out_step[j], chunk, reg);
+                    scatter(dsts[j], &s.out_lanes[j], out_red[r / chunk * k_outs + j], out_step[j], chunk, reg);
                 }
             }
         }
