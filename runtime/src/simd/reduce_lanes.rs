@@ -208,7 +208,7 @@ unsafe fn gather(split: &Split, regs: &mut [f32], lanes: &[Lanes], n: usize, src
         if let Src::F32(p) = srcs[k] {
             let offs = &lanes[k].offs[..n];
             let consecutive = offs.windows(2).all(|w| w[1] == w[0] + 1);
-            if simd && step.unsigned_abs() > 1 && n % 8 == 0 && cc % 8 == 0 && consecutive {
+            if simd && step.unsigned_abs() > 1 && n.is_multiple_of(8) && cc.is_multiple_of(8) && consecutive {
                 transposed(p.offset(offs[0] + first), step, n, cc, out);
                 continue;
             }
