@@ -25,9 +25,9 @@ macro_rules! run_body {
         use crate::simd::tile::{self, Place};
 
         /// How far ahead of a block a far program's operands are
-        /// prefetched: 4 KiB (2-8 KiB measured alike; without, the chain8
-        /// benchmark made 71-77% of copy bandwidth on one thread, with it
-        /// 83-94%).
+        /// prefetched: 4 KiB (the chain8 benchmark, one thread, with the
+        /// streaming stores: 75-83% of copy bandwidth without the
+        /// prefetch, 78-94% with it; 90-96% in the final runs).
         const AHEAD: usize = 1024;
 
         /// Points of a block.
