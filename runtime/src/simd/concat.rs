@@ -36,10 +36,11 @@ pub fn concat(node: &Node, inputs: &[Option<&Tensor>], take: &mut dyn FnMut(usiz
         return None;
     }
     let total: usize = blocks.iter().sum::<usize>() * outer;
-    let mut out = take(total);
-    out.clear();
     if rayon::current_num_threads() > 1 && total >= PARALLEL_FLOATS {
-        out.resize(total, 0.0);
+        // the copies cover the output: a recycled buffer is not zeroed first
+        // (SqueezeNet's eight Concats on two threads: 0.43-0.47 ms in the
+        // machine's slow two-thread state with the zeroing, 0.13 without)
+        let mut out = super::contraction::overwritten(take, total);
         // every (destination, source) block in the output's order, copied in parallel
         let mut copies: Vec<(&mut [f32], &[f32])> = Vec::with_capacity(outer * parts.len());
         let mut rest = &mut out[..];
@@ -51,11 +52,18 @@ pub fn concat(node: &Node, inputs: &[Option<&Tensor>], take: &mut dyn FnMut(usiz
             }
         }
         copies.into_par_iter().for_each(|(dst, src)| dst.copy_from_slice(src));
-    } else {
-        // the reference's layout, appended without zeroing the buffer first
-        interleave_blocks_into(&mut out, &data, &blocks, outer);
+        return Tensor::new(shape_of(first, &parts, axis), Data::F32(out));
     }
+    let mut out = take(total);
+    out.clear();
+    // the reference's layout, appended without zeroing the buffer first
+    interleave_blocks_into(&mut out, &data, &blocks, outer);
+    Tensor::new(shape_of(first, &parts, axis), Data::F32(out))
+}
+
+/// The concatenation's shape: `first`'s with `axis` the parts' sum.
+fn shape_of(first: &Tensor, parts: &[&Tensor], axis: usize) -> Vec<usize> {
     let mut shape = first.shape.clone();
     shape[axis] = parts.iter().map(|t| t.shape[axis]).sum();
-    Tensor::new(shape, Data::F32(out))
+    shape
 }
