@@ -98,8 +98,8 @@ impl Acc {
         match self {
             Acc::Sum(s) => *s += sum(simd, xs),
             Acc::Prod(s) => *s = xs.iter().fold(*s, |a, &x| a * f64::from(x)),
-            Acc::Max(m) => *m = xs.iter().fold(*m, |a, &x| if a.is_nan() || x.is_nan() { f32::NAN } else { a.max(x) }),
-            Acc::Min(m) => *m = xs.iter().fold(*m, |a, &x| if a.is_nan() || x.is_nan() { f32::NAN } else { a.min(x) }),
+            Acc::Max(m) => *m = extreme(simd, *m, xs, true),
+            Acc::Min(m) => *m = extreme(simd, *m, xs, false),
         }
     }
 
@@ -110,6 +110,52 @@ impl Acc {
             Acc::Max(m) | Acc::Min(m) => m,
         }
     }
+}
+
+/// The largest (`max`) or smallest of `m` and `xs`, NaN if any is NaN.
+fn extreme(simd: bool, m: f32, xs: &[f32], max: bool) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if simd {
+        // SAFETY: `simd` is set only when the processor has AVX2 and FMA.
+        return unsafe { extreme_avx2(m, xs, max) };
+    }
+    let _ = simd;
+    extreme_body(m, xs, max)
+}
+
+#[inline(always)]
+fn extreme_body(m: f32, xs: &[f32], max: bool) -> f32 {
+    let pick = |a: f32, x: f32| match (a.is_nan() || x.is_nan(), max) {
+        (true, _) => f32::NAN,
+        (false, true) => a.max(x),
+        (false, false) => a.min(x),
+    };
+    xs.iter().fold(m, |a, &x| pick(a, x))
+}
+
+/// [`extreme`] eight lanes at a time (a row-wise GlobalMaxPool went one
+/// float at a time, each checked for NaN: 64×56² in 0.37 ms), NaN tracked
+/// beside the lanes; the lanes and the row's last values are then folded
+/// as [`extreme_body`] does.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn extreme_avx2(m: f32, xs: &[f32], max: bool) -> f32 {
+    use std::arch::x86_64::*;
+    let chunks = xs.chunks_exact(8);
+    let rest = chunks.remainder();
+    let mut acc = _mm256_set1_ps(if m.is_nan() { 0.0 } else { m });
+    let mut nan = _mm256_setzero_ps();
+    for c in chunks {
+        let v = _mm256_loadu_ps(c.as_ptr());
+        nan = _mm256_or_ps(nan, _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v));
+        acc = if max { _mm256_max_ps(acc, v) } else { _mm256_min_ps(acc, v) };
+    }
+    if m.is_nan() || _mm256_movemask_ps(nan) != 0 {
+        return f32::NAN;
+    }
+    let mut lanes = [0f32; 8];
+    _mm256_storeu_ps(lanes.as_mut_ptr(), acc);
+    extreme_body(extreme_body(m, &lanes, max), rest, max)
 }
 
 fn sum(simd: bool, xs: &[f32]) -> f64 {

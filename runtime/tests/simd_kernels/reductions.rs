@@ -1,5 +1,5 @@
 //! Reductions that run as one flat span ([`diamond_runtime::simd::reduce_flat`]):
-//! `y = x·sigmoid(x)` kept for every point and its mean (or max) over the
+//! `y = x·sigmoid(x)` kept for every point and its mean (or max, or min) over the
 //! last two axes, over rows shorter and longer than a tile and rows that
 //! cross tiles, on one thread and on two, against the same arithmetic in
 //! `f64` — tighter than the model tests' tolerance, so that a value off by
@@ -67,6 +67,7 @@ fn check(dims: [usize; 4], combiner: Combiner, threads: usize) {
         }
         let pooled = match combiner {
             Combiner::Max => want.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            Combiner::Min => want.iter().copied().fold(f64::INFINITY, f64::min),
             _ => want.iter().sum::<f64>() / count as f64,
         };
         let got = f64::from(m[r]);
@@ -80,10 +81,32 @@ fn check(dims: [usize; 4], combiner: Combiner, threads: usize) {
 #[test]
 fn pools_after_an_activation_run_as_one_span() {
     for dims in [[2, 8, 16, 16], [2, 48, 8, 8], [2, 144, 2, 2], [1, 1000, 13, 13], [3, 5, 17, 19], [1, 3, 1, 1]] {
-        for combiner in [Combiner::Mean, Combiner::Max] {
+        for combiner in [Combiner::Mean, Combiner::Max, Combiner::Min] {
             for threads in [1, 2] {
                 check(dims, combiner, threads);
             }
         }
+    }
+}
+
+/// A NaN anywhere in a row — among its whole vectors or its last values —
+/// makes that row's max and mean NaN, and no other row's.
+#[test]
+fn a_nan_in_a_row_makes_only_its_pool_nan() {
+    let dims = [1, 4, 9, 9];
+    let (rows, count) = (4, 81);
+    for combiner in [Combiner::Max, Combiner::Min, Combiner::Mean] {
+        let p = program(&dims, combiner);
+        let b = bind(&p, &|_| None).unwrap();
+        let ph = reduce::phases(&p);
+        let mut x: Vec<f32> = (0..rows * count).map(|k| (k % 17) as f32 - 8.0).collect();
+        x[2 * count + 40] = f32::NAN;
+        x[3 * count + 80] = f32::NAN;
+        let (mut y, mut m) = (vec![0f32; rows * count], vec![0f32; rows]);
+        let dsts = [Dst::F32(y.as_mut_ptr()), Dst::F32(m.as_mut_ptr())];
+        // SAFETY: x, y and m hold what the program was bound for.
+        unsafe { reduce::run(&p, &ph, &b, &[Src::F32(x.as_ptr())], &dsts, true) };
+        let nan: Vec<bool> = m.iter().map(|v| v.is_nan()).collect();
+        assert_eq!(nan, [false, false, true, true], "{combiner:?}: {m:?}");
     }
 }
