@@ -14,8 +14,9 @@ use rayon::prelude::*;
 /// Below this many floats the copies run on one thread.
 const PARALLEL_FLOATS: usize = 1 << 16;
 
-/// Concatenates `inputs` along the node's `axis`; `take` gives an empty
-/// buffer with room for the given number of floats.
+/// Concatenates `inputs` along the node's `axis`; `take` gives a buffer
+/// with room for the given number of floats (a reused allocation, its old
+/// values kept).
 pub fn concat(node: &Node, inputs: &[Option<&Tensor>], take: &mut dyn FnMut(usize) -> Vec<f32>) -> Option<Tensor> {
     let parts: Vec<&Tensor> = inputs.iter().copied().collect::<Option<_>>()?;
     let first = parts.first()?;

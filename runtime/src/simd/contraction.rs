@@ -49,9 +49,9 @@ fn ints_attr(node: &Node, name: &str) -> Option<Option<Vec<i64>>> {
 }
 
 /// Computes `node` (a contraction `op`) on `inputs` (the node's operands,
-/// `None` where omitted) into a tensor whose data comes from `take` (an
-/// empty buffer with room for the given number of floats: a reused
-/// allocation), or `None` when the fast kernels do not cover it.
+/// `None` where omitted) into a tensor whose data comes from `take` (a
+/// buffer with room for the given number of floats: a reused allocation,
+/// its old values kept), or `None` when the fast kernels do not cover it.
 /// `kept`: where a convolution with a constant weight keeps what it derives
 /// from the weight between calls ([`conv2d_keeping`]). `ep`: what follows
 /// the product (activations, residual, a [`Post`](super::epilogue::Post)

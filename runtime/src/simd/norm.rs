@@ -62,8 +62,9 @@ impl Power {
 }
 
 /// LRN over an `N, C, spatial...` tensor.
-/// `take` gives an empty buffer with room for the given number of floats
-/// (a reused allocation); `None` where this kernel does not cover the node.
+/// `take` gives a buffer with room for the given number of floats (a
+/// reused allocation, its old values kept); `None` where this kernel does
+/// not cover the node.
 pub fn lrn(node: &Node, inputs: &[Option<&Tensor>], take: &mut dyn FnMut(usize) -> Vec<f32>) -> Option<Tensor> {
     let x = inputs.first().copied()??;
     let xd = floats(x)?;
