@@ -206,9 +206,15 @@ unsafe fn gather(split: &Split, regs: &mut [f32], lanes: &[Lanes], n: usize, src
         let (first, step) = (at.first[k], at.step[k]);
         #[cfg(target_arch = "x86_64")]
         if let Src::F32(p) = srcs[k] {
+            // (the shape first: the lanes' test is a pass over them, which
+            // every gather paid made EfficientNet 7% slower)
             let offs = &lanes[k].offs[..n];
-            let consecutive = offs.windows(2).all(|w| w[1] == w[0] + 1);
-            if simd && step.unsigned_abs() > 1 && n.is_multiple_of(8) && cc.is_multiple_of(8) && consecutive {
+            if simd
+                && step.unsigned_abs() > 1
+                && n.is_multiple_of(8)
+                && cc.is_multiple_of(8)
+                && offs.windows(2).all(|w| w[1] == w[0] + 1)
+            {
                 transposed(p.offset(offs[0] + first), step, n, cc, out);
                 continue;
             }
