@@ -123,8 +123,9 @@ fn extreme(simd: bool, m: f32, xs: &[f32], max: bool) -> f32 {
     extreme_body(m, xs, max)
 }
 
+/// [`extreme`] one float at a time (also the lane-wise runner's fold).
 #[inline(always)]
-fn extreme_body(m: f32, xs: &[f32], max: bool) -> f32 {
+pub(super) fn extreme_body(m: f32, xs: &[f32], max: bool) -> f32 {
     let pick = |a: f32, x: f32| match (a.is_nan() || x.is_nan(), max) {
         (true, _) => f32::NAN,
         (false, true) => a.max(x),
@@ -141,16 +142,19 @@ fn extreme_body(m: f32, xs: &[f32], max: bool) -> f32 {
 #[target_feature(enable = "avx2,fma")]
 unsafe fn extreme_avx2(m: f32, xs: &[f32], max: bool) -> f32 {
     use std::arch::x86_64::*;
+    if m.is_nan() {
+        return f32::NAN;
+    }
     let chunks = xs.chunks_exact(8);
     let rest = chunks.remainder();
-    let mut acc = _mm256_set1_ps(if m.is_nan() { 0.0 } else { m });
+    let mut acc = _mm256_set1_ps(m);
     let mut nan = _mm256_setzero_ps();
     for c in chunks {
         let v = _mm256_loadu_ps(c.as_ptr());
         nan = _mm256_or_ps(nan, _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v));
         acc = if max { _mm256_max_ps(acc, v) } else { _mm256_min_ps(acc, v) };
     }
-    if m.is_nan() || _mm256_movemask_ps(nan) != 0 {
+    if _mm256_movemask_ps(nan) != 0 {
         return f32::NAN;
     }
     let mut lanes = [0f32; 8];

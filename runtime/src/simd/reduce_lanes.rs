@@ -17,6 +17,7 @@
 //! within a chunk and in `f64` across chunks, as the row-wise runner does.
 
 use super::bind::{offset_of, Bound};
+use super::reduce::extreme_body;
 use super::tile::{self, Dst, Registers, Src, TILE};
 use crate::kernel::{Combiner, Inst, Program};
 use rayon::prelude::*;
@@ -103,14 +104,12 @@ fn start(c: Combiner) -> f64 {
 /// per-lane accumulators `acc`.
 #[inline(always)]
 fn fold_body(c: Combiner, acc: &mut [f64], xs: &[f32], chunk: usize) {
-    let nan_max = |a: f32, x: f32| if a.is_nan() || x.is_nan() { f32::NAN } else { a.max(x) };
-    let nan_min = |a: f32, x: f32| if a.is_nan() || x.is_nan() { f32::NAN } else { a.min(x) };
     for (a, xs) in acc.iter_mut().zip(xs.chunks_exact(chunk)) {
         match c {
             Combiner::Sum | Combiner::Mean => *a += f64::from(xs.iter().sum::<f32>()),
             Combiner::Prod => *a = xs.iter().fold(*a, |a, &x| a * f64::from(x)),
-            Combiner::Max => *a = f64::from(xs.iter().fold(*a as f32, |a, &x| nan_max(a, x))),
-            Combiner::Min => *a = f64::from(xs.iter().fold(*a as f32, |a, &x| nan_min(a, x))),
+            Combiner::Max => *a = f64::from(extreme_body(*a as f32, xs, true)),
+            Combiner::Min => *a = f64::from(extreme_body(*a as f32, xs, false)),
         }
     }
 }
@@ -201,13 +200,14 @@ struct At<'a> {
 /// Every element read must be inside its operand.
 unsafe fn gather(split: &Split, regs: &mut [f32], lanes: &[Lanes], n: usize, srcs: &[Src], at: &At, simd: bool) {
     let cc = at.chunk;
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = simd;
     for &(i, k) in &split.loads {
         let out = &mut regs[i * TILE..i * TILE + n * cc];
         let (first, step) = (at.first[k], at.step[k]);
         #[cfg(target_arch = "x86_64")]
         if let Src::F32(p) = srcs[k] {
-            // (the shape first: the lanes' test is a pass over them, which
-            // every gather paid made EfficientNet 7% slower)
+            // the shape first: the lanes' test is a pass over them
             let offs = &lanes[k].offs[..n];
             if simd
                 && step.unsigned_abs() > 1
@@ -219,7 +219,6 @@ unsafe fn gather(split: &Split, regs: &mut [f32], lanes: &[Lanes], n: usize, src
                 continue;
             }
         }
-        let _ = simd;
         for (row, &off) in out.chunks_exact_mut(cc).zip(&lanes[k].offs) {
             match srcs[k] {
                 Src::F32(p) => {
