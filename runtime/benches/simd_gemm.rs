@@ -172,6 +172,7 @@ fn cases() -> Vec<Case> {
         conv_case("vgg19 3x3 512->512 14", conv(512, 14, 512, 3, 1, 1)),
         conv_case("densenet 3x3 128->32 56", conv(128, 56, 32, 3, 1, 1)),
         conv_case("densenet 3x3 128->32 7", conv(128, 7, 32, 3, 1, 1)),
+        conv_case("squeezenet conv1 3x3/2 3->64 224", Conv2d { pads: [0; 4], ..conv(3, 224, 64, 3, 2, 1) }),
         conv_case("squeezenet 3x3 16->64 55", conv(16, 55, 64, 3, 1, 1)),
         conv_case("squeezenet 3x3 32->128 27", conv(32, 27, 128, 3, 1, 1)),
         conv_case("squeezenet 3x3 64->256 13", conv(64, 13, 256, 3, 1, 1)),

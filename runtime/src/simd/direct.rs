@@ -23,6 +23,7 @@
 
 use super::conv::Conv2d;
 use super::cpu;
+use super::direct_store::{lanes_table, InRegisters, Lanes, Placed, Sink, WideRows, MAX_BLOCK};
 use super::epilogue::{Epilogue, Tile};
 use super::gemm::OutPtr;
 use super::math::{Arith, Split};
@@ -347,7 +348,7 @@ fn run<const L: usize, const C: usize, const V: usize>(
     isa: Isa,
 ) {
     let g = Geometry::of(p, (oh, ow), L);
-    let Scratch { mut phases, mut packed, mut taps } = SCRATCH.with(|b| b.take());
+    let Scratch { mut phases, mut packed, mut taps, mut lanes } = SCRATCH.with(|b| b.take());
     tap_table(p, &g, &mut taps);
     let (cig, cog) = (p.group_in(), p.group_out());
     let plane = oh * ow;
@@ -383,14 +384,28 @@ fn run<const L: usize, const C: usize, const V: usize>(
         }
     }
     let out = OutPtr(out[..p.n * p.c_out * plane].as_mut_ptr());
-    let one = |(wide, local): &mut (Vec<f32>, Vec<f32>), unit: usize| {
+    // AVX-512 stores a unit's results into the output itself (see `direct_store`)
+    #[cfg(target_arch = "x86_64")]
+    let placed = matches!(isa, Isa::Avx512) && C <= MAX_BLOCK && L == 16;
+    #[cfg(not(target_arch = "x86_64"))]
+    let placed = false;
+    // one lanes table per band, `band_vectors` apart (the last band may have fewer rows)
+    let band_vectors = (rows_per_band * g.wq).div_ceil(L);
+    lanes.clear();
+    if placed {
+        for band in 0..bands {
+            let rows = rows_per_band.min(oh - band * rows_per_band);
+            lanes.resize(band * band_vectors, Lanes::default());
+            lanes_table((rows * g.wq).div_ceil(L), rows, ow, g.wq, &mut lanes);
+        }
+    }
+    let one = |UnitScratch { wide, local }: &mut UnitScratch, unit: usize| {
         let (index, band) = (unit / bands, unit % bands);
         let (ig, b) = (index / blocks, index % blocks);
         let (image, grp) = (ig / p.group, ig % p.group);
         let (first, count) = (b * C, C.min(cog - b * C));
         let (r0, r1) = (band * rows_per_band, ((band + 1) * rows_per_band).min(oh));
         let span = Span { start: r0 * g.wq, vectors: ((r1 - r0) * g.wq).div_ceil(L) };
-        wide.resize(C * span.vectors * L, 0.0);
         let first_input = image * p.c_in + grp * cig;
         let src = if own_phases {
             local.resize(cig * per_channel, 0.0);
@@ -402,9 +417,22 @@ fn run<const L: usize, const C: usize, const V: usize>(
         };
         let weights = &packed[(grp * blocks + b) * patch * C..][..patch * C];
         let operands = Operands { src, packed: weights, taps: &taps, g: &g, cig };
-        kernel::<L, C, V>(isa, operands, span, wide);
         let channel = grp * cog + first;
         let offset = (image * p.c_out + channel) * plane;
+        let tile = Tile { row0: 0, rows: count, col0: r0 * ow, cols: (r1 - r0) * ow, n: plane };
+        let ep = ep.shifted(channel, offset);
+        let in_registers = if placed { InRegisters::of(&ep, count) } else { None };
+        if let Some(regs) = in_registers {
+            let lanes = &lanes[band * band_vectors..][..span.vectors];
+            // SAFETY: the band's rows of the block's channels, this unit's own, inside `out`.
+            let to = unsafe { out.at(offset + r0 * ow) };
+            let placed = Placed { to, plane, count, len: (r1 - r0) * ow, lanes, regs };
+            kernel::<L, C, V>(isa, operands, span, &mut Out::Placed(&placed));
+            // SAFETY: as above.
+            return unsafe { regs.rest(&ep).finish(out.at(offset), &tile) };
+        }
+        wide.resize(C * span.vectors * L, 0.0);
+        kernel::<L, C, V>(isa, operands, span, &mut Out::Wide(wide));
         for c in 0..count {
             let from = &wide[c * span.vectors * L..];
             for oy in r0..r1 {
@@ -414,9 +442,8 @@ fn run<const L: usize, const C: usize, const V: usize>(
                 to.copy_from_slice(&from[at..at + ow]);
             }
         }
-        let tile = Tile { row0: 0, rows: count, col0: r0 * ow, cols: (r1 - r0) * ow, n: plane };
         // SAFETY: the tile is this unit's own, inside `out`.
-        unsafe { ep.shifted(channel, offset).apply_tile(out.at(offset), &tile) };
+        unsafe { ep.apply_tile(out.at(offset), &tile) };
     };
     // Each unit's accumulator rows and local phases in buffers its thread
     // keeps: fresh ones per call (or per rayon split) were zeroed, and
@@ -431,7 +458,7 @@ fn run<const L: usize, const C: usize, const V: usize>(
     } else {
         (0..units * bands).for_each(run_unit);
     }
-    SCRATCH.with(|b| b.set(Scratch { phases, packed, taps }));
+    SCRATCH.with(|b| b.set(Scratch { phases, packed, taps, lanes }));
 }
 
 /// The buffers of one direct convolution, kept by the thread between calls for their allocations.
@@ -443,31 +470,52 @@ struct Scratch {
     packed: Vec<f32>,
     /// The [`tap_table`].
     taps: Vec<(usize, usize)>,
+    /// Each band's [`lanes_table`], when the kernel stores into the output ([`Placed`]).
+    lanes: Vec<Lanes>,
 }
 
 thread_local! {
     /// The scratch of the last direct convolution this thread ran.
     static SCRATCH: std::cell::Cell<Scratch> = std::cell::Cell::new(Scratch::default());
-    /// The last unit's accumulator rows and local phase planes on this thread.
-    static UNIT_SCRATCH: std::cell::Cell<(Vec<f32>, Vec<f32>)> = const { std::cell::Cell::new((Vec::new(), Vec::new())) };
+    /// The last unit's buffers on this thread.
+    static UNIT_SCRATCH: std::cell::Cell<UnitScratch> = const {
+        std::cell::Cell::new(UnitScratch { wide: Vec::new(), local: Vec::new() })
+    };
 }
 
-/// One block of `C` output channels over `span`, into `wide` (`C` rows of
-/// `span.vectors · L`): steps of `V` vectors, then what is left in
-/// steps of two and one (a small plane is a vector or two).
-fn kernel<const L: usize, const C: usize, const V: usize>(isa: Isa, o: Operands, span: Span, wide: &mut [f32]) {
-    check_sizes::<L, C>(&o, span, wide);
+/// The buffers of one unit of a direct convolution.
+#[derive(Default)]
+struct UnitScratch {
+    /// The accumulator rows (the wide output), unless the kernel stores into the output itself.
+    wide: Vec<f32>,
+    /// The unit's own phase planes, when it splits them itself.
+    local: Vec<f32>,
+}
+
+/// Where a kernel call's results go.
+enum Out<'a, 't> {
+    /// `C` rows of `span.vectors · L` (the wide output).
+    Wide(&'a mut [f32]),
+    /// Into the output itself, on AVX-512 ([`Placed`]).
+    Placed(&'a Placed<'t>),
+}
+
+/// One block of `C` output channels over `span`, into `out`: steps of `V`
+/// vectors, then what is left in steps of two and one (a small plane is a
+/// vector or two), in the order of the positions (as [`Placed`] needs).
+fn kernel<const L: usize, const C: usize, const V: usize>(isa: Isa, o: Operands, span: Span, out: &mut Out) {
+    check_sizes::<L, C>(&o, span, out);
     let full = span.vectors / V * V;
     if full > 0 {
-        steps::<L, C, V>(isa, o, span, (0, full), wide);
+        steps::<L, C, V>(isa, o, span, (0, full), out);
     }
     let left = span.vectors - full;
     let pairs = if V > 2 { left / 2 * 2 } else { 0 };
     if pairs > 0 {
-        steps::<L, C, 2>(isa, o, span, (full, pairs), wide);
+        steps::<L, C, 2>(isa, o, span, (full, pairs), out);
     }
     if left > pairs {
-        steps::<L, C, 1>(isa, o, span, (full + pairs, left - pairs), wide);
+        steps::<L, C, 1>(isa, o, span, (full + pairs, left - pairs), out);
     }
 }
 
@@ -477,42 +525,49 @@ fn steps<const L: usize, const C: usize, const V: usize>(
     o: Operands,
     span: Span,
     range: (usize, usize),
-    wide: &mut [f32],
+    out: &mut Out,
 ) {
-    match isa {
-        // SAFETY: the processor has the features (checked by `cpu` before `Isa` was chosen);
-        // `kernel` checked the sizes.
+    let row = span.vectors * L;
+    // SAFETY (each instance): the processor has the features (checked by
+    // `cpu` before `Isa` was chosen); `kernel` checked the sizes.
+    match (isa, out) {
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => unsafe { kernel_avx512::<L, C, V>(o, span, range, wide) },
+        (Isa::Avx512, Out::Wide(wide)) => unsafe {
+            kernel_avx512::<L, C, V, _>(o, span, range, &mut WideRows { to: wide.as_mut_ptr(), row })
+        },
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => unsafe { kernel_avx2::<L, C, V>(o, span, range, wide) },
-        Isa::Portable => kernel_body::<Split, L, C, V>(o, span, range, wide),
+        (Isa::Avx512, Out::Placed(placed)) => unsafe { kernel_avx512::<L, C, V, _>(o, span, range, placed) },
+        #[cfg(target_arch = "x86_64")]
+        (Isa::Avx2, Out::Wide(wide)) => unsafe {
+            kernel_avx2::<L, C, V, _>(o, span, range, &mut WideRows { to: wide.as_mut_ptr(), row })
+        },
+        (Isa::Portable, Out::Wide(wide)) => kernel_body::<Split, L, C, V>(o, span, range, wide),
+        (_, Out::Placed(_)) => unreachable!("direct conv: only the AVX-512 kernel stores into the output"),
     }
 }
 
 /// One instance of the kernel per vector instruction set: `C × V`
 /// accumulators of `$lanes` lanes, named by their intrinsics.
 macro_rules! vector_kernel {
-    ($(#[$doc:meta])* $name:ident, $features:literal, $lanes:literal,
-     $zero:ident, $load:ident, $splat:ident, $fma:ident, $store:ident) => {
+    ($(#[$doc:meta])* $name:ident, $features:literal, $lanes:literal, $vector:ty,
+     $zero:ident, $load:ident, $splat:ident, $fma:ident) => {
         $(#[$doc])*
         ///
         /// # Safety
         /// The processor has the instance's features; the sizes passed [`check_sizes`].
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = $features)]
-        unsafe fn $name<const L: usize, const C: usize, const V: usize>(
+        unsafe fn $name<const L: usize, const C: usize, const V: usize, S: Sink<$vector>>(
             o: Operands,
             span: Span,
             (first, count): (usize, usize),
-            wide: &mut [f32],
+            sink: &mut S,
         ) {
             use std::arch::x86_64::*;
             let Operands { src, packed, taps, g, cig } = o;
             debug_assert_eq!(L, $lanes);
             debug_assert!(count % V == 0 && first + count <= span.vectors, "direct conv: steps of {V} over {count} vectors");
             let per_channel = g.phases() * g.plane_len;
-            let row = span.vectors * L;
             for step in (first..first + count).step_by(V) {
                 let at = step * L;
                 let mut acc = [[$zero(); V]; C];
@@ -536,7 +591,7 @@ macro_rules! vector_kernel {
                 }
                 for (c, lanes) in acc.iter().enumerate() {
                     for (v, a) in lanes.iter().enumerate() {
-                        $store(wide.as_mut_ptr().add(c * row + at + v * L), *a);
+                        sink.put(c, step + v, *a);
                     }
                 }
             }
@@ -546,29 +601,37 @@ macro_rules! vector_kernel {
 
 vector_kernel!(
     /// The kernel on AVX-512: 16 lanes.
-    kernel_avx512, "avx512f,avx2,fma", 16,
-    _mm512_setzero_ps, _mm512_loadu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_storeu_ps
+    kernel_avx512, "avx512f,avx2,fma", 16, std::arch::x86_64::__m512,
+    _mm512_setzero_ps, _mm512_loadu_ps, _mm512_set1_ps, _mm512_fmadd_ps
 );
 
 vector_kernel!(
     /// The kernel on AVX2+FMA: 8 lanes.
-    kernel_avx2, "avx2,fma", 8,
-    _mm256_setzero_ps, _mm256_loadu_ps, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_storeu_ps
+    kernel_avx2, "avx2,fma", 8, std::arch::x86_64::__m256,
+    _mm256_setzero_ps, _mm256_loadu_ps, _mm256_set1_ps, _mm256_fmadd_ps
 );
 
 /// Panics unless every read and write of the kernel stays inside its
 /// buffers: the phase planes hold every vector a tap reads from `span`
 /// ([`Geometry::of`] sized their tails for it), the packed weights `C`
-/// per input channel and tap, `wide` `C` rows of `span.vectors · L`.
+/// per input channel and tap, `wide` `C` rows of `span.vectors · L`, a
+/// [`Placed`] output a table entry per vector and a bias per channel.
 #[inline(always)]
-fn check_sizes<const L: usize, const C: usize>(o: &Operands, span: Span, wide: &[f32]) {
+fn check_sizes<const L: usize, const C: usize>(o: &Operands, span: Span, out: &Out) {
     let Operands { src, packed, taps, g, cig } = *o;
     let reach = taps.iter().map(|&(_, shift)| shift).max().unwrap_or(0);
     assert!(reach + span.start + span.vectors * L <= g.plane_len, "direct conv: a tap reads past its phase");
     assert!(taps.iter().all(|&(phase, _)| phase < g.phases()), "direct conv: a tap's phase is out of range");
     assert!(src.len() >= cig * g.phases() * g.plane_len, "direct conv: phases too short");
     assert!(packed.len() >= cig * taps.len() * C, "direct conv: weights too short");
-    assert!(wide.len() >= C * span.vectors * L, "direct conv: output too short");
+    match out {
+        Out::Wide(wide) => assert!(wide.len() >= C * span.vectors * L, "direct conv: output too short"),
+        Out::Placed(placed) => {
+            assert!(L == 16 && C <= MAX_BLOCK, "direct conv: placed stores are for 16 lanes, {MAX_BLOCK} channels");
+            assert!(placed.lanes.len() >= span.vectors, "direct conv: lanes table too short");
+            assert!(placed.count <= C, "direct conv: more channels than the block");
+        }
+    }
 }
 
 /// The portable kernel: the same steps on arrays of `L` lanes (the

@@ -28,6 +28,7 @@ pub mod conv;
 pub mod cpu;
 pub mod depthwise;
 pub mod direct;
+mod direct_store;
 pub mod elementwise;
 pub mod epilogue;
 pub mod few_rows;
