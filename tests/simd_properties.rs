@@ -418,3 +418,45 @@ fn the_avx2_instance_agrees_too_where_avx512_is_present() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && text.contains("1 passed"), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// A LayerNormalization of a transposed input (ConvNeXt's `Transpose` +
+/// `LayerNormalization`: NCHW normalized over C, written NHWC) is a
+/// program of its own that the SIMD backend runs with the outer points in
+/// vector lanes (`simd::norm_lanes`): random scale and bias, inner extents
+/// under, at and past a multiple of 16, a symbolic batch, and an input
+/// whose innermost outer axis is strided too (`[B, C, A]` read as `[A, B, C]`);
+/// one large enough for the blocks to run in parallel.
+#[test]
+fn layer_norms_over_a_transposed_axis_agree_with_the_reference() {
+    let cases: [(&[(usize, bool)], &[usize]); 6] = [
+        (&[(2, false), (8, false), (8, false), (16, false)], &[0, 2, 3, 1]),
+        // 131,072 values: blocks in parallel
+        (&[(2, false), (32, false), (32, false), (64, false)], &[0, 2, 3, 1]),
+        (&[(1, false), (5, false), (7, false), (24, false)], &[0, 2, 3, 1]),
+        (&[(3, true), (4, false), (16, false), (9, false)], &[0, 2, 3, 1]),
+        (&[(6, false), (5, false), (16, false)], &[2, 0, 1]),
+        (&[(40, false), (33, false)], &[1, 0]),
+    ];
+    for (seed, (dims, perm)) in cases.into_iter().enumerate() {
+        let c = Case {
+            dims: dims.to_vec(),
+            transpose: Some(perm.to_vec()),
+            slice: None,
+            extras: vec![],
+            ops: vec![],
+            red: Some(Red::LayerNorm(dims.len() - 1)),
+            epilogue: None,
+            tap: false,
+            seed: seed as u64,
+        };
+        let (model, inputs, longest) = build(&c);
+        let want = run_reference(&model, &inputs).expect("the reference runs the generated model");
+        for options in modes() {
+            let (got, _) = run_simd_counted(&model, &inputs, &options, true).expect("the SIMD backend runs it");
+            for ((name, g), (_, w)) in got.iter().zip(&want) {
+                let atol = 2e-5 * (longest as f64).sqrt();
+                agree(g, w, 1e-4, atol).unwrap_or_else(|e| panic!("{dims:?} perm {perm:?}: output '{name}': {e}"));
+            }
+        }
+    }
+}

@@ -40,6 +40,7 @@ pub mod im2col;
 pub mod math;
 pub mod native;
 pub mod norm;
+pub mod norm_lanes;
 pub mod pool;
 pub mod portable_gemm;
 pub mod profile;

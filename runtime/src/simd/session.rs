@@ -17,7 +17,7 @@ use super::epilogue::{Bias, Epilogue};
 use super::fold::{fold, Fold};
 use super::profile::{first_names, op_list, StepKind, StepTime};
 use super::tile::{Dst, Src};
-use super::{contraction, elementwise, fused_post, hot_pool, native, reduce, relayout, Options};
+use super::{contraction, elementwise, fused_post, hot_pool, native, norm_lanes, reduce, relayout, Options};
 use crate::error::{Result, RunError};
 use crate::exec::{run_one, Frame};
 use crate::kernel::{verify::verify, ContractionOp, Inst, LoweredModel, Program, Step};
@@ -48,6 +48,8 @@ pub(crate) enum Schedule {
     Elementwise(elementwise::Order),
     /// Sweeps of the reduction axes.
     Reduce(reduce::Phases),
+    /// A layer normalization over a strided axis, outer points in lanes.
+    Norm(norm_lanes::StridedNorm),
 }
 
 /// A kernel of the session's own for one node: its inputs (`None` where
@@ -809,6 +811,7 @@ impl<'m> Session<'m> {
             match &r.schedule {
                 Schedule::Elementwise(order) => elementwise::run(&r.program, order, &r.bound, &srcs, &dsts, self.simd),
                 Schedule::Reduce(phases) => reduce::run(&r.program, phases, &r.bound, &srcs, &dsts, self.simd),
+                Schedule::Norm(norm) => norm.run(&r.bound, &srcs, &dsts),
             }
         }
         // SAFETY: the program wrote every element of its outputs.
@@ -1007,6 +1010,8 @@ fn ready(model: &Model, p: &Program, value_of: &dyn Fn(&str) -> Option<i64>) -> 
     let outputs = p.outputs.iter().map(|o| graph.value_named(&o.view.value)).collect::<Option<Vec<_>>>()?;
     let schedule = if p.reduce.is_empty() {
         Schedule::Elementwise(elementwise::Order::of(p))
+    } else if let Some(norm) = norm_lanes::StridedNorm::of(p, &bound) {
+        Schedule::Norm(norm)
     } else {
         Schedule::Reduce(reduce::phases(p))
     };
