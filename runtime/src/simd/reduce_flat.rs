@@ -9,8 +9,9 @@
 //! multiply-adds cost. Here the program's full-level instructions run over
 //! the operands as one flat span, a tile at a time, reading the operands
 //! where they lie; each tile's values of the reduced instruction are then
-//! folded in the segments that the rows cut it into, and a row's value is
-//! written when its last segment is in; an output of every point (the
+//! folded per row (a row that the tiles cut is gathered first, so that
+//! every row is summed in the same order), and a row's value is
+//! written when it is complete; an output of every point (the
 //! activation itself, which a later step reads) is copied from the tile. Sums accumulate as the row-wise
 //! runner's do ([`Acc`]: `f32` lanes within a segment, `f64` across), so
 //! the results are within the same bounds of the reference.
@@ -20,6 +21,13 @@ use super::reduce::{Acc, Phases};
 use super::tile::{self, Dst, Placed, Registers, Src, TILE};
 use crate::kernel::{Combiner, Inst, Program};
 use rayon::prelude::*;
+
+/// Rows up to this long that a tile boundary cuts are copied and folded
+/// whole, so that every row's value is summed in the same order wherever
+/// the row starts: folded in the segments the tiles cut it into, identical
+/// rows (a model's identical channels) gave different roundings, which a
+/// Softmax of large, equal logits turned into different probabilities.
+const ROW_BUFFER: usize = 1 << 14;
 
 /// Whether strides `s` walk extents `e` in row-major order without gaps
 /// (axes of extent 1 may have any stride).
@@ -96,8 +104,12 @@ pub unsafe fn run(p: &Program, ph: &Phases, b: &Bound, srcs: &[Src], dsts: &[Dst
         let mut offs = starts.clone();
         let (mut acc, mut row, mut filled) = (Acc::new(c), row0, 0);
         let (mut flat, end) = (row0 * count, row1 * count);
+        // a row that tiles cut is gathered and folded whole (or, when
+        // longer than `ROW_BUFFER`, tiles start at each row's start)
+        let buffered = count <= ROW_BUFFER;
+        let mut pending: Vec<f32> = Vec::new();
         while flat < end {
-            let n = TILE.min(end - flat);
+            let n = if buffered { TILE.min(end - flat) } else { TILE.min(count - filled).min(end - flat) };
             for (o, s) in offs.iter_mut().zip(&starts) {
                 *o = s + flat as isize;
             }
@@ -119,9 +131,18 @@ pub unsafe fn run(p: &Program, ph: &Phases, b: &Bound, srcs: &[Src], dsts: &[Dst
             let mut t = 0;
             while t < n {
                 let take = (count - filled).min(n - t);
-                acc.fold(simd, &values[t..t + take]);
+                let segment = &values[t..t + take];
+                if buffered && take < count {
+                    pending.extend_from_slice(segment);
+                } else {
+                    acc.fold(simd, segment);
+                }
                 (t, filled) = (t + take, filled + take);
                 if filled == count {
+                    if !pending.is_empty() {
+                        acc.fold(simd, &pending);
+                        pending.clear();
+                    }
                     let v = acc.value(c, count);
                     for &j in &ph.outer_outputs {
                         if let Dst::F32(d) = dsts[j] {

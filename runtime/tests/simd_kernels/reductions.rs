@@ -110,3 +110,39 @@ fn a_nan_in_a_row_makes_only_its_pool_nan() {
         assert_eq!(nan, [false, false, true, true], "{combiner:?}: {m:?}");
     }
 }
+
+/// Identical rows pool to bitwise-identical values wherever they start
+/// relative to the tiles: SqueezeNet's head over 1000 identical channels
+/// of 13² (rows that tiles of 256 cut at every offset) and rows longer
+/// than a tile, values of 1e9 to 4e9, so that a different summation order
+/// can round to a different `f32` (folded in the segments the tiles cut,
+/// 7 of these 20 rows did); one thread and two.
+#[test]
+fn identical_rows_pool_to_identical_values() {
+    for dims in [[1, 1000, 13, 13], [1, 40, 23, 29]] {
+        let p = program(&dims, Combiner::Mean);
+        let b = bind(&p, &|_| None).unwrap();
+        let ph = reduce::phases(&p);
+        let (rows, count) = (dims[0] * dims[1], dims[2] * dims[3]);
+        for seed in 0..20 {
+            let mut rng = diamond_runtime::SplitMix64(seed);
+            let row: Vec<f32> = (0..count).map(|_| (1e9 + rng.unit() * 3e9) as f32).collect();
+            let x: Vec<f32> = (0..rows).flat_map(|_| row.iter().copied()).collect();
+            for threads in [1, 2] {
+                let (mut y, mut m) = (vec![f32::NAN; rows * count], vec![f32::NAN; rows]);
+                let dsts = [Dst::F32(y.as_mut_ptr()), Dst::F32(m.as_mut_ptr())];
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                // SAFETY: x, y and m hold what the program was bound for.
+                pool.install(|| unsafe { reduce::run(&p, &ph, &b, &[Src::F32(x.as_ptr())], &dsts, true) });
+                for (r, v) in m.iter().enumerate() {
+                    let first = m[0];
+                    assert_eq!(
+                        v.to_bits(),
+                        first.to_bits(),
+                        "{dims:?}, seed {seed}, {threads} thread(s): row {r} pooled {v}, row 0 {first}"
+                    );
+                }
+            }
+        }
+    }
+}
