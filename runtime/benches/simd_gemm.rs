@@ -175,6 +175,7 @@ fn cases() -> Vec<Case> {
         conv_case("squeezenet conv1 3x3/2 3->64 224", Conv2d { pads: [0; 4], ..conv(3, 224, 64, 3, 2, 1) }),
         conv_case("squeezenet 3x3 16->64 55", conv(16, 55, 64, 3, 1, 1)),
         conv_case("squeezenet 3x3 32->128 27", conv(32, 27, 128, 3, 1, 1)),
+        conv_case("squeezenet 3x3 48->192 13", conv(48, 13, 192, 3, 1, 1)),
         conv_case("squeezenet 3x3 64->256 13", conv(64, 13, 256, 3, 1, 1)),
         conv_case("mobilenet dw 3x3 32 112", conv(32, 112, 32, 3, 1, 32)),
         conv_case("mobilenet dw 3x3/2 144 56", conv(144, 56, 144, 3, 2, 144)),

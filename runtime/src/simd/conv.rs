@@ -6,6 +6,12 @@
 //!   ([`depthwise`](super::depthwise));
 //! - **3×3 at stride 1** with enough channels: Winograd's F(2×2, 3×3)
 //!   ([`winograd`](super::winograd));
+//! - few output channels or large planes: the direct kernel, positions in
+//!   lanes ([`direct`](super::direct)); planes under 16 positions: output
+//!   channels in lanes, from im2col's patches ([`small_plane`](super::small_plane));
+//! - planes under 256 positions with 64 or more output channels and long
+//!   patches, on AVX-512: output channels in lanes, straight from padded
+//!   input planes ([`channel_vector`](super::channel_vector));
 //! - otherwise (grouped included) **im2col**: each group's input patches are
 //!   laid out as a `c_in/group·kh·kw × oh·ow` matrix
 //!   ([`im2col`](super::im2col)) and multiplied by the group's weights.
@@ -16,7 +22,7 @@
 
 use super::epilogue::Epilogue;
 use super::gemm::{sgemm, MatRef};
-use super::{depthwise, direct, im2col, small_plane, winograd};
+use super::{channel_vector, depthwise, direct, im2col, small_plane, winograd};
 
 /// The sizes and attributes of one 2-D convolution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,6 +122,8 @@ pub enum Prepared {
     Winograd(winograd::Filters),
     /// [`small_plane::Transposed`].
     SmallPlane(small_plane::Transposed),
+    /// [`channel_vector::Packed`].
+    ChannelVector(channel_vector::Packed),
 }
 
 impl Prepared {
@@ -124,6 +132,7 @@ impl Prepared {
         match self {
             Prepared::Winograd(f) => f.byte_size(),
             Prepared::SmallPlane(t) => t.byte_size(),
+            Prepared::ChannelVector(w) => w.byte_size(),
         }
     }
 }
@@ -171,6 +180,13 @@ pub fn conv2d_keeping(
         }
         let Some(Prepared::SmallPlane(weights)) = slot else { unreachable!("filled above") };
         return small_plane::conv(input, weights, p, (oh, ow), &mut out[..p.n * p.c_out * plane], ep);
+    }
+    if channel_vector::suits(p, (oh, ow)) {
+        if !matches!(slot, Some(Prepared::ChannelVector(w)) if w.fits(p)) {
+            *slot = Some(Prepared::ChannelVector(channel_vector::Packed::new(weight, p)));
+        }
+        let Some(Prepared::ChannelVector(weights)) = slot else { unreachable!("filled above") };
+        return channel_vector::conv(input, weights, p, (oh, ow), &mut out[..p.n * p.c_out * plane], ep);
     }
     let (cig, cog) = (p.group_in(), p.group_out());
     let patch = cig * p.kh * p.kw;

@@ -22,6 +22,7 @@ pub mod activation;
 pub mod bind;
 pub mod chain;
 pub mod chain_vector;
+mod channel_vector;
 pub mod concat;
 pub mod contraction;
 pub mod conv;

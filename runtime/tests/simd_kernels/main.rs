@@ -399,6 +399,40 @@ proptest! {
     }
 }
 
+/// Convolutions with 64 or more output channels (partial blocks of 64
+/// included) on planes under 256 positions, with patches of 256 values or
+/// more: the channel-vector route (`simd::channel_vector`, on AVX-512),
+/// with strides, dilations, padding and every epilogue.
+fn channel_vector_spec() -> impl Strategy<Value = ConvSpec> {
+    (
+        (1usize..3, 29usize..41, 64usize..150),
+        (4usize..17, 4usize..17),
+        ([1usize..3, 1usize..3], [1usize..3, 1usize..3], [0usize..3, 0usize..3, 0usize..3, 0usize..3]),
+    )
+        .prop_map(|((n, group_in, group_out), (h, w), (stride, dilation, pads))| ConvSpec {
+            n,
+            group: 1,
+            group_in,
+            group_out,
+            h,
+            w,
+            kh: 3,
+            kw: 3,
+            stride,
+            dilation,
+            pads,
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn channel_vector_convolutions_match_the_reference(spec in channel_vector_spec(), ep in epilogue_spec(), seed in any::<u64>()) {
+        check_conv(&spec, &ep, seed);
+    }
+}
+
 /// 3×3 convolutions at stride 1 with at least 16 channels each way: the
 /// Winograd route (`simd::winograd`), with odd and even output sizes,
 /// symmetric, one-sided and no padding, and every epilogue (outputs of
