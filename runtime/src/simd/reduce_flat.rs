@@ -29,6 +29,11 @@ use rayon::prelude::*;
 /// Softmax of large, equal logits turned into different probabilities.
 const ROW_BUFFER: usize = 1 << 14;
 
+thread_local! {
+    /// The gathered row of the last work item on this thread (its allocation kept).
+    static PENDING: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
 /// Whether strides `s` walk extents `e` in row-major order without gaps
 /// (axes of extent 1 may have any stride).
 fn dense(e: &[usize], s: &[isize]) -> bool {
@@ -107,7 +112,8 @@ pub unsafe fn run(p: &Program, ph: &Phases, b: &Bound, srcs: &[Src], dsts: &[Dst
         // a row that tiles cut is gathered and folded whole (or, when
         // longer than `ROW_BUFFER`, tiles start at each row's start)
         let buffered = count <= ROW_BUFFER;
-        let mut pending: Vec<f32> = Vec::new();
+        let mut pending = PENDING.with(|v| v.take());
+        pending.clear();
         while flat < end {
             let n = if buffered { TILE.min(end - flat) } else { TILE.min(count - filled).min(end - flat) };
             for (o, s) in offs.iter_mut().zip(&starts) {
@@ -154,6 +160,7 @@ pub unsafe fn run(p: &Program, ph: &Phases, b: &Bound, srcs: &[Src], dsts: &[Dst
             }
             flat += n;
         }
+        PENDING.with(|v| v.set(pending));
     };
     let per = (super::elementwise::CHUNK / count.max(1)).max(1);
     if rows * count <= super::elementwise::CHUNK || rayon::current_num_threads() == 1 {
