@@ -20,6 +20,7 @@ use super::conv::Conv2d;
 use super::cpu;
 use super::epilogue::{Epilogue, Tile};
 use super::gemm::OutPtr;
+use super::im2col;
 use rayon::prelude::*;
 
 /// Output channels a step holds: 4 vectors of 16.
@@ -141,10 +142,9 @@ pub(crate) fn conv(
 fn pad(src: &[f32], p: &Conv2d, (hp, wp): (usize, usize), padded: &mut Vec<f32>) {
     padded.clear();
     padded.resize(p.c_in * hp * wp, 0.0);
+    let hw = p.h * p.w;
     for (c, plane) in padded.chunks_exact_mut(hp * wp).enumerate() {
-        for (y, row) in src[c * p.h * p.w..][..p.h * p.w].chunks_exact(p.w).enumerate() {
-            plane[(y + p.pads[0]) * wp + p.pads[1]..][..p.w].copy_from_slice(row);
-        }
+        im2col::pad_channel(&src[c * hw..(c + 1) * hw], p, (hp, wp), plane);
     }
 }
 

@@ -17,6 +17,7 @@
 //! program's own `f32` arithmetic in its order.
 
 use super::bind::{offset_of, Bound};
+use super::gemm::OutPtr;
 use super::tile::{Dst, Src};
 use crate::kernel::{BinaryOp, Combiner, Inst, Program, UnaryOp};
 use diamond_ir::ElemType;
@@ -118,8 +119,8 @@ impl StridedNorm {
         let (scale, shift) = (values(self.scale, 1.0), values(self.shift, 0.0));
         let (xv, ov) = (&b.operands[self.x], &b.outputs[0]);
         let per_row = inner.div_ceil(LANES);
-        let x = SendPtr(x as *mut f32);
-        let out = SendPtr(out);
+        // shared by the blocks: each reads the operands and writes its own points
+        let (x, out) = (OutPtr(x as *mut f32), OutPtr(out));
         let block = |tile: &mut Vec<f32>, index: usize| {
             let (row, first) = (index / per_row, index % per_row * LANES);
             let lanes = LANES.min(inner - first);
@@ -133,9 +134,9 @@ impl StridedNorm {
             // SAFETY: the bound views reach only elements of their buffers
             // (checked by `bind`), and blocks write disjoint points.
             unsafe {
-                gather(x.get(), from, lanes, tile);
+                gather(x.at(0), from, lanes, tile);
                 self.normalize(tile, &scale, &shift);
-                scatter(tile, lanes, out.get(), to);
+                scatter(tile, lanes, out.at(0), to);
             }
         };
         let blocks = rows * per_row;
@@ -257,21 +258,6 @@ unsafe fn scatter(tile: &[f32], lanes: usize, out: *mut f32, to: Strided2) {
         }
     }
 }
-
-/// A pointer the blocks share (each writes its own points).
-#[derive(Clone, Copy)]
-struct SendPtr(*mut f32);
-
-impl SendPtr {
-    /// The pointer (a method, so that closures capture the whole `SendPtr`).
-    fn get(self) -> *mut f32 {
-        self.0
-    }
-}
-
-// SAFETY: blocks read the operands and write disjoint points of the output.
-unsafe impl Send for SendPtr {}
-unsafe impl Sync for SendPtr {}
 
 thread_local! {
     /// The last block's tile on this thread.
