@@ -184,6 +184,13 @@ fn cases() -> Vec<Case> {
         conv_case("shufflenet 1x1 g4 272->272 14", conv(272, 14, 272, 1, 1, 4)),
         conv_case("shufflenet 1x1 g4 544->544 7", conv(544, 7, 544, 1, 1, 4)),
         conv_case("shufflenet dw 3x3 272 14", conv(272, 14, 272, 3, 1, 272)),
+        conv_case("efficientnet export dw 3x3 8 16", conv(8, 16, 8, 3, 1, 8)),
+        conv_case("efficientnet export dw 3x3 288 1", conv(288, 1, 288, 3, 1, 288)),
+        conv_case("efficientnet export dw 5x5 144 2", conv(144, 2, 144, 5, 1, 144)),
+        conv_case("convnext export dw 7x7 16 8", conv(16, 8, 16, 7, 1, 16)),
+        conv_case("mobilenet dw 3x3 192 28", conv(192, 28, 192, 3, 1, 192)),
+        conv_case("mobilenet dw 3x3 576 14", conv(576, 14, 576, 3, 1, 576)),
+        conv_case("mobilenet dw 3x3 960 7", conv(960, 7, 960, 3, 1, 960)),
     ]);
     cases
 }

@@ -2,8 +2,11 @@
 //! fused [`Epilogue`], by the cheapest route the shape allows:
 //! - **pointwise** (1×1, stride 1, no padding): each image is already the
 //!   `c_in × h·w` matrix the GEMM wants — a plain [`sgemm`] per group;
-//! - **depthwise** (group = c_in = c_out): a direct per-channel kernel
-//!   ([`depthwise`](super::depthwise));
+//! - **depthwise** (group = c_in = c_out): on AVX-512 over input planes of
+//!   up to 24×24, sixteen channels in the lanes
+//!   ([`depthwise_lanes`](super::depthwise_lanes)); else a direct
+//!   per-channel kernel ([`depthwise`](super::depthwise)) or the direct
+//!   kernel's positions in lanes;
 //! - **3×3 at stride 1** with enough channels: Winograd's F(2×2, 3×3)
 //!   ([`winograd`](super::winograd));
 //! - few output channels or large planes: the direct kernel, positions in
@@ -22,7 +25,7 @@
 
 use super::epilogue::Epilogue;
 use super::gemm::{sgemm, MatRef};
-use super::{channel_vector, depthwise, direct, im2col, small_plane, winograd};
+use super::{channel_vector, depthwise, depthwise_lanes, direct, im2col, small_plane, winograd};
 
 /// The sizes and attributes of one 2-D convolution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,6 +127,8 @@ pub enum Prepared {
     SmallPlane(small_plane::Transposed),
     /// [`channel_vector::Packed`].
     ChannelVector(channel_vector::Packed),
+    /// [`depthwise_lanes::Taps`].
+    DepthwiseLanes(depthwise_lanes::Taps),
 }
 
 impl Prepared {
@@ -133,6 +138,7 @@ impl Prepared {
             Prepared::Winograd(f) => f.byte_size(),
             Prepared::SmallPlane(t) => t.byte_size(),
             Prepared::ChannelVector(w) => w.byte_size(),
+            Prepared::DepthwiseLanes(t) => t.byte_size(),
         }
     }
 }
@@ -158,6 +164,13 @@ pub fn conv2d_keeping(
     let slot = kept.unwrap_or(&mut own);
     if p.is_depthwise() {
         let out = &mut out[..p.n * p.c_out * plane];
+        if depthwise_lanes::suits(p) {
+            if !matches!(slot, Some(Prepared::DepthwiseLanes(t)) if t.fits(p)) {
+                *slot = Some(Prepared::DepthwiseLanes(depthwise_lanes::Taps::new(weight, p)));
+            }
+            let Some(Prepared::DepthwiseLanes(taps)) = slot else { unreachable!("filled above") };
+            return depthwise_lanes::conv(input, taps, p, (oh, ow), out, ep);
+        }
         return match direct::suits(p, (oh, ow)) {
             true => direct::conv(input, weight, p, (oh, ow), out, ep),
             false => depthwise::conv(input, weight, p, (oh, ow), out, ep),

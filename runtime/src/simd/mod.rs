@@ -28,6 +28,7 @@ pub mod contraction;
 pub mod conv;
 pub mod cpu;
 pub mod depthwise;
+mod depthwise_lanes;
 pub mod direct;
 mod direct_store;
 pub mod elementwise;

@@ -433,6 +433,40 @@ proptest! {
     }
 }
 
+/// Depthwise convolutions over input planes of up to 24×24 positions: the
+/// channels-in-lanes route (`simd::depthwise_lanes`, on AVX-512), with
+/// partial chunks of 16 channels, 1×1 planes, kernels as large as the plane
+/// or larger, strides, dilations, one-sided padding and every epilogue.
+fn depthwise_lanes_spec() -> impl Strategy<Value = ConvSpec> {
+    (
+        (1usize..3, 1usize..70),
+        (1usize..25, 1usize..25, 1usize..8, 1usize..8),
+        ([1usize..3, 1usize..3], [1usize..3, 1usize..3], [0usize..4, 0usize..4, 0usize..4, 0usize..4]),
+    )
+        .prop_map(|((n, channels), (h, w, kh, kw), (stride, dilation, pads))| ConvSpec {
+            n,
+            group: channels,
+            group_in: 1,
+            group_out: 1,
+            h,
+            w,
+            kh,
+            kw,
+            stride,
+            dilation,
+            pads,
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn depthwise_lanes_convolutions_match_the_reference(spec in depthwise_lanes_spec(), ep in epilogue_spec(), seed in any::<u64>()) {
+        check_conv(&spec, &ep, seed);
+    }
+}
+
 /// 3×3 convolutions at stride 1 with at least 16 channels each way: the
 /// Winograd route (`simd::winograd`), with odd and even output sizes,
 /// symmetric, one-sided and no padding, and every epilogue (outputs of
