@@ -85,7 +85,7 @@ const FMA_FLOP: u64 = FMA_ITERS * 12 * 8 * 2;
 struct Case {
     name: String,
     flop: u64,
-    run: Box<dyn FnMut()>,
+    run: Box<dyn FnMut() + Send>,
 }
 
 fn gemm_case(m: usize, k: usize, n: usize, ep: &'static str) -> Case {
@@ -232,10 +232,29 @@ fn percent_of_peak() {
     eprintln!("{:<40} {:>10} {:>8}", "kernel (1 thread)", "GFLOP/s", "% peak");
     // `SIMD_GEMM_CASES=text`: only the cases whose name holds it.
     let only = std::env::var("SIMD_GEMM_CASES").unwrap_or_default();
+    // `SIMD_GEMM_THREADS=n`: the table again on a pool of n threads, against n times the peak.
+    let threads: Option<usize> = std::env::var("SIMD_GEMM_THREADS").ok().and_then(|t| t.parse().ok());
     for mut case in cases().into_iter().filter(|c| c.name.contains(&only)) {
         let t = best(&mut case.run, Duration::from_millis(300));
         let rate = case.flop as f64 / t.as_secs_f64();
         eprintln!("{:<40} {:>10.1} {:>7.1}%", case.name, rate / 1e9, 100.0 * rate / peak);
+    }
+    if let Some(n) = threads.filter(|&n| n > 1) {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(n).build().expect("a thread pool");
+        // the FMA loop on every thread of the pool at once
+        let together = pool.install(|| best(|| drop(rayon::broadcast(|_| fma_peak())), Duration::from_millis(300)));
+        let peak_n = (n * FMA_FLOP as usize) as f64 / together.as_secs_f64();
+        eprintln!(
+            "\nFMA peak, {n} threads together: {:.1} GFLOP/s ({:.2} × one thread's)",
+            peak_n / 1e9,
+            peak_n / peak
+        );
+        eprintln!("{:<40} {:>10} {:>8}", format!("kernel ({n} threads)"), "GFLOP/s", "% peak");
+        for mut case in cases().into_iter().filter(|c| c.name.contains(&only)) {
+            let t = pool.install(|| best(&mut case.run, Duration::from_millis(300)));
+            let rate = case.flop as f64 / t.as_secs_f64();
+            eprintln!("{:<40} {:>10.1} {:>7.1}%", case.name, rate / 1e9, 100.0 * rate / peak_n);
+        }
     }
 }
 

@@ -36,7 +36,7 @@ const PARALLEL_MACS: usize = 1 << 18;
 const MAX_STRIDE: usize = 8;
 
 /// Below this many values the phase planes are written on one thread.
-const PARALLEL_SPLIT: usize = 1 << 16;
+const PARALLEL_SPLIT: usize = 1 << 13;
 
 /// Whether the direct kernel is the faster route for `p` (not depthwise,
 /// not Winograd's): few output channels per group, where im2col's GEMM
