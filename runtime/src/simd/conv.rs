@@ -1,7 +1,7 @@
 //! 2-D convolution (NCHW, weights `c_out × c_in/group × kh × kw`) with a
 //! fused [`Epilogue`], by the cheapest route the shape allows:
 //! - **pointwise** (1×1, stride 1, no padding): each image is already the
-//!   `c_in × h·w` matrix the GEMM wants — a plain [`sgemm`] per group;
+//!   `c_in × h·w` matrix the GEMM wants — a plain [`sgemm`](super::gemm::sgemm) per group;
 //! - **depthwise** (group = c_in = c_out): on AVX-512 over input planes of
 //!   up to 24×24, sixteen channels in the lanes
 //!   ([`depthwise_lanes`](super::depthwise_lanes)); else a direct
@@ -17,14 +17,16 @@
 //!   input planes ([`channel_vector`](super::channel_vector));
 //! - otherwise (grouped included) **im2col**: each group's input patches are
 //!   laid out as a `c_in/group·kh·kw × oh·ow` matrix
-//!   ([`im2col`](super::im2col)) and multiplied by the group's weights.
+//!   ([`im2col`](super::im2col)) and multiplied by the group's weights;
+//!   small groups run side by side, one thread each ([`units_in_parallel`]).
 //!
 //! For the epilogue, each image's result is the matrix `c_out × oh·ow`: a
 //! per-row bias is per output channel, a per-column one per output
 //! position; a full bias and the residual have the whole output's layout.
 
 use super::epilogue::Epilogue;
-use super::gemm::{sgemm, MatRef};
+use super::gemm::{sgemm_on, MatRef};
+use rayon::prelude::*;
 use super::{channel_vector, depthwise, depthwise_lanes, direct, im2col, small_plane, winograd};
 
 /// The sizes and attributes of one 2-D convolution.
@@ -201,27 +203,73 @@ pub fn conv2d_keeping(
         let Some(Prepared::ChannelVector(weights)) = slot else { unreachable!("filled above") };
         return channel_vector::conv(input, weights, p, (oh, ow), &mut out[..p.n * p.c_out * plane], ep);
     }
-    let (cig, cog) = (p.group_in(), p.group_out());
-    let patch = cig * p.kh * p.kw;
-    // im2col fills every value of its columns: a buffer kept by the thread serves every call.
-    let mut columns = if p.is_pointwise() { Vec::new() } else { COLUMNS.with(|c| c.take()) };
-    if !p.is_pointwise() && columns.len() < patch * plane {
-        columns.resize(patch * plane, 0.0);
+    let units = p.n * p.group;
+    let threads = rayon::current_num_threads();
+    if threads > 1 && p.group > 1 && units_in_parallel(p, plane, units, threads) {
+        let unit_len = p.group_out() * plane;
+        out[..units * unit_len]
+            .par_chunks_mut(unit_len)
+            .enumerate()
+            .for_each(|(u, dst)| unit_product(input, weight, p, (oh, ow), u / p.group, u % p.group, dst, ep, 1));
+        return;
     }
     for image in 0..p.n {
         for g in 0..p.group {
-            let src = &input[(image * p.c_in + g * cig) * p.h * p.w..][..cig * p.h * p.w];
-            let b = if p.is_pointwise() {
-                MatRef::row_major(src, cig, plane)
-            } else {
-                im2col::fill(src, p, (oh, ow), &mut columns);
-                MatRef::row_major(&columns, patch, plane)
-            };
-            let a = MatRef::row_major(&weight[g * cog * patch..][..cog * patch], cog, patch);
-            let offset = (image * p.c_out + g * cog) * plane;
-            sgemm(a, b, &mut out[offset..offset + cog * plane], &ep.shifted(g * cog, offset));
+            let offset = (image * p.c_out + g * p.group_out()) * plane;
+            let dst = &mut out[offset..offset + p.group_out() * plane];
+            unit_product(input, weight, p, (oh, ow), image, g, dst, ep, threads);
         }
     }
+}
+
+/// Whether the image-groups of a grouped im2col or pointwise convolution
+/// run side by side, one thread each, rather than one after another with
+/// each group's product cut across the threads: when the threads can
+/// share them evenly and each product is small, so that one parallel
+/// region replaces a fork and join per group (ShuffleNet's 1×1
+/// convolutions of four groups, e.g. 34×34 channels on 28²). Ungrouped
+/// batches keep the split products: for the exports' batch of two images
+/// side by side measured the same or slower.
+fn units_in_parallel(p: &Conv2d, plane: usize, units: usize, threads: usize) -> bool {
+    let work = p.group_out() * p.group_in() * p.kh * p.kw * plane;
+    (units.is_multiple_of(threads) || units >= 4 * threads) && work <= UNIT_WORK
+}
+
+/// Above this many multiply-adds per image-group a grouped convolution
+/// splits each group's product across the threads instead.
+const UNIT_WORK: usize = 1 << 24;
+
+/// Image `image`, group `g` of an im2col or pointwise convolution into
+/// `dst` (that unit's `c_out/group` planes), its product on up to
+/// `threads` threads.
+#[allow(clippy::too_many_arguments)]
+fn unit_product(
+    input: &[f32],
+    weight: &[f32],
+    p: &Conv2d,
+    (oh, ow): (usize, usize),
+    image: usize,
+    g: usize,
+    dst: &mut [f32],
+    ep: &Epilogue,
+    threads: usize,
+) {
+    let (cig, cog, plane) = (p.group_in(), p.group_out(), oh * ow);
+    let patch = cig * p.kh * p.kw;
+    let src = &input[(image * p.c_in + g * cig) * p.h * p.w..][..cig * p.h * p.w];
+    let a = MatRef::row_major(&weight[g * cog * patch..][..cog * patch], cog, patch);
+    let offset = (image * p.c_out + g * cog) * plane;
+    let ep = ep.shifted(g * cog, offset);
+    if p.is_pointwise() {
+        return sgemm_on(a, MatRef::row_major(src, cig, plane), dst, &ep, threads);
+    }
+    // im2col fills every value of its columns: a buffer kept by the thread serves every call.
+    let mut columns = COLUMNS.with(|c| c.take());
+    if columns.len() < patch * plane {
+        columns.resize(patch * plane, 0.0);
+    }
+    im2col::fill(src, p, (oh, ow), &mut columns);
+    sgemm_on(a, MatRef::row_major(&columns, patch, plane), dst, &ep, threads);
     COLUMNS.with(|c| c.set(columns));
 }
 

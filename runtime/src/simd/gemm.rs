@@ -94,6 +94,13 @@ unsafe impl Sync for OutPtr {}
 /// `c = epilogue(a · b)`: `c` is rows(a) × cols(b), row-major, overwritten.
 /// Panics when the shapes disagree or a view reaches outside its data.
 pub fn sgemm(a: MatRef, b: MatRef, c: &mut [f32], ep: &Epilogue) {
+    sgemm_on(a, b, c, ep, rayon::current_num_threads())
+}
+
+/// [`sgemm`] cut for at most `threads` threads of the current rayon pool
+/// (1: on the calling thread alone, as when the caller already runs
+/// products side by side).
+pub(crate) fn sgemm_on(a: MatRef, b: MatRef, c: &mut [f32], ep: &Epilogue, threads: usize) {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     assert_eq!(b.rows, k, "sgemm: a is {m}×{k} but b is {}×{n}", b.rows);
     assert!(c.len() >= m * n, "sgemm: C holds {} values, not {m}×{n}", c.len());
@@ -108,7 +115,7 @@ pub fn sgemm(a: MatRef, b: MatRef, c: &mut [f32], ep: &Epilogue) {
         View { ptr: b.data.as_ptr(), rs: b.row_stride, cs: b.col_stride },
     );
     let out = OutPtr(c.as_mut_ptr());
-    let tiles = tiles(m, n, k, rayon::current_num_threads());
+    let tiles = tiles(m, n, k, threads);
     // SAFETY: the views were checked to lie inside their data, C holds m×n values borrowed
     // mutably here, and the tiles cover C without overlapping.
     if tiles.len() == 1 {

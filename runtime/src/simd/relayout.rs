@@ -13,6 +13,8 @@
 //!   in tiles of [`TILE`] × [`TILE`] so that both sides stay in cache.
 
 use super::contraction::{floats, Take};
+use rayon::prelude::*;
+use std::mem::MaybeUninit;
 use crate::tensor::{Data, Tensor};
 use diamond_ir::{AttrValue, Node};
 
@@ -52,7 +54,11 @@ pub(crate) fn transpose(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>)
     Tensor::new(shape, Data::F32(out))
 }
 
-/// Writes `x` (of `shape`) permuted by `perm` into `out` (emptied first).
+/// Writes `x` (of `shape`) permuted by `perm` into `out` (emptied first);
+/// from [`PARALLEL_FLOATS`] on, with an outermost output axis that is not
+/// the input's innermost, slices of that axis are written in parallel on
+/// the current rayon pool (ShuffleNet's channel shuffles of 107K–213K
+/// floats).
 pub fn permute_into(x: &[f32], shape: &[usize], perm: &[usize], out: &mut Vec<f32>) {
     let (dims, strides) = merged(shape, perm);
     let r = dims.len();
@@ -64,6 +70,33 @@ pub fn permute_into(x: &[f32], shape: &[usize], perm: &[usize], out: &mut Vec<f3
         return;
     }
     out.reserve(len);
+    let spare = &mut out.spare_capacity_mut()[..len];
+    let threads = rayon::current_num_threads();
+    if threads > 1 && len >= PARALLEL_FLOATS && strides[0] != 1 && dims[0] > 1 {
+        let outer = len / dims[0];
+        let per = dims[0].div_ceil(threads * 2);
+        spare.par_chunks_mut(per * outer).enumerate().for_each(|(c, chunk)| {
+            let mut sub = dims.clone();
+            sub[0] = chunk.len() / outer;
+            write_permuted(&x[c * per * strides[0]..], &sub, &strides, chunk);
+        });
+    } else {
+        write_permuted(x, &dims, &strides, spare);
+    }
+    // SAFETY: write_permuted writes every position of its output (the
+    // walked axes, then the unit and last axes within a block), and the
+    // chunks cover the whole output.
+    unsafe { out.set_len(len) };
+}
+
+/// From this many floats a transpose is written in parallel.
+const PARALLEL_FLOATS: usize = 1 << 16;
+
+/// Writes every position of `out`, the (merged, at least two) output axes
+/// `dims` of `x`, whose element at an output index lies at the dot product
+/// of that index and `strides`.
+fn write_permuted(x: &[f32], dims: &[usize], strides: &[usize], spare: &mut [MaybeUninit<f32>]) {
+    let r = dims.len();
     let last = r - 1;
     let mut ostrides = vec![1usize; r];
     for a in (0..last).rev() {
@@ -73,7 +106,6 @@ pub fn permute_into(x: &[f32], shape: &[usize], perm: &[usize], out: &mut Vec<f3
     // last: each (that axis × last axis) block is then gathered in tiles.
     let unit = (0..last).find(|&a| strides[a] == 1);
     let walked: Vec<usize> = (0..last).filter(|&a| Some(a) != unit).collect();
-    let spare = &mut out.spare_capacity_mut()[..len];
     let mut index = vec![0usize; r];
     'blocks: loop {
         let bi: usize = walked.iter().map(|&a| index[a] * strides[a]).sum();
@@ -109,9 +141,6 @@ pub fn permute_into(x: &[f32], shape: &[usize], perm: &[usize], out: &mut Vec<f3
         }
         break;
     }
-    // SAFETY: the blocks cover every output position once (the walked
-    // axes, then the unit and last axes within a block), each written above.
-    unsafe { out.set_len(len) };
 }
 
 /// `shape` permuted by `perm` as (output dims, input strides per output

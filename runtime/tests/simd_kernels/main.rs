@@ -571,6 +571,41 @@ fn large_products_cut_into_tiles_match_the_reference_on_one_and_several_threads(
     }
 }
 
+/// Grouped convolutions whose groups run side by side, one thread each
+/// (conv.rs `units_in_parallel`): ShuffleNet's pointwise four groups on
+/// 28², an im2col 3×3 of six groups over two images, and three groups on
+/// two threads (an uneven share: each product split instead), every
+/// epilogue part a group shifts (per-channel bias, full bias, residual).
+#[test]
+fn grouped_convolutions_side_by_side_match_the_reference() {
+    let full = EpilogueSpec { alpha: 0.5, beta: 2.0, bias: 4, activation: 1, residual: true, after: 1, post: true };
+    let per_row = EpilogueSpec { bias: 2, residual: false, post: false, ..full };
+    let shuffle = ConvSpec {
+        n: 1,
+        group: 4,
+        group_in: 34,
+        group_out: 34,
+        h: 28,
+        w: 28,
+        kh: 1,
+        kw: 1,
+        stride: [1, 1],
+        dilation: [1, 1],
+        pads: [0; 4],
+    };
+    let im2col = ConvSpec { n: 2, group: 6, group_in: 5, group_out: 7, h: 19, w: 23, kh: 3, kw: 3, pads: [1; 4], ..shuffle };
+    for threads in [1, 2, 4] {
+        on_threads(threads, || {
+            for (i, ep) in [full, per_row].iter().enumerate() {
+                check_conv(&shuffle, ep, 10 + i as u64);
+                check_conv(&ConvSpec { group_in: 6, group_out: 28, h: 56, w: 56, ..shuffle }, ep, 12 + i as u64);
+                check_conv(&im2col, ep, 14 + i as u64);
+                check_conv(&ConvSpec { group: 3, ..im2col }, ep, 16 + i as u64);
+            }
+        });
+    }
+}
+
 /// Column strides over outputs of 16 columns and more: im2col's row copies
 /// at stride 2 (pairs, ResNet's 7×7/2 first layer on a 32×32 image) and at
 /// stride 3 (a stepping copy). The random shapes above are too narrow for

@@ -48,18 +48,30 @@ proptest! {
     }
 }
 
-/// ShuffleNet's channel shuffle and an NCHW → NHWC transpose, whole.
+/// ShuffleNet's channel shuffles and NCHW ↔ NHWC transposes, whole, on
+/// one, two and three threads: the large ones (64K floats and more) are
+/// written in parallel slices of their outermost axis, rows copied whole
+/// (the shuffles) or gathered in tiles (the NHWC ones), with slices of
+/// unequal length where the threads do not divide that axis.
 #[test]
 fn channel_shuffles_and_layout_changes() {
-    for (shape, perm) in [
-        (vec![1, 2, 58, 28, 28], vec![0, 2, 1, 3, 4]),
-        (vec![2, 3, 37, 45], vec![0, 2, 3, 1]),
-        (vec![2, 45, 37, 3], vec![0, 3, 1, 2]),
-    ] {
-        let len: usize = shape.iter().product();
-        let x: Vec<f32> = (0..len).map(|k| (k % 1009) as f32).collect();
-        let mut out = Vec::new();
-        permute_into(&x, &shape, &perm, &mut out);
-        assert_eq!(out, by_definition(&x, &shape, &perm), "{shape:?} {perm:?}");
+    for threads in [1, 2, 3] {
+        super::on_threads(threads, || {
+            for (shape, perm) in [
+                (vec![1, 2, 58, 28, 28], vec![0, 2, 1, 3, 4]),
+                (vec![1, 4, 34, 28, 28], vec![0, 2, 1, 3, 4]),
+                (vec![2, 3, 37, 45], vec![0, 2, 3, 1]),
+                (vec![2, 45, 37, 3], vec![0, 3, 1, 2]),
+                (vec![2, 64, 30, 35], vec![0, 2, 3, 1]),
+                (vec![5, 30, 35, 64], vec![0, 3, 1, 2]),
+                (vec![300, 7, 40], vec![2, 0, 1]),
+            ] {
+                let len: usize = shape.iter().product();
+                let x: Vec<f32> = (0..len).map(|k| (k % 1009) as f32).collect();
+                let mut out = Vec::new();
+                permute_into(&x, &shape, &perm, &mut out);
+                assert_eq!(out, by_definition(&x, &shape, &perm), "{shape:?} {perm:?} on {threads} threads");
+            }
+        });
     }
 }
