@@ -131,6 +131,8 @@ pub enum Prepared {
     ChannelVector(channel_vector::Packed),
     /// [`depthwise_lanes::Taps`].
     DepthwiseLanes(depthwise_lanes::Taps),
+    /// [`direct::Packed`].
+    Direct(direct::Packed),
 }
 
 impl Prepared {
@@ -141,6 +143,7 @@ impl Prepared {
             Prepared::SmallPlane(t) => t.byte_size(),
             Prepared::ChannelVector(w) => w.byte_size(),
             Prepared::DepthwiseLanes(t) => t.byte_size(),
+            Prepared::Direct(w) => w.byte_size(),
         }
     }
 }
@@ -174,7 +177,7 @@ pub fn conv2d_keeping(
             return depthwise_lanes::conv(input, taps, p, (oh, ow), out, ep);
         }
         return match direct::suits(p, (oh, ow)) {
-            true => direct::conv(input, weight, p, (oh, ow), out, ep),
+            true => direct::conv(input, packed_for_direct(slot, weight, p), p, (oh, ow), out, ep),
             false => depthwise::conv(input, weight, p, (oh, ow), out, ep),
         };
     }
@@ -187,7 +190,8 @@ pub fn conv2d_keeping(
         return winograd::conv(input, filters, p, (oh, ow), &mut out[..p.n * p.c_out * plane], ep);
     }
     if direct {
-        return direct::conv(input, weight, p, (oh, ow), &mut out[..p.n * p.c_out * plane], ep);
+        let packed = packed_for_direct(slot, weight, p);
+        return direct::conv(input, packed, p, (oh, ow), &mut out[..p.n * p.c_out * plane], ep);
     }
     if small_plane::suits(p, (oh, ow)) {
         if !matches!(slot, Some(Prepared::SmallPlane(t)) if t.fits(p)) {
@@ -220,6 +224,16 @@ pub fn conv2d_keeping(
             unit_product(input, weight, p, (oh, ow), image, g, dst, ep, threads);
         }
     }
+}
+
+/// The direct kernel's packed weight in `slot`, made there unless it
+/// already holds one for `p`.
+fn packed_for_direct<'s>(slot: &'s mut Option<Prepared>, weight: &[f32], p: &Conv2d) -> &'s direct::Packed {
+    if !matches!(slot, Some(Prepared::Direct(w)) if w.fits(p)) {
+        *slot = Some(Prepared::Direct(direct::Packed::new(weight, p)));
+    }
+    let Some(Prepared::Direct(packed)) = slot else { unreachable!("filled above") };
+    packed
 }
 
 /// Whether the image-groups of a grouped im2col or pointwise convolution

@@ -16,7 +16,7 @@ mod pool;
 mod reductions;
 mod relayout;
 
-use diamond_runtime::simd::conv::{conv2d, Conv2d};
+use diamond_runtime::simd::conv::{conv2d, conv2d_keeping, Conv2d};
 use diamond_runtime::simd::epilogue::{Activation, Bias, Epilogue, Post, Tile};
 use diamond_runtime::simd::gemm::{batched_matmul, sgemm, MatRef};
 use diamond_runtime::SplitMix64;
@@ -568,6 +568,56 @@ fn large_products_cut_into_tiles_match_the_reference_on_one_and_several_threads(
             let wide = ConvSpec { n: 2, group_in: 16, group_out: 17, h: 40, w: 301, pads: [1, 0, 0, 1], ..conv };
             check_conv(&wide, &full, 8);
         });
+    }
+}
+
+/// What a session keeps of a constant weight between calls (`Prepared`:
+/// the direct kernel's packed weight, Winograd's filters, …) serves
+/// every later call of the same shape and is made again when a call of
+/// another shape or route comes with the same slot: results bitwise equal
+/// to a call that keeps nothing, on each of a sequence of convolutions
+/// sharing one slot (direct, direct with other channel counts, depthwise
+/// direct, Winograd, im2col, back to the first).
+#[test]
+fn a_kept_weight_serves_its_shape_and_is_remade_for_another() {
+    let direct = Conv2d {
+        n: 1,
+        c_in: 16,
+        h: 30,
+        w: 30,
+        c_out: 24,
+        kh: 3,
+        kw: 3,
+        stride: [1, 1],
+        dilation: [1, 1],
+        pads: [1; 4],
+        group: 1,
+    };
+    let shapes = [
+        direct,
+        Conv2d { c_out: 20, c_in: 8, ..direct },
+        Conv2d { c_in: 32, c_out: 32, group: 32, ..direct },
+        Conv2d { c_in: 64, c_out: 64, h: 28, w: 28, ..direct },
+        Conv2d { c_in: 48, c_out: 96, h: 6, w: 6, kh: 5, kw: 5, pads: [2; 4], ..direct },
+        direct,
+        Conv2d { h: 17, w: 23, ..direct },
+    ];
+    let bias: Vec<f32> = values(9, 96);
+    let ep = Epilogue { bias: Bias::PerRow(&bias), activation: Activation::Relu, ..Epilogue::default() };
+    let mut slot = None;
+    for (i, p) in shapes.iter().enumerate() {
+        let (oh, ow) = p.output_hw().expect("fits");
+        let input = values(20 + i as u64, p.n * p.c_in * p.h * p.w);
+        let weight = values(40 + (p.c_out * p.c_in) as u64, p.c_out * p.c_in / p.group * p.kh * p.kw);
+        let ep = Epilogue { bias: Bias::PerRow(&bias[..p.c_out]), ..ep };
+        let mut fresh = vec![f32::NAN; p.n * p.c_out * oh * ow];
+        conv2d(&input, &weight, p, &mut fresh, &ep);
+        for call in 0..2 {
+            let mut kept = vec![f32::NAN; fresh.len()];
+            conv2d_keeping(&input, &weight, p, &mut kept, &ep, Some(&mut slot));
+            let same = kept.iter().zip(&fresh).all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same, "call {call} of {p:?} with the slot kept differs from a fresh call");
+        }
     }
 }
 
