@@ -254,7 +254,14 @@ fn shapes_fixed_by_the_fed_shapes_fold_and_data_dependent_ones_do_not() {
 /// The fused-epilogue fixture's tiles are then cut across the threads.
 #[test]
 fn sessions_run_inside_a_pool_of_threads_agree_and_return() {
-    for name in ["fixtures/runtime/fused_epilogues.onnx", "fixtures/light/light_squeezenet.onnx"] {
+    // UNet's export: its Resize's planes in parallel (2×16 of 32²); ShuffleNet: grouped 1×1
+    // convolutions with their groups side by side, channel shuffles written in parallel slices
+    for name in [
+        "fixtures/runtime/fused_epilogues.onnx",
+        "fixtures/light/light_squeezenet.onnx",
+        "fixtures/exports/unet.legacy.onnx",
+        "fixtures/light/light_shufflenet.onnx",
+    ] {
         let path = common::root().join(name);
         let model = diamond_importers::onnx::load_model(&path).expect("the fixture loads");
         let inputs = random_inputs(&model, 3).expect("random inputs for the fixture");

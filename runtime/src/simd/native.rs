@@ -18,7 +18,8 @@
 //! a resize of the batch or channel axis — returns `None`, and the node
 //! runs on the reference kernels as before.
 
-use super::contraction::{floats, int_attr, sized, Take};
+use super::contraction::{floats, int_attr, overwritten, sized, Take};
+use rayon::prelude::*;
 use super::epilogue::Epilogue;
 use super::gemm::{sgemm, MatRef};
 use super::{concat, norm, pool, relayout};
@@ -220,6 +221,11 @@ fn pairs(taps: Vec<Vec<(usize, f64)>>) -> Option<Pairs> {
         .collect()
 }
 
+/// From this many output values a Resize's planes run in parallel on the
+/// current rayon pool (UNet's ×2 bilinear upsampling of 2×16 planes of 16²:
+/// 41 µs on one thread).
+const PARALLEL_RESIZE: usize = 1 << 14;
+
 fn resize(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -> Option<Tensor> {
     let x = inputs.first().copied()??;
     let xd = floats(x)?;
@@ -265,9 +271,9 @@ fn resize(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -> Option<Ten
     if xd.len() != n * c * h * w || !rows.iter().all(|r| inside(r, h)) || !cols.iter().all(|q| inside(q, w)) {
         return None;
     }
-    let mut out = sized(take, n * c * oh * ow);
-    let mut mixed = vec![0f32; w];
-    for (src, dst) in xd.chunks_exact(h * w).zip(out.chunks_exact_mut(oh * ow)) {
+    let mut out = overwritten(take, n * c * oh * ow);
+    // one plane: each output row mixes its two input rows into `mixed`, then picks its columns
+    let plane = |mixed: &mut Vec<f32>, (src, dst): (&[f32], &mut [f32])| {
         for (&(i, j, wi, wj), out_row) in rows.iter().zip(dst.chunks_exact_mut(ow)) {
             let a = &src[i * w..(i + 1) * w];
             if j == ALONE {
@@ -280,6 +286,13 @@ fn resize(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -> Option<Ten
                 *o = mix(l, wk, mixed[k], wl, mixed[l.min(w - 1)]);
             }
         }
+    };
+    if rayon::current_num_threads() > 1 && n * c > 1 && out.len() >= PARALLEL_RESIZE {
+        let planes = xd.par_chunks_exact(h * w).zip(out.par_chunks_exact_mut(oh * ow));
+        planes.for_each_init(|| vec![0f32; w], plane);
+    } else {
+        let mut mixed = vec![0f32; w];
+        xd.chunks_exact(h * w).zip(out.chunks_exact_mut(oh * ow)).for_each(|pair| plane(&mut mixed, pair));
     }
     Tensor::new(vec![n, c, oh, ow], Data::F32(out))
 }
