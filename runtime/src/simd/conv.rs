@@ -26,8 +26,8 @@
 
 use super::epilogue::Epilogue;
 use super::gemm::{sgemm_on, MatRef};
-use rayon::prelude::*;
 use super::{channel_vector, depthwise, depthwise_lanes, direct, im2col, small_plane, winograd};
+use rayon::prelude::*;
 
 /// The sizes and attributes of one 2-D convolution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

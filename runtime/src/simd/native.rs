@@ -19,13 +19,13 @@
 //! runs on the reference kernels as before.
 
 use super::contraction::{floats, int_attr, overwritten, sized, Take};
-use rayon::prelude::*;
 use super::epilogue::Epilogue;
 use super::gemm::{sgemm, MatRef};
 use super::{concat, norm, pool, relayout};
 use crate::ops::resize::axis_taps;
 use crate::tensor::{Data, Tensor};
 use diamond_ir::{AttrValue, Node};
+use rayon::prelude::*;
 
 /// Whether the session hands `node` to [`compute`] first.
 pub(crate) fn covers(node: &Node) -> bool {

@@ -13,10 +13,10 @@
 //!   in tiles of [`TILE`] × [`TILE`] so that both sides stay in cache.
 
 use super::contraction::{floats, Take};
-use rayon::prelude::*;
-use std::mem::MaybeUninit;
 use crate::tensor::{Data, Tensor};
 use diamond_ir::{AttrValue, Node};
+use rayon::prelude::*;
+use std::mem::MaybeUninit;
 
 /// Side of the square tiles a gathering transpose goes by.
 pub const TILE: usize = 16;

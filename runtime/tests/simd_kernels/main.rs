@@ -643,7 +643,8 @@ fn grouped_convolutions_side_by_side_match_the_reference() {
         dilation: [1, 1],
         pads: [0; 4],
     };
-    let im2col = ConvSpec { n: 2, group: 6, group_in: 5, group_out: 7, h: 19, w: 23, kh: 3, kw: 3, pads: [1; 4], ..shuffle };
+    let im2col =
+        ConvSpec { n: 2, group: 6, group_in: 5, group_out: 7, h: 19, w: 23, kh: 3, kw: 3, pads: [1; 4], ..shuffle };
     for threads in [1, 2, 4] {
         on_threads(threads, || {
             for (i, ep) in [full, per_row].iter().enumerate() {
