@@ -356,7 +356,6 @@ fn block(single: bool) -> usize {
 /// `out = epilogue(conv(input, weight))`, NCHW, the weight [`Packed`] for `p`.
 pub(crate) fn conv(input: &[f32], weight: &Packed, p: &Conv2d, hw: (usize, usize), out: &mut [f32], ep: &Epilogue) {
     assert!(weight.fits(p), "direct conv: weights packed for {:?}, not for {p:?}", weight.shape);
-    let weight = &weight.data[..];
     // One output channel per group (depthwise): one accumulator row, more vectors per step.
     let single = p.group_out() == 1;
     #[cfg(target_arch = "x86_64")]
@@ -390,7 +389,7 @@ enum Isa {
 }
 
 /// The convolution with `L`-wide vectors, `C` channels × `V` vectors per
-/// kernel step; `packed` is the weight as [`Packed`] lays it out for `C`.
+/// kernel step; `packed` is the weight laid out in blocks of `C` channels.
 ///
 /// The work is cut into units of (image, group, block of `C` output
 /// channels, band of output rows); bands are only cut when there are too
@@ -398,7 +397,7 @@ enum Isa {
 /// one block).
 fn run<const L: usize, const C: usize, const V: usize>(
     input: &[f32],
-    packed: &[f32],
+    packed: &Packed,
     p: &Conv2d,
     (oh, ow): (usize, usize),
     out: &mut [f32],
@@ -435,7 +434,9 @@ fn run<const L: usize, const C: usize, const V: usize>(
             phases.chunks_exact_mut(per_channel).enumerate().for_each(split);
         }
     }
-    assert!(packed.len() >= p.group * blocks * patch * C, "direct conv: packed weights too short");
+    // `block` and the instances `conv` picks must agree
+    assert_eq!(packed.shape.3, C, "direct conv: weights packed in blocks of {}, the kernel takes {C}", packed.shape.3);
+    let packed = &packed.data[..];
     let out = OutPtr(out[..p.n * p.c_out * plane].as_mut_ptr());
     // AVX-512 stores a unit's results into the output itself (see `direct_store`)
     #[cfg(target_arch = "x86_64")]

@@ -571,6 +571,21 @@ fn large_products_cut_into_tiles_match_the_reference_on_one_and_several_threads(
     }
 }
 
+/// ShuffleNet's pointwise convolution of four groups, 34 → 34 channels each, on 28².
+const SHUFFLE_1X1: ConvSpec = ConvSpec {
+    n: 1,
+    group: 4,
+    group_in: 34,
+    group_out: 34,
+    h: 28,
+    w: 28,
+    kh: 1,
+    kw: 1,
+    stride: [1, 1],
+    dilation: [1, 1],
+    pads: [0; 4],
+};
+
 /// What a session keeps of a constant weight between calls (`Prepared`:
 /// the direct kernel's packed weight, Winograd's filters, …) serves
 /// every later call of the same shape and is made again when a call of
@@ -580,28 +595,18 @@ fn large_products_cut_into_tiles_match_the_reference_on_one_and_several_threads(
 /// direct, Winograd, im2col, back to the first).
 #[test]
 fn a_kept_weight_serves_its_shape_and_is_remade_for_another() {
-    let direct = Conv2d {
-        n: 1,
-        c_in: 16,
-        h: 30,
-        w: 30,
-        c_out: 24,
-        kh: 3,
-        kw: 3,
-        stride: [1, 1],
-        dilation: [1, 1],
-        pads: [1; 4],
-        group: 1,
-    };
+    let direct =
+        ConvSpec { group: 1, group_in: 16, group_out: 24, h: 30, w: 30, kh: 3, kw: 3, pads: [1; 4], ..SHUFFLE_1X1 };
     let shapes = [
         direct,
-        Conv2d { c_out: 20, c_in: 8, ..direct },
-        Conv2d { c_in: 32, c_out: 32, group: 32, ..direct },
-        Conv2d { c_in: 64, c_out: 64, h: 28, w: 28, ..direct },
-        Conv2d { c_in: 48, c_out: 96, h: 6, w: 6, kh: 5, kw: 5, pads: [2; 4], ..direct },
+        ConvSpec { group_in: 8, group_out: 20, ..direct },
+        ConvSpec { group: 32, group_in: 1, group_out: 1, ..direct },
+        ConvSpec { group_in: 64, group_out: 64, h: 28, w: 28, ..direct },
+        ConvSpec { group_in: 48, group_out: 96, h: 6, w: 6, kh: 5, kw: 5, pads: [2; 4], ..direct },
         direct,
-        Conv2d { h: 17, w: 23, ..direct },
-    ];
+        ConvSpec { h: 17, w: 23, ..direct },
+    ]
+    .map(|s| s.conv());
     let bias: Vec<f32> = values(9, 96);
     let ep = Epilogue { bias: Bias::PerRow(&bias), activation: Activation::Relu, ..Epilogue::default() };
     let mut slot = None;
@@ -630,19 +635,7 @@ fn a_kept_weight_serves_its_shape_and_is_remade_for_another() {
 fn grouped_convolutions_side_by_side_match_the_reference() {
     let full = EpilogueSpec { alpha: 0.5, beta: 2.0, bias: 4, activation: 1, residual: true, after: 1, post: true };
     let per_row = EpilogueSpec { bias: 2, residual: false, post: false, ..full };
-    let shuffle = ConvSpec {
-        n: 1,
-        group: 4,
-        group_in: 34,
-        group_out: 34,
-        h: 28,
-        w: 28,
-        kh: 1,
-        kw: 1,
-        stride: [1, 1],
-        dilation: [1, 1],
-        pads: [0; 4],
-    };
+    let shuffle = SHUFFLE_1X1;
     let im2col =
         ConvSpec { n: 2, group: 6, group_in: 5, group_out: 7, h: 19, w: 23, kh: 3, kw: 3, pads: [1; 4], ..shuffle };
     for threads in [1, 2, 4] {
