@@ -26,6 +26,21 @@ pub(crate) trait Sink<T: Copy> {
     /// The processor has the instruction set of `T`; `c` and `v` lie
     /// inside the block and the span the sink was made for.
     unsafe fn put(&mut self, c: usize, v: usize, value: T);
+
+    /// A whole kernel step: `acc[c][v]` is vector `step + v` of channel
+    /// `c`. Per channel, the vectors go in increasing order (as [`Placed`]
+    /// needs).
+    ///
+    /// # Safety
+    /// As [`Sink::put`], for every vector of the step.
+    #[inline(always)]
+    unsafe fn put_step<const C: usize, const V: usize>(&mut self, step: usize, acc: &[[T; V]; C]) {
+        for (c, lanes) in acc.iter().enumerate() {
+            for (v, a) in lanes.iter().enumerate() {
+                self.put(c, step + v, *a);
+            }
+        }
+    }
 }
 
 /// The unit's wide rows: `C` rows of `span.vectors · L` values.
@@ -144,39 +159,74 @@ pub(crate) struct Placed<'t> {
 }
 
 #[cfg(target_arch = "x86_64")]
-impl Sink<std::arch::x86_64::__m512> for &Placed<'_> {
+impl Placed<'_> {
+    /// `x` through the epilogue's part in registers, for channel `c`.
     #[inline(always)]
-    unsafe fn put(&mut self, c: usize, v: usize, value: std::arch::x86_64::__m512) {
+    unsafe fn finish(&self, c: usize, x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
         use std::arch::x86_64::*;
-        if c >= self.count {
-            return;
-        }
         let r = &self.regs;
-        let mut x = value;
+        let mut x = x;
         if r.affine {
             x = _mm512_fmadd_ps(_mm512_set1_ps(r.alpha), x, _mm512_set1_ps(r.bias[c]));
         }
         // as `activation::piecewise`: `max(c, x)` and `min(c, x)` are `x` where `x` is NaN
         let zero = _mm512_setzero_ps();
-        x = match r.activation {
+        match r.activation {
             Activation::Relu => _mm512_max_ps(zero, x),
             Activation::LeakyRelu(a) => {
                 _mm512_add_ps(_mm512_max_ps(zero, x), _mm512_mul_ps(_mm512_set1_ps(a), _mm512_min_ps(zero, x)))
             }
             Activation::Clip { min, max } => _mm512_min_ps(_mm512_set1_ps(max), _mm512_max_ps(_mm512_set1_ps(min), x)),
             _ => x,
-        };
-        let Lanes { kept, before } = self.lanes[v];
+        }
+    }
+
+    /// Channel `c`'s vector `v`, finished, stored at its place.
+    #[inline(always)]
+    unsafe fn store(&self, c: usize, lanes: Lanes, x: std::arch::x86_64::__m512) {
+        use std::arch::x86_64::*;
+        let Lanes { kept, before } = lanes;
         let before = before as usize;
-        let packed = _mm512_maskz_compress_ps(kept, x);
         let to = self.to.add(c * self.plane + before);
         if before + 16 <= self.len {
-            // the lanes past the kept ones are overwritten by the channel's next vector
-            _mm512_storeu_ps(to, packed);
+            if kept == u16::MAX {
+                // every lane an output (most vectors of wide rows): no packing
+                _mm512_storeu_ps(to, x);
+            } else {
+                // the lanes past the kept ones are overwritten by the channel's next vector
+                _mm512_storeu_ps(to, _mm512_maskz_compress_ps(kept, x));
+            }
         } else {
             let n = kept.count_ones();
             debug_assert!(before + n as usize <= self.len, "direct conv: a vector's outputs past the band");
-            _mm512_mask_storeu_ps(to, ((1u32 << n) - 1) as u16, packed);
+            _mm512_mask_storeu_ps(to, ((1u32 << n) - 1) as u16, _mm512_maskz_compress_ps(kept, x));
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Sink<std::arch::x86_64::__m512> for &Placed<'_> {
+    #[inline(always)]
+    unsafe fn put(&mut self, c: usize, v: usize, value: std::arch::x86_64::__m512) {
+        if c < self.count {
+            self.store(c, self.lanes[v], self.finish(c, value));
+        }
+    }
+
+    /// Vector by vector, its table entry read once for the block's channels.
+    #[inline(always)]
+    unsafe fn put_step<const C: usize, const V: usize>(
+        &mut self,
+        step: usize,
+        acc: &[[std::arch::x86_64::__m512; V]; C],
+    ) {
+        let placed: &Placed = self;
+        let count = placed.count.min(C);
+        for v in 0..V {
+            let lanes = placed.lanes[step + v];
+            for (c, row) in acc.iter().enumerate().take(count) {
+                placed.store(c, lanes, placed.finish(c, row[v]));
+            }
         }
     }
 }
