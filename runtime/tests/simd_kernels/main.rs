@@ -675,6 +675,46 @@ fn column_strided_wide_outputs_match_the_reference() {
     check_conv(&ConvSpec { w: 37, kw: 2, stride: [2, 2], pads: [0, 1, 0, 0], dilation: [1, 2], ..conv1 }, &ep, 13);
 }
 
+/// The direct kernel's phase planes of rows of 64 values and more have
+/// only their padding zeroed, not the whole plane: each convolution here
+/// runs on a thread whose kept scratch the one before filled with other
+/// values (an unpadded stride-2 convolution first, as SqueezeNet's), with
+/// padding on every side, on one side only, and rows past the input; one
+/// block of channels (a unit splits its own phases) and three blocks
+/// (shared phases). Leaving out any of the padding's fills fails it.
+#[test]
+fn phase_planes_of_long_rows_keep_their_padding_zero() {
+    let ep = EpilogueSpec { alpha: 1.0, beta: 1.0, bias: 2, activation: 1, residual: false, after: 0, post: false };
+    let unpadded = ConvSpec {
+        n: 1,
+        group: 1,
+        group_in: 3,
+        group_out: 24,
+        h: 150,
+        w: 150,
+        kh: 3,
+        kw: 3,
+        stride: [2, 2],
+        dilation: [1, 1],
+        pads: [0, 0, 0, 0],
+    };
+    for threads in [1, 2] {
+        on_threads(threads, || {
+            for (k, group_out) in [8, 24].into_iter().enumerate() {
+                let seed = 40 + 10 * k as u64;
+                check_conv(&ConvSpec { group_out, ..unpadded }, &ep, seed);
+                check_conv(&ConvSpec { group_out, kh: 7, kw: 7, pads: [3, 3, 3, 3], ..unpadded }, &ep, seed + 1);
+                check_conv(&ConvSpec { group_out, ..unpadded }, &ep, seed + 2);
+                let rows =
+                    ConvSpec { group_in: 5, group_out, h: 20, w: 80, stride: [1, 1], pads: [1, 1, 1, 1], ..unpadded };
+                check_conv(&rows, &ep, seed + 3);
+                check_conv(&ConvSpec { group_out, ..unpadded }, &ep, seed + 4);
+                check_conv(&ConvSpec { group_out, h: 40, w: 140, pads: [2, 5, 0, 3], ..unpadded }, &ep, seed + 5);
+            }
+        });
+    }
+}
+
 /// True in a child run of this test binary (started by the tests below
 /// with a route or instruction set forced), which must not start more.
 fn in_child() -> bool {
