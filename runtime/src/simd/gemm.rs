@@ -127,6 +127,9 @@ pub(crate) fn sgemm_on(a: MatRef, b: MatRef, c: &mut [f32], ep: &Epilogue, threa
 
 /// Below this many multiply-adds a product runs on one thread.
 const PARALLEL_WORK: usize = 64 * 64 * 64;
+/// Below this many multiply-adds per row of C, column tiles' shared border
+/// lines cost more than a row cut (see [`tiles`]).
+const SMALL_ROW_WORK: usize = 1 << 17;
 /// A tile of C holds at most this many values (1 MiB), so the epilogue finds it in cache.
 const TILE_VALUES: usize = 256 * 1024;
 
@@ -134,7 +137,15 @@ const TILE_VALUES: usize = 256 * 1024;
 /// (one when the product is small), each at most [`TILE_VALUES`] where the side allows.
 fn tiles(m: usize, n: usize, k: usize, threads: usize) -> Vec<Tile> {
     let threads = if m * n * k < PARALLEL_WORK { 1 } else { threads.max(1) };
-    let along_rows = m >= n;
+    // Tiles side by side along a row of C share a cache line at their border
+    // in every row they cover, which both threads write (the bias, the
+    // product, the activation): on products of little work per row that
+    // traffic took as long as the product (SqueezeNet's 1×1 32→128 on
+    // 27²: two threads no faster than one), so such products are cut
+    // along their rows where each tile keeps 64 of them (the microkernel's
+    // height; with 32 Winograd's 64-row products lost 7%).
+    let shared_lines_cost = n * k < SMALL_ROW_WORK;
+    let along_rows = m >= n || (threads > 1 && shared_lines_cost && m >= 64 * threads);
     let (side, other) = if along_rows { (m, n) } else { (n, m) };
     // granularity along the side: whole microkernel panels where the side is long enough
     let grain = if side >= 16 * threads { 16 } else { 1 };

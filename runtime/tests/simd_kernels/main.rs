@@ -540,12 +540,14 @@ fn on_threads(threads: usize, f: impl FnOnce() + Send) {
 fn large_products_cut_into_tiles_match_the_reference_on_one_and_several_threads() {
     let full = EpilogueSpec { alpha: 0.5, beta: 2.0, bias: 3, activation: 9, residual: true, after: 10, post: true };
     let per_row = EpilogueSpec { bias: 2, activation: 1, ..full };
-    for threads in [1, 3] {
+    for threads in [1, 2, 3] {
         on_threads(threads, || {
             // tall (cut along rows), wide (cut along columns), and C bigger than one tile
             check_sgemm(300, 70, 33, (Layout::RowMajor, Layout::Transposed), &full, 1);
             check_sgemm(21, 90, 500, (Layout::Padded(3), Layout::RowMajor), &per_row, 2);
             check_sgemm(600, 16, 520, (Layout::RowMajor, Layout::RowMajor), &full, 3);
+            // wide but of little work per row (SqueezeNet's 1×1 32→128 on 27²): cut along its rows
+            check_sgemm(200, 40, 700, (Layout::RowMajor, Layout::RowMajor), &per_row, 9);
             let conv = ConvSpec {
                 n: 2,
                 group: 1,
