@@ -1,8 +1,9 @@
 //! f32 matrix products with a fused [`Epilogue`]: [`sgemm`] on strided
 //! matrix views and [`batched_matmul`] with ONNX MatMul's broadcasting.
 //!
-//! C is cut into tiles — along its longer side, at least one per thread of
-//! the current rayon pool and small enough to stay in cache — and each tile
+//! C is cut into tiles — along its longer side (along its rows when a row is
+//! little work), at least one per thread of the current rayon pool and small
+//! enough to stay in cache — and each tile
 //! runs on its own: the bias is written into it, the product accumulated
 //! onto it by the `gemm` crate (its AVX2+FMA microkernels, one thread per
 //! tile), then the activation and residual applied while it is still in
@@ -133,8 +134,9 @@ const SMALL_ROW_WORK: usize = 1 << 17;
 /// A tile of C holds at most this many values (1 MiB), so the epilogue finds it in cache.
 const TILE_VALUES: usize = 256 * 1024;
 
-/// Cuts the m×n result into tiles along its longer side: a multiple of `threads` of them
-/// (one when the product is small), each at most [`TILE_VALUES`] where the side allows.
+/// Cuts the m×n result into tiles along its longer side — or along its rows, on several
+/// threads, when a row is little work (below) —: a multiple of `threads` of them (one when
+/// the product is small), each at most [`TILE_VALUES`] where the side allows.
 fn tiles(m: usize, n: usize, k: usize, threads: usize) -> Vec<Tile> {
     let threads = if m * n * k < PARALLEL_WORK { 1 } else { threads.max(1) };
     // Tiles side by side along a row of C share a cache line at their border
