@@ -139,15 +139,15 @@ const TILE_VALUES: usize = 256 * 1024;
 /// the product is small), each at most [`TILE_VALUES`] where the side allows.
 fn tiles(m: usize, n: usize, k: usize, threads: usize) -> Vec<Tile> {
     let threads = if m * n * k < PARALLEL_WORK { 1 } else { threads.max(1) };
-    // Tiles side by side along a row of C share a cache line at their border
-    // in every row they cover, which both threads write (the bias, the
-    // product, the activation): on products of little work per row that
-    // traffic took as long as the product (SqueezeNet's 1×1 32→128 on
-    // 27²: two threads no faster than one), so such products are cut
-    // along their rows where each tile keeps 64 of them (the microkernel's
-    // height; with 32 Winograd's 64-row products lost 7%).
-    let shared_lines_cost = n * k < SMALL_ROW_WORK;
-    let along_rows = m >= n || (threads > 1 && shared_lines_cost && m >= 64 * threads);
+    // Tiles side by side along a row of C share, in every row they cover,
+    // the cache line at their border, which both threads write (the bias,
+    // the product, the activation). Where a row is little work, two column
+    // tiles ran no faster than one thread (SqueezeNet's 1×1 32→128 on 27²),
+    // so such products are cut along their rows where each tile keeps 64
+    // of them (the microkernel's height; with 32, Winograd's 64-row
+    // products lost 7%).
+    let little_row_work = n * k < SMALL_ROW_WORK;
+    let along_rows = m >= n || (threads > 1 && little_row_work && m >= 64 * threads);
     let (side, other) = if along_rows { (m, n) } else { (n, m) };
     // granularity along the side: whole microkernel panels where the side is long enough
     let grain = if side >= 16 * threads { 16 } else { 1 };

@@ -652,6 +652,21 @@ fn grouped_convolutions_side_by_side_match_the_reference() {
     }
 }
 
+/// The ResNet-18 export's first convolution: 7×7/2, 3 → 8 channels, two 32×32 images.
+const RESNET_STEM: ConvSpec = ConvSpec {
+    n: 2,
+    group: 1,
+    group_in: 3,
+    group_out: 8,
+    h: 32,
+    w: 32,
+    kh: 7,
+    kw: 7,
+    stride: [2, 2],
+    dilation: [1, 1],
+    pads: [3, 3, 3, 3],
+};
+
 /// Column strides over outputs of 16 columns and more: im2col's row copies
 /// at stride 2 (pairs, ResNet's 7×7/2 first layer on a 32×32 image) and at
 /// stride 3 (a stepping copy). The random shapes above are too narrow for
@@ -659,19 +674,7 @@ fn grouped_convolutions_side_by_side_match_the_reference() {
 #[test]
 fn column_strided_wide_outputs_match_the_reference() {
     let ep = EpilogueSpec { alpha: 1.0, beta: 1.0, bias: 2, activation: 1, residual: false, after: 0, post: true };
-    let conv1 = ConvSpec {
-        n: 2,
-        group: 1,
-        group_in: 3,
-        group_out: 8,
-        h: 32,
-        w: 32,
-        kh: 7,
-        kw: 7,
-        stride: [2, 2],
-        dilation: [1, 1],
-        pads: [3, 3, 3, 3],
-    };
+    let conv1 = RESNET_STEM;
     check_conv(&conv1, &ep, 11);
     check_conv(&ConvSpec { h: 9, w: 60, kh: 3, kw: 3, stride: [1, 3], pads: [1, 1, 1, 1], ..conv1 }, &ep, 12);
     check_conv(&ConvSpec { w: 37, kw: 2, stride: [2, 2], pads: [0, 1, 0, 0], dilation: [1, 2], ..conv1 }, &ep, 13);
@@ -687,19 +690,8 @@ fn column_strided_wide_outputs_match_the_reference() {
 #[test]
 fn phase_planes_of_long_rows_keep_their_padding_zero() {
     let ep = EpilogueSpec { alpha: 1.0, beta: 1.0, bias: 2, activation: 1, residual: false, after: 0, post: false };
-    let unpadded = ConvSpec {
-        n: 1,
-        group: 1,
-        group_in: 3,
-        group_out: 24,
-        h: 150,
-        w: 150,
-        kh: 3,
-        kw: 3,
-        stride: [2, 2],
-        dilation: [1, 1],
-        pads: [0, 0, 0, 0],
-    };
+    // SqueezeNet's first convolution on a smaller image
+    let unpadded = ConvSpec { n: 1, group_out: 24, h: 150, w: 150, kh: 3, kw: 3, pads: [0; 4], ..RESNET_STEM };
     for threads in [1, 2] {
         on_threads(threads, || {
             for (k, group_out) in [8, 24].into_iter().enumerate() {
