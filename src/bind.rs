@@ -4,8 +4,10 @@
 //! them (the node-test layout `input_0.pb`, `input_1.pb`, ...). A file is
 //! matched to a graph input by the tensor's stored name, else by its file
 //! stem (`x.npy` binds `x`), else by an `input_N` stem (the N-th graph
-//! input that is not an initializer). `diamond run --input FILE|DIR`
-//! matches its files to inputs by the same rules.
+//! input that is not an initializer). Files for inputs declared as
+//! sequences, maps or optionals are matched and left for `run`, which
+//! feeds them: `run --bind` and `run --input FILE|DIR` match by the same
+//! rules, so one directory of inputs serves `check` and `run` alike.
 
 use crate::Failure;
 use diamond_importers::tensor_file::read_tensor_file;
@@ -22,8 +24,8 @@ pub fn bind_inputs(graph: &Graph, args: &[PathBuf]) -> Result<HashMap<String, Te
     }
     let mut bound = HashMap::new();
     for file in files {
-        let tensor = read_tensor_file(&file).map_err(|e| Failure { code: 2, message: e.to_string() })?;
-        let name = input_for(&file, tensor.name.as_deref(), &inputs).ok_or_else(|| Failure {
+        let stored = diamond_importers::value_file::stored_name(&file);
+        let name = input_for(&file, stored.as_deref(), &inputs).ok_or_else(|| Failure {
             code: 2,
             message: format!(
                 "--bind {}: no graph input matches (inputs: {})",
@@ -31,9 +33,25 @@ pub fn bind_inputs(graph: &Graph, args: &[PathBuf]) -> Result<HashMap<String, Te
                 if inputs.is_empty() { "none".to_string() } else { inputs.join(", ") }
             ),
         })?;
+        // Sequences, maps and optionals are fed by `run`; the check binds tensors only.
+        if !declared_tensor(graph, &name) {
+            continue;
+        }
+        let tensor = read_tensor_file(&file).map_err(|e| Failure { code: 2, message: e.to_string() })?;
         bound.insert(name, tensor);
     }
     Ok(bound)
+}
+
+/// Whether graph input `name` is declared as a tensor (or not declared).
+fn declared_tensor(graph: &Graph, name: &str) -> bool {
+    let ty = graph
+        .inputs
+        .iter()
+        .find(|i| i.value.is_some_and(|v| graph.value_name(v) == name))
+        .and_then(|i| i.ty.as_ref())
+        .and_then(|t| t.value.as_ref());
+    matches!(ty, None | Some(diamond_ir::TypeValue::Tensor { .. }))
 }
 
 /// The graph inputs that are not initializers, in order: what `input_N` counts.

@@ -20,6 +20,7 @@ mod lower_cuda;
 mod optimize_cmd;
 mod render;
 mod run;
+mod value_io;
 
 use clap::{Parser, Subcommand};
 
@@ -172,21 +173,35 @@ enum Command {
     Run {
         /// The model: ONNX, a TorchScript archive (.pt) or TorchScript IR text.
         model: PathBuf,
-        /// An input: NAME=FILE (.npy or .pb tensor). A sequence input takes a directory of .npy/.pb
-        /// tensor files (in name order) or a .pb SequenceProto; an optional input takes what it holds.
-        /// A bare FILE or DIR is matched to inputs as --bind does (stored name, file stem, input_N).
+        /// An input: NAME=FILE (.npy or .pb TensorProto). A sequence input takes a directory of .npy/.pb
+        /// tensor files (in name order) or a .pb SequenceProto, a map input a .pb MapProto, an optional
+        /// input a .pb OptionalProto or what it holds. A bare FILE or DIR is matched to inputs as --bind
+        /// does (stored name, file stem, input_N).
         #[arg(long = "input", value_name = "NAME=FILE")]
         inputs: Vec<String>,
-        /// Write every output as DIR/NAME.npy (each file atomically; bfloat16, float8 and float4 as
-        /// float32, 4- and 2-bit integers as int8/uint8: NumPy lacks them, and each value widens exactly).
+        /// Feed the inputs these files or directories hold, matched to inputs as check's --bind matches
+        /// them (the same directory works with both).
+        #[arg(long, num_args = 1.., value_name = "DIR|FILE")]
+        bind: Vec<PathBuf>,
+        /// Write every output under DIR: a tensor as NAME.npy (strings as NumPy str arrays; bfloat16,
+        /// float8 and float4 as float32, 4- and 2-bit integers as int8/uint8: NumPy lacks them, and each
+        /// value widens exactly), a sequence as the directory NAME/ (0000.npy, ...), a map as NAME.json,
+        /// an optional as the value it holds (nothing, with a note, when empty). Files appear whole.
         #[arg(short, long, value_name = "DIR")]
         output: Option<PathBuf>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
-        /// Compare with stored outputs: a directory of output_N.pb / NAME.npy, or one file for the first output.
+        /// Compare with stored outputs: a directory of output_N.pb / NAME.npy (.pb of any value kind; a
+        /// sequence also as a directory NAME/), or one file for the first output.
         #[arg(long, value_name = "PATH")]
         compare: Option<PathBuf>,
+        /// --compare's relative tolerance: an element passes within RTOL·|stored| + ATOL.
+        #[arg(long, default_value_t = run::RTOL, value_name = "RTOL")]
+        rtol: f64,
+        /// --compare's absolute tolerance.
+        #[arg(long, default_value_t = run::ATOL, value_name = "ATOL")]
+        atol: f64,
         /// Seed of --random.
         #[arg(long, default_value_t = 0)]
         seed: u64,
@@ -250,6 +265,9 @@ enum Command {
         /// An input: NAME=FILE or a bare FILE/DIR, as for run.
         #[arg(long = "input", value_name = "NAME=FILE")]
         inputs: Vec<String>,
+        /// Feed the inputs these files or directories hold, as for run and check.
+        #[arg(long, num_args = 1.., value_name = "DIR|FILE")]
+        bind: Vec<PathBuf>,
         /// The shape of a generated input: NAME=D0,D1,... (unstated symbolic sizes default to 1).
         #[arg(long = "input-shape", value_name = "NAME=DIMS")]
         input_shape: Vec<diamond_importers::torch::lower::InputShape>,
@@ -351,9 +369,12 @@ fn main() -> ExitCode {
         Command::Run {
             model,
             inputs,
+            bind,
             output,
             json,
             compare,
+            rtol,
+            atol,
             seed,
             random,
             input_shape,
@@ -362,10 +383,11 @@ fn main() -> ExitCode {
             backend,
             no_optimize,
         } => run::run(&run::Args {
+            tolerance: (rtol, atol),
+            inputs: with_bound(inputs, &bind),
             backend,
             optimize: !no_optimize,
             model,
-            inputs,
             output_dir: output,
             json,
             compare,
@@ -382,19 +404,20 @@ fn main() -> ExitCode {
             runs,
             warmup,
             inputs,
+            bind,
             input_shape,
             seed,
             json,
             profile,
             no_optimize,
         } => bench::run(&bench::Args {
+            inputs: with_bound(inputs, &bind),
             model,
             backend,
             optimize: !no_optimize,
             threads,
             runs,
             warmup,
-            inputs,
             input_shape,
             seed,
             json,
@@ -439,4 +462,11 @@ fn exit_now(code: u8) -> ! {
     // SAFETY: `_exit` ends the process and nothing after it runs; every
     // stream diamond buffers was flushed above or closed by its writer.
     unsafe { libc::_exit(i32::from(code)) }
+}
+
+/// `--input` arguments with `--bind`'s paths added as bare paths, which
+/// `run` matches to inputs by `--bind`'s rules.
+fn with_bound(mut inputs: Vec<String>, bind: &[PathBuf]) -> Vec<String> {
+    inputs.extend(bind.iter().map(|p| p.display().to_string()));
+    inputs
 }

@@ -16,8 +16,8 @@
 //! `output_N.pb` or `NAME.npy` files, or one file for the first output) and
 //! exits 1 on a mismatch, printing the worst element.
 
+use crate::value_io::{file_name, Written};
 use crate::Failure;
-use diamond_importers::tensor_file::{read_sequence, read_tensor_file};
 use diamond_importers::torch::lower::{DimSpec, InputShape};
 use diamond_ir::{DimValue, ElemType, Graph, Model, TypeValue};
 use diamond_runtime::exec::DumpSet;
@@ -26,10 +26,11 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-/// Relative tolerance of `--compare` (the ONNX backend tests' value).
-const RTOL: f64 = 1e-3;
-/// Absolute tolerance of `--compare`.
-const ATOL: f64 = 1e-7;
+/// Relative tolerance of `--compare` (the ONNX backend tests' value), the
+/// default of `--rtol`.
+pub const RTOL: f64 = 1e-3;
+/// Absolute tolerance of `--compare`, the default of `--atol`.
+pub const ATOL: f64 = 1e-7;
 
 /// Which executor `diamond run` uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -94,6 +95,8 @@ pub struct Args {
     pub dump: Vec<String>,
     /// Write every intermediate value (with `-o`).
     pub dump_all: bool,
+    /// `--compare`'s relative and absolute tolerances.
+    pub tolerance: (f64, f64),
 }
 
 fn bad(message: impl std::fmt::Display) -> Failure {
@@ -139,7 +142,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         }
     };
     let comparison = match &args.compare {
-        Some(stored) => Some(compare_all(&result.outputs, stored)?),
+        Some(stored) => Some(compare_all(&result.outputs, stored, args.tolerance)?),
         None => None,
     };
     let written = match &args.output_dir {
@@ -229,12 +232,9 @@ fn read_inputs(graph: &Graph, declared: &[&str], args: &[String]) -> Result<Vec<
     Ok(fed)
 }
 
-/// The name stored in a `.pb` file (a `TensorProto`'s or a `SequenceProto`'s).
+/// The name stored in a `.pb` file (any of ONNX's value messages).
 fn stored_name(file: &Path) -> Option<String> {
-    if file.extension().is_some_and(|e| e.eq_ignore_ascii_case("npy")) {
-        return None;
-    }
-    read_tensor_file(file).ok().and_then(|t| t.name).or_else(|| read_sequence(file).ok().and_then(|s| s.name))
+    diamond_importers::value_file::stored_name(file)
 }
 
 /// Reads `path` as the value graph input `name` takes.
@@ -245,36 +245,7 @@ fn read_value(graph: &Graph, name: &str, path: &Path) -> Result<Value, Failure> 
         .find(|i| i.value.is_some_and(|v| graph.value_name(v) == name))
         .and_then(|i| i.ty.as_ref())
         .and_then(|t| t.value.as_ref());
-    read_typed(name, ty, path)
-}
-
-fn read_typed(name: &str, ty: Option<&TypeValue>, path: &Path) -> Result<Value, Failure> {
-    let file = path.display();
-    match ty {
-        Some(TypeValue::Sequence(inner)) => {
-            let seq = read_sequence(path).map_err(|e| bad(format!("input '{name}': {e}")))?;
-            let tensors = seq
-                .tensors
-                .iter()
-                .map(|t| Tensor::from_ir(t).map_err(|e| bad(format!("input '{name}': {file}: {e}"))))
-                .collect::<Result<Vec<_>, _>>()?;
-            let declared = inner.as_deref().and_then(|t| t.as_tensor()).and_then(|(e, _)| e);
-            let elem = tensors.first().map(Tensor::elem).or(declared).unwrap_or(ElemType::Float);
-            if let Some(t) = tensors.iter().find(|t| t.elem() != elem) {
-                return Err(bad(format!("input '{name}': {file}: the sequence mixes {elem} and {} tensors", t.elem())));
-            }
-            Ok(Value::Sequence(elem, tensors))
-        }
-        Some(TypeValue::Optional(inner)) => {
-            let held = read_typed(name, inner.as_deref().and_then(|t| t.value.as_ref()), path)?;
-            Ok(Value::Optional(Some(Box::new(held))))
-        }
-        _ => {
-            let tensor = read_tensor_file(path).map_err(|e| bad(format!("input '{name}': {e}")))?;
-            let tensor = Tensor::from_ir(&tensor).map_err(|e| bad(format!("input '{name}': {file}: {e}")))?;
-            Ok(Value::Tensor(tensor))
-        }
-    }
+    crate::value_io::read_input(name, ty, path)
 }
 
 /// Random tensors for the declared inputs nothing fed.
@@ -446,14 +417,16 @@ fn report(
         let files: Vec<serde_json::Value> = written
             .iter()
             .map(|w| {
-                let mut f = serde_json::json!({
-                    "name": w.name,
-                    "file": w.path.display().to_string(),
-                    "dtype": w.elem.name(),
-                    "file_dtype": w.file_elem.name(),
-                });
-                if let Some(note) = w.note() {
-                    f["note"] = note.into();
+                let mut f = serde_json::json!({ "name": w.name, "kind": w.kind });
+                if !w.path.as_os_str().is_empty() {
+                    f["file"] = w.path.display().to_string().into();
+                }
+                if let (Some(elem), Some(file_elem)) = (w.elem, w.file_elem) {
+                    f["dtype"] = elem.name().into();
+                    f["file_dtype"] = file_elem.name().into();
+                }
+                if let Some(note) = &w.note {
+                    f["note"] = note.as_str().into();
                 }
                 f
             })
@@ -502,7 +475,7 @@ fn report(
         }
         text.push('\n');
     }
-    for note in written.iter().filter_map(Written::note) {
+    for note in written.iter().filter_map(|w| w.note.as_ref()) {
         text.push_str(&format!("note: {note}\n"));
     }
     match predicted {
@@ -529,24 +502,31 @@ struct Mismatch {
 }
 
 fn stored_for(stored: &Path, index: usize, name: &str) -> Option<PathBuf> {
-    if stored.is_file() {
+    if stored.exists() && !stored.is_dir() {
         return (index == 0).then(|| stored.to_path_buf());
     }
     let safe = file_name(name);
-    [format!("output_{index}.pb"), format!("{safe}.npy"), format!("output_{index}.npy"), format!("{safe}.pb")]
-        .iter()
-        .map(|f| stored.join(f))
-        .find(|p| p.is_file())
+    let files =
+        [format!("output_{index}.pb"), format!("{safe}.npy"), format!("output_{index}.npy"), format!("{safe}.pb")];
+    files.iter().map(|f| stored.join(f)).find(|p| p.is_file()).or_else(|| {
+        // a sequence that `-o` wrote: a directory of element files
+        [safe, format!("output_{index}")].iter().map(|d| stored.join(d)).find(|p| p.is_dir())
+    })
 }
 
-fn compare_all(outputs: &[(String, Value)], stored: &Path) -> Result<Vec<Mismatch>, Failure> {
+fn compare_all(outputs: &[(String, Value)], stored: &Path, tolerance: (f64, f64)) -> Result<Vec<Mismatch>, Failure> {
     if !stored.exists() {
         return Err(bad(format!("--compare {}: no such file or directory", stored.display())));
     }
     let mut result = Vec::new();
     for (i, (name, v)) in outputs.iter().enumerate() {
         let Some(file) = stored_for(stored, i, name) else {
-            if stored.is_file() {
+            if !stored.is_dir() {
+                continue;
+            }
+            if matches!(v, Value::Optional(None)) {
+                // `-o` writes nothing for an empty optional
+                result.push(Mismatch { name: name.clone(), problem: None });
                 continue;
             }
             return Err(bad(format!(
@@ -555,20 +535,18 @@ fn compare_all(outputs: &[(String, Value)], stored: &Path) -> Result<Vec<Mismatc
                 file_name(name)
             )));
         };
-        let want = read_tensor_file(&file).map_err(bad)?;
-        let want = Tensor::from_ir(&want).map_err(|e| bad(format!("{}: {e}", file.display())))?;
-        let problem = match v {
-            Value::Tensor(got) => compare(got, &want),
-            other => Some(format!("a {} was computed, the stored value is a tensor", other.kind())),
-        };
+        let want = crate::value_io::read_stored(&file, v)?;
+        let problem = crate::value_io::compare_values(v, &want, &|a, b| compare(a, b, tolerance));
         result.push(Mismatch { name: name.clone(), problem });
     }
     Ok(result)
 }
 
-/// `None` when `got` matches `want` (rtol 1e-3, atol 1e-7, NaNs equal);
-/// otherwise the worst element.
-fn compare(got: &Tensor, want: &Tensor) -> Option<String> {
+/// `None` when `got` matches `want` (within `rtol`·|stored| + `atol`, NaNs
+/// equal; a 16-bit float also within two units in the last place of the
+/// stored value, which rtol 1e-3 is finer than: rounding intermediates in
+/// another order is not an error); otherwise the worst element.
+fn compare(got: &Tensor, want: &Tensor, (rtol, atol): (f64, f64)) -> Option<String> {
     // A stored file may hold the widening `-o` writes for a type NumPy lacks.
     let widened = diamond_runtime::npy::npy_elem(got.elem()) == Some(want.elem());
     if got.elem() != want.elem() && !widened {
@@ -587,6 +565,11 @@ fn compare(got: &Tensor, want: &Tensor) -> Option<String> {
     }
     let (g, w) = (got.to_f64s()?, want.to_f64s()?);
     let exact = !got.is_float();
+    let mantissa = match got.elem() {
+        ElemType::Bfloat16 => Some(7),
+        ElemType::Float16 => Some(10),
+        _ => None,
+    };
     let mut worst: Option<(usize, f64)> = None;
     let mut count = 0;
     for (i, (&a, &b)) in g.iter().zip(&w).enumerate() {
@@ -596,7 +579,11 @@ fn compare(got: &Tensor, want: &Tensor) -> Option<String> {
         let excess = if exact || a.is_nan() || b.is_nan() || a.is_infinite() || b.is_infinite() {
             f64::INFINITY
         } else {
-            (a - b).abs() - (ATOL + RTOL * b.abs())
+            let mut tol = atol + rtol * b.abs();
+            if let Some(m) = mantissa.filter(|_| b != 0.0) {
+                tol = tol.max(2.0 * 2f64.powi(b.abs().log2().floor() as i32 - m));
+            }
+            (a - b).abs() - tol
         };
         if excess > 0.0 {
             count += 1;
@@ -626,61 +613,8 @@ fn unravel(mut i: usize, shape: &[usize]) -> Vec<usize> {
     idx
 }
 
-/// A value name as a file name: path separators and odd characters become `_`.
-fn file_name(name: &str) -> String {
-    let s: String =
-        name.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
-    if s.is_empty() || s.starts_with('.') {
-        format!("_{s}")
-    } else {
-        s
-    }
-}
-
-/// One `.npy` file written with `-o`.
-struct Written {
-    /// The value's name.
-    name: String,
-    /// The file.
-    path: PathBuf,
-    /// The value's element type.
-    elem: ElemType,
-    /// The element type the file holds (a wider one where NumPy lacks `elem`).
-    file_elem: ElemType,
-}
-
-impl Written {
-    /// Why the file's type differs from the value's, when it does.
-    fn note(&self) -> Option<String> {
-        (self.elem != self.file_elem).then(|| {
-            format!(
-                "{} holds {}: NumPy has no {} (each value widens exactly)",
-                self.path.display(),
-                diamond_infer::graph::report_json_dtype(self.file_elem),
-                self.elem.name()
-            )
-        })
-    }
-}
-
-/// Encodes every value first, then writes each file atomically.
+/// Writes the outputs and the dumped values under `dir` (`value_io`'s layout).
 fn write_outputs(dir: &Path, outputs: &[(String, Value)], dumped: &[(String, Value)]) -> Result<Vec<Written>, Failure> {
-    let mut files = Vec::new();
-    for (name, v) in outputs.iter().chain(dumped) {
-        let Value::Tensor(t) = v else {
-            return Err(bad(format!("-o: '{name}' is a {}, only tensors are written as .npy", v.kind())));
-        };
-        let bytes = diamond_runtime::npy::encode_npy(t).map_err(|e| bad(format!("-o: '{name}': {e}")))?;
-        let file_elem = diamond_runtime::npy::npy_elem(t.elem()).unwrap_or(t.elem());
-        let path = dir.join(format!("{}.npy", file_name(name)));
-        files.push((Written { name: name.clone(), path, elem: t.elem(), file_elem }, bytes));
-    }
-    std::fs::create_dir_all(dir).map_err(|e| bad(format!("cannot create {}: {e}", dir.display())))?;
-    let mut written = Vec::new();
-    for (file, bytes) in files {
-        diamond_exporters::atomic::write_bytes(&file.path, &bytes)
-            .map_err(|e| bad(format!("cannot write {}: {e}", file.path.display())))?;
-        written.push(file);
-    }
-    Ok(written)
+    let all: Vec<(&String, &Value)> = outputs.iter().chain(dumped).map(|(n, v)| (n, v)).collect();
+    crate::value_io::write_outputs(dir, &all)
 }

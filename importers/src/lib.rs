@@ -9,5 +9,6 @@ pub mod npy;
 pub mod onnx;
 pub mod tensor_file;
 pub mod torch;
+pub mod value_file;
 
 pub use error::ImportError;

@@ -42,6 +42,10 @@ pub fn decode_npy(bytes: Bytes, path: &Path) -> Result<Tensor, ImportError> {
     if header.fortran_order {
         return Err(fail("Fortran-ordered arrays are not supported; save with C order".into()));
     }
+    if let Some(strings) = string_descr(&header.descr) {
+        let (unicode, chars) = strings.map_err(fail)?;
+        return decode_strings(&bytes[data_start..], &header, unicode, chars).map_err(fail);
+    }
     let (elem, width, swap) = parse_descr(&header.descr).map_err(fail)?;
     let count = header.shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
     let size =
@@ -114,6 +118,65 @@ impl Header {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Header { descr: descr.to_string(), fortran_order, shape })
     }
+}
+
+/// For a string dtype — `<U{n}` (NumPy `str`: `n` UTF-32 code units each)
+/// or `|S{n}` (NumPy `bytes`: `n` bytes each) — whether it is unicode and
+/// its width in characters; `None` for other dtypes.
+fn string_descr(descr: &str) -> Option<Result<(bool, usize), String>> {
+    let code = descr.trim_start_matches(['<', '>', '|', '=']);
+    let big_endian = descr.starts_with('>');
+    let (unicode, digits) = match code.split_at(code.len().min(1)) {
+        ("U", d) => (true, d),
+        ("S" | "a", d) => (false, d),
+        _ => return None,
+    };
+    if unicode && big_endian {
+        return Some(Err(format!("dtype '{descr}': big-endian strings are not supported")));
+    }
+    Some(digits.parse::<usize>().map(|n| (unicode, n)).map_err(|_| format!("dtype '{descr}' has no width")))
+}
+
+/// A string tensor from fixed-width NumPy strings: each element's trailing
+/// NULs dropped, UTF-32 decoded to UTF-8.
+fn decode_strings(data: &[u8], header: &Header, unicode: bool, chars: usize) -> Result<Tensor, String> {
+    let unit = if unicode { 4 } else { 1 };
+    let count = header.shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
+    let size = count
+        .and_then(|c| c.checked_mul((chars * unit) as u64))
+        .ok_or_else(|| "the shape's size overflows".to_string())?;
+    if data.len() as u64 != size {
+        return Err(format!(
+            "shape {:?} of {} needs {size} bytes of data but the file has {}",
+            header.shape,
+            header.descr,
+            data.len()
+        ));
+    }
+    let count = count.unwrap_or(0) as usize;
+    let mut strings = Vec::with_capacity(count);
+    for i in 0..count {
+        let item = &data[i * chars * unit..(i + 1) * chars * unit];
+        let text = if unicode {
+            let mut s = String::new();
+            for c in item.chunks_exact(4) {
+                let code = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                s.push(char::from_u32(code).ok_or_else(|| format!("element {i} holds {code:#x}, not a character"))?);
+            }
+            Bytes::from(s.trim_end_matches('\0').as_bytes().to_vec())
+        } else {
+            let end = item.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
+            Bytes::copy_from_slice(&item[..end])
+        };
+        strings.push(text);
+    }
+    let dims = header.shape.iter().map(|&d| i64::try_from(d).map_err(|_| "a dimension is too large".to_string()));
+    Ok(Tensor {
+        dims: dims.collect::<Result<_, _>>()?,
+        data_type: Some(ElemType::String),
+        data: TensorData { strings, ..TensorData::default() },
+        ..Tensor::default()
+    })
 }
 
 /// The element type, its width in bytes, and — for big-endian data — the

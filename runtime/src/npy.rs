@@ -41,9 +41,14 @@ pub fn npy_elem(elem: ElemType) -> Option<ElemType> {
     })
 }
 
-/// The `.npy` bytes of `t`, in the type [`npy_elem`] gives; strings are
-/// refused.
+/// The `.npy` bytes of `t`, in the type [`npy_elem`] gives; strings as
+/// NumPy's fixed-width `str` (`<U{n}`, UTF-32), or `bytes` (`|S{n}`) when
+/// one is not UTF-8 — never as pickled objects.
 pub fn encode_npy(t: &Tensor) -> Result<Vec<u8>, String> {
+    if let Data::Str(items) = &t.data {
+        let (descr, body) = string_body(items);
+        return Ok(assemble(&descr, &t.shape, &body));
+    }
     let written = npy_elem(t.elem()).ok_or_else(|| format!("{} tensors cannot be written as .npy", t.elem()))?;
     let widened;
     let data = if written == t.elem() {
@@ -68,10 +73,47 @@ pub fn encode_npy(t: &Tensor) -> Result<Vec<u8>, String> {
         Data::Bool(v) => ("|b1", v.iter().map(|&b| u8::from(b)).collect()),
         other => return Err(format!("{} tensors cannot be written as .npy", other.elem())),
     };
-    let shape = match t.shape.len() {
+    Ok(assemble(descr, &t.shape, &body))
+}
+
+/// NumPy's dtype and the bytes of fixed-width strings: `<U{n}` with each
+/// string's code points padded with NULs to the longest, or `|S{n}` bytes
+/// when a string is not UTF-8 (`n` at least 1, as NumPy writes it).
+fn string_body(items: &[Vec<u8>]) -> (String, Vec<u8>) {
+    let texts: Option<Vec<&str>> = items.iter().map(|b| std::str::from_utf8(b).ok()).collect();
+    match texts {
+        Some(texts) => {
+            let width = texts.iter().map(|s| s.chars().count()).max().unwrap_or(0).max(1);
+            let mut body = Vec::with_capacity(items.len() * width * 4);
+            for s in texts {
+                let mut n = 0;
+                for c in s.chars() {
+                    body.extend_from_slice(&(c as u32).to_le_bytes());
+                    n += 1;
+                }
+                body.resize(body.len() + (width - n) * 4, 0);
+            }
+            (format!("<U{width}"), body)
+        }
+        None => {
+            let width = items.iter().map(Vec::len).max().unwrap_or(0).max(1);
+            let mut body = Vec::with_capacity(items.len() * width);
+            for b in items {
+                body.extend_from_slice(b);
+                body.resize(body.len() + width - b.len(), 0);
+            }
+            (format!("|S{width}"), body)
+        }
+    }
+}
+
+/// A format 1.0 file: magic, version, the header padded to 64 bytes, then
+/// the data.
+fn assemble(descr: &str, dims: &[usize], body: &[u8]) -> Vec<u8> {
+    let shape = match dims.len() {
         0 => "()".to_string(),
-        1 => format!("({},)", t.shape[0]),
-        _ => format!("({})", t.shape.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")),
+        1 => format!("({},)", dims[0]),
+        _ => format!("({})", dims.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")),
     };
     let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
     // magic (6) + version (2) + length (2) + header + '\n' is a multiple of 64
@@ -83,8 +125,8 @@ pub fn encode_npy(t: &Tensor) -> Result<Vec<u8>, String> {
     out.extend_from_slice(b"\x93NUMPY\x01\x00");
     out.extend_from_slice(&(header.len() as u16).to_le_bytes());
     out.extend_from_slice(header.as_bytes());
-    out.extend_from_slice(&body);
-    Ok(out)
+    out.extend_from_slice(body);
+    out
 }
 
 #[cfg(test)]
@@ -126,5 +168,22 @@ mod tests {
         assert_eq!(npy_elem(ElemType::Int4), Some(ElemType::Int8));
         assert_eq!(npy_elem(ElemType::Float16), Some(ElemType::Float16), "NumPy has float16: kept");
         assert_eq!(npy_elem(ElemType::String), None);
+    }
+
+    #[test]
+    fn strings_are_fixed_width_unicode_or_bytes() {
+        let t = Tensor { shape: vec![2], data: Data::Str(vec![b"ab".to_vec(), "\u{e9}".as_bytes().to_vec()]) };
+        let bytes = encode_npy(&t).unwrap();
+        let len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+        let header = std::str::from_utf8(&bytes[10..10 + len]).unwrap();
+        assert!(header.contains("'descr': '<U2'") && header.contains("'shape': (2,)"), "{header}");
+        let body: Vec<u32> =
+            bytes[10 + len..].chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        assert_eq!(body, vec![u32::from(b'a'), u32::from(b'b'), 0xe9, 0]);
+        let raw = Tensor { shape: vec![], data: Data::Str(vec![vec![0xff, b'x']]) };
+        let bytes = encode_npy(&raw).unwrap();
+        let len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+        assert!(std::str::from_utf8(&bytes[10..10 + len]).unwrap().contains("'descr': '|S2'"));
+        assert_eq!(&bytes[10 + len..], &[0xff, b'x']);
     }
 }
