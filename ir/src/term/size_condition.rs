@@ -68,12 +68,30 @@ impl Condition {
         if lhs.rounding_depth() + rhs.rounding_depth() == 0 {
             return None;
         }
-        let difference = lhs.add(&rhs.mul(&SizeExpr::constant(-1))?)?;
-        match difference.symbols().as_slice() {
-            [x] => univariate(&flatten(&difference)?, x)?.zeros()?.phrase(x),
-            _ => products(&lhs.readable(), &rhs.readable()),
+        match one_symbol(lhs, rhs) {
+            Some((x, zeros)) => zeros.phrase(&x),
+            None => products(&lhs.readable(), &rhs.readable()),
         }
     }
+
+    /// Whether `lhs = rhs` is known to hold for no size (no value of at
+    /// least 0) of its one symbol: `8*ceil(H/32) = 1`. `false` when unsure.
+    pub fn never_equal(lhs: &SizeExpr, rhs: &SizeExpr) -> bool {
+        match one_symbol(lhs, rhs) {
+            Some((_, Zeros::Residues(_, residues))) => residues.is_empty(),
+            Some((_, Zeros::Values(values))) => values.is_empty(),
+            None => false,
+        }
+    }
+}
+
+/// The solutions of `lhs = rhs` when it is over one symbol and quasi-linear.
+fn one_symbol(lhs: &SizeExpr, rhs: &SizeExpr) -> Option<(String, Zeros)> {
+    let difference = lhs.add(&rhs.mul(&SizeExpr::constant(-1))?)?;
+    let [x] = difference.symbols()[..] else { return None };
+    let flat = flatten(&difference)?;
+    let zeros = univariate(&flat, x)?.zeros()?;
+    Some((x.to_string(), zeros))
 }
 
 /// A quasi-linear function of one symbol: `g(x+period) = g(x) + step`.
@@ -134,7 +152,7 @@ impl Zeros {
                 if residues == &[0] {
                     return Some(Condition { plain: format!("{x} is a multiple of {m}"), sufficient: None });
                 }
-                let plain = format!("{x} mod {m} is {}", residue_runs(*m, residues)?);
+                let plain = format!("{x} mod {m} is {}", runs_text(residues, Some(*m))?);
                 let sufficient = residues.contains(&0).then(|| {
                     let step =
                         (1..=*m).find(|&s| m % s == 0 && (0..*m).step_by(s as usize).all(|r| residues.contains(&r)));
@@ -143,38 +161,37 @@ impl Zeros {
                 Some(Condition { plain, sufficient })
             }
             Zeros::Values(values) => {
-                if values.is_empty() || values.len() > MAX_PARTS {
+                if values.is_empty() {
                     return None;
                 }
-                let texts: Vec<String> = values.iter().map(i64::to_string).collect();
-                Some(Condition { plain: format!("{x} is {}", or_list(&texts)), sufficient: None })
+                Some(Condition { plain: format!("{x} is {}", runs_text(values, None)?), sufficient: None })
             }
         }
     }
 }
 
-/// `0 or at least 29`, `1 to 3 or 7`: the sorted residues modulo `m` as runs.
-fn residue_runs(m: i64, residues: &[i64]) -> Option<String> {
+/// `0 or at least 29`, `1 to 3 or 7`: sorted values as runs, the values
+/// being residues modulo `m` when it is given (a run from 0 is `at most`,
+/// one to `m - 1` `at least`); `None` past [`MAX_PARTS`] parts.
+fn runs_text(values: &[i64], m: Option<i64>) -> Option<String> {
     let mut runs: Vec<(i64, i64)> = Vec::new();
-    for &r in residues {
+    for &r in values {
         match runs.last_mut() {
             Some((_, end)) if *end + 1 == r => *end = r,
             _ => runs.push((r, r)),
         }
     }
-    if runs.len() > MAX_PARTS {
-        return None;
+    let mut parts: Vec<String> = Vec::new();
+    for (a, b) in runs {
+        match (a, b) {
+            _ if a == b => parts.push(a.to_string()),
+            _ if b == a + 1 => parts.extend([a.to_string(), b.to_string()]),
+            (0, _) if m.is_some() => parts.push(format!("at most {b}")),
+            _ if m == Some(b + 1) => parts.push(format!("at least {a}")),
+            _ => parts.push(format!("{a} to {b}")),
+        }
     }
-    let parts: Vec<String> = runs
-        .iter()
-        .map(|&(a, b)| match (a, b) {
-            _ if a == b => a.to_string(),
-            (0, _) => format!("at most {b}"),
-            _ if b == m - 1 => format!("at least {a}"),
-            _ => format!("{a} to {b}"),
-        })
-        .collect();
-    Some(or_list(&parts))
+    (parts.len() <= MAX_PARTS).then(|| or_list(&parts))
 }
 
 /// `a`, `a or b`, `a, b or c`.
@@ -406,7 +423,10 @@ mod tests {
             });
         }
         let values = rest.strip_prefix("is ").unwrap();
-        values.replace(" or ", ", ").split(", ").any(|p| p.parse::<i64>().unwrap() == v)
+        values.replace(" or ", ", ").split(", ").any(|p| match p.split_once(" to ") {
+            Some((a, b)) => (a.parse().unwrap()..=b.parse().unwrap()).contains(&v),
+            None => p.parse::<i64>().unwrap() == v,
+        })
     }
 
     #[test]
@@ -440,8 +460,13 @@ mod tests {
         );
         // A finite set: ceil(H/2) = 8.
         assert_eq!(stated(&h.ceil_div(2).unwrap(), &c(8)).unwrap(), "H is 15 or 16");
+        assert_eq!(stated(&h.ceil_div(8).unwrap(), &c(8)).unwrap(), "H is 57 to 64");
+        assert_eq!(stated(&h.ceil_div(8).unwrap().mul(&h.ceil_div(8).unwrap()).unwrap(), &c(4)), None);
         // Never: ceil(H/2) = H + 1 has no solution at or above 0... only H = -1.
         assert_eq!(stated(&h.ceil_div(2).unwrap(), &h.add(&c(1)).unwrap()), None);
+        assert!(Condition::never_equal(&conv_chain(&h, 5).mul(&c(8)).unwrap(), &c(1)));
+        assert!(!Condition::never_equal(&conv_chain(&h, 2), &c(1)));
+        assert!(!Condition::never_equal(&h.mul(&h).unwrap(), &c(1)), "not quasi-linear: unsure");
         // Plain equations are left alone.
         assert_eq!(stated(&h, &c(8)), None);
     }

@@ -26,7 +26,7 @@
 //! by evaluating both sides over a range of values.
 
 use super::size::{gcd, Atom};
-use super::SizeExpr;
+use super::{Dim, Size, SizeExpr};
 
 /// How many collapsing steps one rounding may take (a guard only: each step
 /// removes one nested rounding).
@@ -48,6 +48,16 @@ impl SizeExpr {
     /// any): `floor(floor(x/2)/2)+1` has 2.
     pub fn rounding_depth(&self) -> usize {
         self.terms.keys().flatten().map(Atom::rounding_depth).max().unwrap_or(0)
+    }
+}
+
+impl Dim {
+    /// The dimension with its size [`SizeExpr::readable`], for printing.
+    pub fn readable(&self) -> Dim {
+        match &self.size {
+            Size::Symbolic(e) => Dim { size: Size::Symbolic(Box::new(e.readable())), basis: self.basis.clone() },
+            Size::Known(_) => self.clone(),
+        }
     }
 }
 
