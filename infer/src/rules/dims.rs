@@ -105,11 +105,13 @@ impl Solver {
         }
         let message = match code {
             _ if x.size == y.size && x.basis != y.basis => {
-                format!("axis meanings differ: `{x} {relation} {y}` has one size under two bases")
+                format!("axis meanings differ: `{rx} {relation} {ry}` has one size under two bases")
             }
-            Code::BroadcastConflict if x.is_unit() || y.is_unit() => format!("{x} cannot broadcast to {y}"),
-            Code::BroadcastConflict => format!("{x} cannot broadcast to {y}: only the claim-free unit `_` broadcasts"),
-            _ => format!("dimensions differ: {x} must equal {y}"),
+            Code::BroadcastConflict if x.is_unit() || y.is_unit() => format!("{rx} cannot broadcast to {ry}"),
+            Code::BroadcastConflict => {
+                format!("{rx} cannot broadcast to {ry}: only the claim-free unit `_` broadcasts")
+            }
+            _ => format!("dimensions differ: {rx} must equal {ry}"),
         };
         self.report(code, message, cause, facts);
         if let Some(d) = self.diagnostics.last_mut() {
