@@ -366,3 +366,63 @@ fn a_wrong_transb_is_one_error_whose_help_names_the_fix() {
         4 values (2 initializers not listed; --json has them); 1 error(s), 0 warning(s)
     "#]].assert_eq(&String::from_utf8(out.stdout).unwrap());
 }
+
+/// The detector-style stride chain: the warning states its size condition in
+/// plain words, the sizes readable; `--json` keeps the exact condition beside it.
+#[test]
+fn a_stride_chain_condition_is_stated_in_plain_words() {
+    check_text(
+        "stride_chain.onnx",
+        0,
+        expect![[r#"
+        x      float [1, 3, H, W]
+        c1     float [1, 8, floor((H-1)/2)+1, floor((W-1)/2)+1]
+        skip   float [1, 8, floor(floor((H-1)/2)/2)+1, floor(floor((W-1)/2)/2)+1]
+        c3     float [1, 8, floor(floor(floor((H-1)/2)/2)/2)+1, floor(floor(floor((W-1)/2)/2)/2)+1]
+        p4     float [1, 8, floor((floor(floor(floor((H-1)/2)/2)/2)-1)/2)+1, floor((floor(floor(floor((W-1)/2)/2)/2)-1)/2)+1]
+        deep   float [1, 8, floor(floor((floor(floor(floor((H-1)/2)/2)/2)-1)/2)/2)+1, floor(floor((floor(floor(floor((W-1)/2)/2)/2)-1)/2)/2)+1]
+        up     float [1, 8, 8*floor(floor((floor(floor(floor((H-1)/2)/2)/2)-1)/2)/2)+8, 8*floor(floor((floor(floor(floor((W-1)/2)/2)/2)-1)/2)/2)+8]
+        fused  float [1, 8, floor(floor((H-1)/2)/2)+1, floor(floor((W-1)/2)/2)+1]
+        y      float [1, 16, floor(floor((H-1)/2)/2)+1, floor(floor((W-1)/2)/2)+1]
+
+        warning[dynamic-axis-specialized]: dynamic axis 8*ceil((H-8)/32) assumed to be ceil(H/4): `8*ceil((H-8)/32) ⊑ ceil(H/4)` holds only when H mod 32 is 0 or at least 29 (in particular when H is a multiple of 32)
+         --> node 6 `fuse` (Add), input 1, axis 2
+          |
+          = note: ceil(H/4) comes from Add 'fuse' (node 6) input 0: broadcasts to the output, axis 2
+          = note: required by Add 'fuse' (node 6) input 1: broadcasts to the output, axis 2
+
+        warning[dynamic-axis-specialized]: dynamic axis 8*ceil((W-8)/32) assumed to be ceil(W/4): `8*ceil((W-8)/32) ⊑ ceil(W/4)` holds only when W mod 32 is 0 or at least 29 (in particular when W is a multiple of 32)
+         --> node 6 `fuse` (Add), input 1, axis 3
+          |
+          = note: ceil(W/4) comes from Add 'fuse' (node 6) input 0: broadcasts to the output, axis 3
+          = note: required by Add 'fuse' (node 6) input 1: broadcasts to the output, axis 3
+
+        assumptions (the results hold only if these do):
+          - dynamic axis 8*ceil((H-8)/32) assumed to be ceil(H/4): `8*ceil((H-8)/32) ⊑ ceil(H/4)` holds only when H mod 32 is 0 or at least 29 (in particular when H is a multiple of 32) (node 6 `fuse` (Add), input 1, axis 2)
+          - dynamic axis 8*ceil((W-8)/32) assumed to be ceil(W/4): `8*ceil((W-8)/32) ⊑ ceil(W/4)` holds only when W mod 32 is 0 or at least 29 (in particular when W is a multiple of 32) (node 6 `fuse` (Add), input 1, axis 3)
+
+        14 values (5 initializers not listed; --json has them); 0 error(s), 2 warning(s)
+    "#]],
+    );
+    let out = check(&[&fixture("stride_chain.onnx"), "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let d = &doc["diagnostics"][0];
+    let keys: Vec<&str> = d.as_object().unwrap().keys().map(String::as_str).collect();
+    expect![[r#"
+        keys: severity, code, node, op, node_index, graph, operand, axis, message, chain, help, condition, condition_exact
+        message: dynamic axis 8*ceil((H-8)/32) assumed to be ceil(H/4): `8*ceil((H-8)/32) ⊑ ceil(H/4)` holds only when H mod 32 is 0 or at least 29 (in particular when H is a multiple of 32)
+        condition: H mod 32 is 0 or at least 29 (in particular when H is a multiple of 32)
+        condition_exact: 8*floor(floor((floor(floor(floor((H-1)/2)/2)/2)-1)/2)/2)+8 = floor(floor((H-1)/2)/2)+1 or 8*floor(floor((floor(floor(floor((H-1)/2)/2)/2)-1)/2)/2)+8 = 1
+    "#]].assert_eq(&format!(
+        "keys: {}\nmessage: {}\ncondition: {}\ncondition_exact: {}\n",
+        keys.join(", "),
+        d["message"].as_str().unwrap(),
+        d["condition"].as_str().unwrap(),
+        d["condition_exact"].as_str().unwrap()
+    ));
+    // A diagnostic without a condition has both keys, null.
+    let out = check(&[&fixture("broadcast_conflict.onnx"), "--json"]);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(doc["diagnostics"][0]["condition"].is_null() && doc["diagnostics"][0]["condition_exact"].is_null());
+}

@@ -1,7 +1,7 @@
 //! Diagnostics: stable codes, a message naming the facts that clash, and the
 //! provenance chain of each fact.
 
-use diamond_ir::term::SizeExpr;
+use diamond_ir::term::{Condition, SizeExpr};
 use serde::Serialize;
 use std::fmt;
 
@@ -191,6 +191,30 @@ impl Assumption {
         })
     }
 
+    /// The condition in plain words, for messages and reports: sizes in
+    /// their readable form ([`SizeExpr::readable`]) and an equation stated
+    /// as the condition on its symbol it amounts to where that is exact
+    /// ([`equal_text`]). The [`fmt::Display`] form is the exact one.
+    pub fn plain(&self) -> String {
+        match self {
+            Assumption::AtMost(a, b) => format!("{} ≤ {}", a.readable(), b.readable()),
+            Assumption::AtLeast(a, b) => format!("{} ≥ {}", a.readable(), b.readable()),
+            Assumption::Equal(a, b) => equal_text(a, b),
+            Assumption::EqualOrOne(a, b) => {
+                let one = SizeExpr::constant(1);
+                if Condition::never_equal(a, &one) {
+                    return equal_text(a, b);
+                }
+                let a_text = a.readable();
+                match Condition::of_equal(a, b) {
+                    Some(c) => format!("{c}, or when {a_text} = 1"),
+                    None => format!("{a_text} = {} or {a_text} = 1", b.readable()),
+                }
+            }
+            Assumption::Divisible(e, k) => format!("{} is divisible by {k}", e.readable()),
+        }
+    }
+
     /// The symbols the condition is about, each once.
     pub fn symbols(&self) -> Vec<&str> {
         let mut out: Vec<&str> = Vec::new();
@@ -233,6 +257,17 @@ impl fmt::Display for Diagnostic {
             writeln!(f, "  = note: {note}")?;
         }
         Ok(())
+    }
+}
+
+/// `a = b` as a person would state it: the condition on its one symbol
+/// it amounts to where that is exact (`H mod 32 is 0 or at least 29 (in
+/// particular when H is a multiple of 32)`, see [`Condition::of_equal`]),
+/// else the equation with both sides readable (`ceil(H/4) = 8*ceil(H/32)`).
+pub fn equal_text(a: &SizeExpr, b: &SizeExpr) -> String {
+    match Condition::of_equal(a, b) {
+        Some(c) => c.to_string(),
+        None => format!("{} = {}", a.readable(), b.readable()),
     }
 }
 

@@ -695,7 +695,7 @@ impl Solver {
         let name = self.dim_name(v);
         match *self.store.dim_state(v) {
             DimState::Solved { value, cause } => {
-                let value = self.store.table.dim(value);
+                let value = self.store.table.dim(value).readable();
                 Some(format!("{name} is {value} because of {}", self.causes.chain_text(cause)))
             }
             DimState::Free { .. } => None,
@@ -733,7 +733,13 @@ impl Solver {
     /// A row in row notation, with variable names.
     pub(crate) fn show_row(&mut self, r: R) -> String {
         let resolved = self.store.row(r);
-        let term = self.store.flat_term(&resolved);
+        let mut term = self.store.flat_term(&resolved);
+        // Diagnostics print sizes readable: `ceil(H/2)`, not `floor((H-1)/2)+1`.
+        for d in term.leading.iter_mut().chain(term.trailing.iter_mut()) {
+            if let DimTerm::Dim(dim) = d {
+                *dim = dim.readable();
+            }
+        }
         self.names.row(&term)
     }
 

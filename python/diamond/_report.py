@@ -39,7 +39,9 @@ class Diagnostic:
     locate it (``graph`` names the subgraph, ``None`` for the main graph),
     ``operand`` and ``axis`` say where on the node; ``chain`` is the
     provenance — why each fact in the message holds — and ``help`` a
-    suggested fix.
+    suggested fix. A warning that holds only under a condition on the
+    dynamic sizes states it in ``condition`` (plain words, as the message
+    does) and ``condition_exact`` (the sizes as the rules built them).
     """
 
     code: str
@@ -53,6 +55,8 @@ class Diagnostic:
     axis: Optional[int] = None
     chain: Tuple[str, ...] = ()
     help: Optional[str] = None
+    condition: Optional[str] = None
+    condition_exact: Optional[str] = None
 
     def __str__(self) -> str:
         where = f" at {self.op} '{self.node}'" if self.node is not None and self.op is not None else ""
@@ -104,6 +108,8 @@ class Report:
                 axis=d["axis"],
                 chain=tuple(d["chain"]),
                 help=d["help"],
+                condition=d.get("condition"),
+                condition_exact=d.get("condition_exact"),
             )
             for d in document["diagnostics"]
         ]

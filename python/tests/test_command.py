@@ -72,6 +72,8 @@ def as_document(report: diamond.Report) -> dict:
             "message": d.message,
             "chain": list(d.chain),
             "help": d.help,
+            "condition": d.condition,
+            "condition_exact": d.condition_exact,
         }
         for d in report.diagnostics
     ]

@@ -12,7 +12,7 @@
 
 use diamond_infer::graph::report_json_dtype;
 use diamond_infer::graph::{DimReport, ValueReport};
-use diamond_infer::{CheckReport, Diagnostic, Severity};
+use diamond_infer::{Assumption, CheckReport, Diagnostic, Severity};
 use serde::ser::{SerializeMap, SerializeStruct};
 use serde::{Serialize, Serializer};
 use serde_json::Value;
@@ -165,13 +165,18 @@ impl Serialize for Diagnostics<'_> {
 }
 
 /// One diagnostic, every key present (`null` where the report has nothing).
+/// A warning that holds only under a condition on the dynamic sizes has it
+/// twice: `condition` in plain words (`H mod 32 is 0 or at least 29 (in
+/// particular when H is a multiple of 32)`, as the message states it) and
+/// `condition_exact` over the sizes as the rules built them
+/// (`floor(floor((H-1)/2)/2)+1 = …`); several parts are joined by ` and `.
 struct OneDiagnostic<'a>(&'a Diagnostic);
 
 impl Serialize for OneDiagnostic<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let d = self.0;
         let severity: Severity = d.severity;
-        let mut o = s.serialize_map(Some(11))?;
+        let mut o = s.serialize_map(Some(13))?;
         o.serialize_entry("severity", &severity)?;
         o.serialize_entry("code", &d.code)?;
         o.serialize_entry("node", &d.node)?;
@@ -183,6 +188,11 @@ impl Serialize for OneDiagnostic<'_> {
         o.serialize_entry("message", &d.message)?;
         o.serialize_entry("chain", &d.notes)?;
         o.serialize_entry("help", &d.help)?;
+        let joined = |text: &dyn Fn(&Assumption) -> String| {
+            (!d.assumes.is_empty()).then(|| d.assumes.iter().map(text).collect::<Vec<_>>().join(" and "))
+        };
+        o.serialize_entry("condition", &joined(&Assumption::plain))?;
+        o.serialize_entry("condition_exact", &joined(&|a| a.to_string()))?;
         o.end()
     }
 }

@@ -11,7 +11,7 @@ use crate::constraint::{Affine, Item};
 use crate::diagnostic::Code;
 use crate::interned::{DimTable, Flat, D, R};
 use crate::solver::{Solver, Step, Watch};
-use diamond_ir::term::{Basis, Dim, DimVar, Size, SizeExpr};
+use diamond_ir::term::{Basis, Condition, Dim, DimVar, Size, SizeExpr};
 use smallvec::{smallvec, SmallVec};
 
 /// A dimension's size as an expression.
@@ -96,8 +96,13 @@ impl Solver {
         }
         let (sa, sb) = (self.show_flat(a), self.show_flat(b));
         if pa.as_constant().is_none() || pb.as_constant().is_none() {
-            let message = format!("dynamic axis assumed specialized: {sa} and {sb} hold the same number of elements only when {pa} = {pb}");
             let assumes = vec![crate::diagnostic::Assumption::Equal(pa.clone(), pb.clone())];
+            let (ra, rb) = (pa.readable(), pb.readable());
+            let condition = match Condition::of_equal(pa, pb) {
+                Some(c) => format!("{ra} = {rb}, that is when {c}"),
+                None => format!("{ra} = {rb}"),
+            };
+            let message = format!("dynamic axis assumed specialized: {sa} and {sb} hold the same number of elements only when {condition}");
             self.report_assuming(Code::DynamicAxisSpecialized, message, cause, Vec::new(), assumes);
             return;
         }
@@ -126,7 +131,9 @@ impl Solver {
                     .and_then(|e| expr_dim(e, self.computed_units_claim_free))
                 {
                     Some(dim) => {
-                        let c = self.causes.derived(cause, format!("the window gives an output size of {dim}"));
+                        let c = self
+                            .causes
+                            .derived(cause, format!("the window gives an output size of {}", dim.readable()));
                         let dim = self.store.table.intern(&dim);
                         self.enqueue(Item::DimEq(out, dim, c));
                     }
@@ -180,7 +187,7 @@ impl Solver {
         match (unknown.as_slice(), &whole) {
             ([], _) => match expr_dim(known_sum, self.computed_units_claim_free) {
                 Some(dim) => {
-                    let c = self.causes.derived(cause, format!("the parts add up to {dim}"));
+                    let c = self.causes.derived(cause, format!("the parts add up to {}", dim.readable()));
                     let dim = self.store.table.intern(&dim);
                     self.enqueue(Item::DimEq(total, dim, c));
                 }

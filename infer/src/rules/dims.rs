@@ -75,35 +75,43 @@ impl Solver {
         let table = &self.store.table;
         let (x_rigid, y_rigid) = (table.is_rigid(x), table.is_rigid(y));
         let (x, y) = (table.dim(x), table.dim(y));
+        // Messages print sizes readable (`ceil(H/4)`, not `floor((H-1)/4)+1`); the assumptions keep them exact.
+        let (rx, ry) = (x.readable(), y.readable());
         if let Some((bound, assumes)) = implied_bound(&x, &y).or_else(|| implied_bound(&y, &x)) {
-            let message = format!("`{x} {relation} {y}` holds only when {bound}: the model assumes it");
+            let message = format!("`{rx} {relation} {ry}` holds only when {bound}: the model assumes it");
             self.report_assuming(Code::ImpliedBound, message, cause, facts, assumes);
             return;
         }
         if x_rigid || y_rigid {
-            let (symbol, other) = if x_rigid { (&x, &y) } else { (&y, &x) };
+            let (symbol, other) = if x_rigid { (&rx, &ry) } else { (&ry, &rx) };
             // `s ⊑ d` also holds when the symbol is 1 (it broadcasts); `d ⊑ s` only when s = d.
             let or_one = relation == "⊑" && x_rigid && !y.is_unit();
-            let condition = if or_one { format!("{x} = {y} or {x} = 1") } else { format!("{x} = {y}") };
             let (ex, ey) = (size_expr(&x.size), size_expr(&y.size));
             let assumes = match (ex, ey) {
                 (Some(a), Some(b)) if or_one => vec![Assumption::EqualOrOne(a, b)],
                 (Some(a), Some(b)) => vec![Assumption::Equal(a, b)],
                 _ => Vec::new(),
             };
+            let condition = match assumes.first() {
+                Some(a) => a.plain(),
+                None if or_one => format!("{rx} = {ry} or {rx} = 1"),
+                None => format!("{rx} = {ry}"),
+            };
             let message = format!(
-                "dynamic axis {symbol} assumed to be {other}: `{x} {relation} {y}` holds only when {condition}"
+                "dynamic axis {symbol} assumed to be {other}: `{rx} {relation} {ry}` holds only when {condition}"
             );
             self.report_assuming(Code::DynamicAxisSpecialized, message, cause, facts, assumes);
             return;
         }
         let message = match code {
             _ if x.size == y.size && x.basis != y.basis => {
-                format!("axis meanings differ: `{x} {relation} {y}` has one size under two bases")
+                format!("axis meanings differ: `{rx} {relation} {ry}` has one size under two bases")
             }
-            Code::BroadcastConflict if x.is_unit() || y.is_unit() => format!("{x} cannot broadcast to {y}"),
-            Code::BroadcastConflict => format!("{x} cannot broadcast to {y}: only the claim-free unit `_` broadcasts"),
-            _ => format!("dimensions differ: {x} must equal {y}"),
+            Code::BroadcastConflict if x.is_unit() || y.is_unit() => format!("{rx} cannot broadcast to {ry}"),
+            Code::BroadcastConflict => {
+                format!("{rx} cannot broadcast to {ry}: only the claim-free unit `_` broadcasts")
+            }
+            _ => format!("dimensions differ: {rx} must equal {ry}"),
         };
         self.report(code, message, cause, facts);
         if let Some(d) = self.diagnostics.last_mut() {
@@ -176,9 +184,9 @@ fn implied_bound(m: &Dim, e: &Dim) -> Option<(String, Vec<Assumption>)> {
     let e_expr = size_expr(ex)?;
     let at = operands.iter().position(|o| *o == e_expr)?;
     let others: Vec<&SizeExpr> = operands.iter().enumerate().filter(|(i, _)| *i != at).map(|(_, o)| o).collect();
-    let text: Vec<String> = others.iter().map(|o| o.to_string()).collect();
+    let text: Vec<String> = others.iter().map(|o| o.readable().to_string()).collect();
     let assumes = others.into_iter().map(|o| Assumption::AtMost(e_expr.clone(), o.clone())).collect();
-    Some((format!("{e_expr} ≤ {}", text.join(" and ")), assumes))
+    Some((format!("{} ≤ {}", e_expr.readable(), text.join(" and ")), assumes))
 }
 
 /// A size as an expression (`None` past `i64`).

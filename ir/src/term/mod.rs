@@ -12,9 +12,12 @@
 mod dim;
 mod row;
 mod size;
+mod size_condition;
+mod size_readable;
 mod size_text;
 
 pub use dim::{Basis, Dim, DimTerm, DimVar};
 pub use row::{write_row, RowTerm, RowVar};
 pub use size::{Size, SizeExpr};
+pub use size_condition::Condition;
 pub use size_text::{size_text_symbols, SizeTextError};

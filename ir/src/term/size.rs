@@ -22,7 +22,7 @@ pub enum Size {
 
 /// An atom of a monomial.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-enum Atom {
+pub(super) enum Atom {
     Symbol(String),
     FloorDiv(Box<SizeExpr>, u64),
     CeilDiv(Box<SizeExpr>, u64),
@@ -36,7 +36,7 @@ pub struct SizeExpr {
     /// Monomial (sorted atoms, empty for the constant) to non-zero coefficient;
     /// shared, so that copying a dimension copies no polynomial (an expression
     /// is never changed in place: arithmetic builds a new one).
-    terms: Arc<BTreeMap<Vec<Atom>, i64>>,
+    pub(super) terms: Arc<BTreeMap<Vec<Atom>, i64>>,
 }
 
 impl SizeExpr {
@@ -50,7 +50,7 @@ impl SizeExpr {
         SizeExpr::from_monomial(vec![Atom::Symbol(name.to_string())], 1)
     }
 
-    fn from_monomial(atoms: Vec<Atom>, coefficient: i64) -> SizeExpr {
+    pub(super) fn from_monomial(atoms: Vec<Atom>, coefficient: i64) -> SizeExpr {
         let mut terms = BTreeMap::new();
         if coefficient != 0 {
             terms.insert(atoms, coefficient);
@@ -363,7 +363,7 @@ impl fmt::Display for Size {
 }
 
 /// The greatest common divisor of `a` and `b` (`gcd(0, b) = b`).
-fn gcd(a: u64, b: u64) -> u64 {
+pub(super) fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 {
         a
     } else {
