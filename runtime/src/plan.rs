@@ -171,8 +171,11 @@ impl Plan {
                     axis: Some(b.axis),
                     rule: d.code.as_str().to_string(),
                     problem: format!(
-                        "binds '{}' to {}, but the model assumes {a} ({at}{})",
-                        b.symbol, b.size, d.message
+                        "binds '{}' to {}, but the model assumes {} ({at}{})",
+                        b.symbol,
+                        b.size,
+                        a.plain(),
+                        d.message
                     ),
                 });
             }
