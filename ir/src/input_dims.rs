@@ -175,3 +175,65 @@ fn collect_params(ty: Option<&TypeValue>, out: &mut HashSet<String>) {
         _ => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::{GraphOwner, ValueInfo};
+    use crate::types::{DimDecl, TypeInfo};
+
+    fn input(graph: &mut Graph, name: &str, dims: &[Option<DimValue>]) -> ValueId {
+        let id = graph.intern(name);
+        let dims = dims.iter().map(|v| DimDecl { value: v.clone(), denotation: None }).collect();
+        let ty = TypeInfo {
+            value: Some(TypeValue::Tensor { elem: None, shape: Some(TensorShape { dims }) }),
+            denotation: None,
+        };
+        graph.inputs.push(ValueInfo { value: Some(id), ty: Some(ty), ..ValueInfo::default() });
+        id
+    }
+
+    fn p(s: &str) -> Option<DimValue> {
+        Some(DimValue::Param(s.into()))
+    }
+
+    #[test]
+    fn open_axes_are_named_by_input_and_axis_apart_from_stated_symbols() {
+        let mut g = Graph::new(GraphOwner::Main);
+        let k = |n| Some(DimValue::Known(n));
+        let x = input(&mut g, "x", &[k(-1), k(3), None, p("?"), p("")]);
+        // `x.2` is a stated symbol here, so x's axis 2 takes the next free name.
+        let y = input(&mut g, "input:0", &[p("x.2"), None, k(0)]);
+        let dims = InputDims::of(&g);
+        let names: Vec<Option<&str>> = (0..5).map(|a| dims.open_symbol(x, a)).collect();
+        assert_eq!(names, [Some("x.0"), None, Some("x.2_1"), Some("x.3"), Some("x.4")]);
+        assert_eq!(dims.open_symbol(y, 0), None);
+        assert_eq!(dims.open_symbol(y, 1), Some("input_0.1"));
+        // A declared 0 with no empty size declared elsewhere is open too.
+        assert_eq!(dims.open_symbol(y, 2), Some("input_0.2"));
+        assert_eq!(dims.axis_of("x.3"), Some((x, 3)));
+        assert!(dims.is_generated("x.0") && !dims.is_generated("x.2"));
+        assert!(crate::term::SizeExpr::parse("floor((input_0.1 - 1)/2) + x.2_1").is_ok());
+        let mut all: Vec<&str> = dims.symbols().collect();
+        all.sort();
+        assert_eq!(all, ["input_0.1", "input_0.2", "x.0", "x.2", "x.2_1", "x.3", "x.4"]);
+    }
+
+    #[test]
+    fn a_declared_zero_is_a_size_where_the_graph_declares_empty_sizes_or_a_list() {
+        let mut g = Graph::new(GraphOwner::Main);
+        let k = |n| Some(DimValue::Known(n));
+        let axes = input(&mut g, "axes", &[k(0)]);
+        let data = input(&mut g, "data", &[k(2), k(0), k(4)]);
+        assert_eq!(InputDims::of(&g).open_symbol(axes, 0), None, "an empty list");
+        assert_eq!(InputDims::of(&g).open_symbol(data, 1), Some("data.1"));
+        let out = g.intern("y");
+        let dims = vec![DimDecl { value: k(0), denotation: None }];
+        let ty = TypeInfo {
+            value: Some(TypeValue::Tensor { elem: None, shape: Some(TensorShape { dims }) }),
+            denotation: None,
+        };
+        g.outputs.push(ValueInfo { value: Some(out), ty: Some(ty), ..ValueInfo::default() });
+        assert_eq!(InputDims::of(&g).open_symbol(data, 1), None, "empty tensors are meant");
+    }
+}
