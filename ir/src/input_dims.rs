@@ -75,9 +75,8 @@ impl InputDims {
     /// given in input order, axes in order.
     pub fn of(graph: &Graph) -> InputDims {
         let initialized: HashSet<&str> = graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
-        let inputs = || {
-            graph.inputs.iter().filter(|vi| vi.value.is_some_and(|v| !initialized.contains(graph.value_name(v))))
-        };
+        let inputs =
+            || graph.inputs.iter().filter(|vi| vi.value.is_some_and(|v| !initialized.contains(graph.value_name(v))));
         let mut stated = HashSet::new();
         for vi in inputs() {
             collect_params(vi.ty.as_ref().and_then(|t| t.value.as_ref()), &mut stated);

@@ -403,7 +403,10 @@ pub(crate) fn bind(graph: &Graph, fed: &[(String, Fed)]) -> Result<Vec<Binding>>
                         format!("size {size} was fed, the model declares {k} ({summary})"),
                     ));
                 }
-                Some(DimValue::Param(p)) if !diamond_ir::input_dims::is_open(dim.value.as_ref()) => match bindings.iter().find(|b| b.symbol == *p) {
+                Some(DimValue::Param(p)) if !diamond_ir::input_dims::is_open(dim.value.as_ref()) => match bindings
+                    .iter()
+                    .find(|b| b.symbol == *p)
+                {
                     Some(b) if b.size != size as u64 => {
                         return Err(refuse(
                             Some(axis),

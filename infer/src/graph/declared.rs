@@ -5,8 +5,8 @@
 use super::claims::{classify, DeclaredDim};
 use crate::rule::{expr_dim, size_dim, Facts, ValueKind};
 use crate::solver::Solver;
-use diamond_ir::term::{Basis, Dim, DimTerm, RowTerm, Size, SizeExpr};
 use diamond_ir::input_dims::is_open;
+use diamond_ir::term::{Basis, Dim, DimTerm, RowTerm, Size, SizeExpr};
 use diamond_ir::types::{DimValue, TensorShape, TypeInfo, TypeValue};
 use std::collections::HashSet;
 

@@ -238,7 +238,8 @@ pub(crate) fn build(mut low: Lowering<'_>, st: LoweringState<'_>, main: GraphId)
                 (None, Some(_)) => true,
                 // An open axis that is still its own symbol (`x.2`) gained nothing.
                 (Some(d), Some(s)) => d.iter().zip(s).enumerate().any(|(axis, (a, b))| {
-                    let own = matches!(b, DimReport::Symbolic(t) if low.input_dims.open_symbol(id, axis) == Some(t.as_str()));
+                    let own =
+                        matches!(b, DimReport::Symbolic(t) if low.input_dims.open_symbol(id, axis) == Some(t.as_str()));
                     a.is_none() && *b != DimReport::Unknown && !own
                 }),
                 _ => false,

@@ -184,7 +184,8 @@ impl<'m> Session<'m> {
             }
             Err(why) => {
                 coverage.reference_nodes += p.nodes.len();
-                let ops: Vec<&str> = p.nodes.iter().map(|&n| graph.nodes[n].op_type.as_deref().unwrap_or("?")).collect();
+                let ops: Vec<&str> =
+                    p.nodes.iter().map(|&n| graph.nodes[n].op_type.as_deref().unwrap_or("?")).collect();
                 let names: Vec<&str> = p.nodes.iter().map(|&n| graph.nodes[n].name.as_deref().unwrap_or("")).collect();
                 coverage.fallbacks.push(format!("{} [{}]: {why}", op_list(&ops), first_names(&names)));
                 steps.push(Planned::Fallback(p.nodes.clone()));
