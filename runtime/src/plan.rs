@@ -35,6 +35,7 @@ use crate::schedule::Schedule;
 use crate::tensor::{elem_bytes, Value};
 use diamond_infer::{check_model, CheckOptions, Severity};
 use diamond_ir::entity::EntityId;
+use diamond_ir::input_dims::is_open;
 use diamond_ir::term::SizeExpr;
 use diamond_ir::types::{DimValue, TypeInfo, TypeValue};
 use diamond_ir::{ElemType, Graph, Model, ValueId};
@@ -403,7 +404,7 @@ pub(crate) fn bind(graph: &Graph, fed: &[(String, Fed)]) -> Result<Vec<Binding>>
                         format!("size {size} was fed, the model declares {k} ({summary})"),
                     ));
                 }
-                Some(DimValue::Param(p)) if !diamond_ir::input_dims::is_open(dim.value.as_ref()) => match bindings
+                Some(DimValue::Param(p)) if !is_open(dim.value.as_ref()) => match bindings
                     .iter()
                     .find(|b| b.symbol == *p)
                 {
