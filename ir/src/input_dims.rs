@@ -19,13 +19,15 @@
 //! starting with a digit) by writing `_` for every other character, so an
 //! expression over the symbol (`floor((x.2 - 1)/2) + 1`) reads back.
 //!
-//! `dim_value: 0` is a size ONNX allows (empty tensors), and some exporters
-//! also write it for "unknown". Here a declared 0 on an input of rank 2 or
-//! more is read as unknown (its own symbol, which a fed 0 binds like any
-//! size) unless the graph declares an empty size somewhere else — a 0 in an
-//! output's, a `value_info`'s or an initializer's dims — which shows that
-//! empty tensors are meant. A rank-1 input declared empty (an empty `axes`
-//! or `pads` list) keeps its size 0.
+//! `dim_value: 0` is a size ONNX allows (empty tensors; the node suite
+//! declares them), and some exporters also write it for "unknown". Here a
+//! declared 0 on an input of rank 2 or more is read as unknown (its own
+//! symbol, which a fed 0 binds like any size) only when the rest of the
+//! graph says sizes without it: some graph output declares a shape, and no
+//! output, `value_info` or initializer declares a size of 0 (which would
+//! show that empty tensors are meant). Otherwise — no declared output
+//! shape to go by, an empty size elsewhere, or a rank-1 input declared
+//! empty (an empty `axes` or `pads` list) — it stays the size 0.
 
 use crate::entity::ValueId;
 use crate::graph::Graph;
@@ -81,14 +83,16 @@ impl InputDims {
         for vi in inputs() {
             collect_params(vi.ty.as_ref().and_then(|t| t.value.as_ref()), &mut stated);
         }
-        let empty_elsewhere = || {
+        let zero_is_open = || {
+            let declares_shape = graph.outputs.iter().any(|vi| tensor_dims(vi.ty.as_ref()).is_some());
             let declared_empty = |ty: Option<&TypeInfo>| {
                 tensor_dims(ty).is_some_and(|s| s.dims.iter().any(|d| d.value == Some(DimValue::Known(0))))
             };
-            graph.outputs.iter().chain(&graph.value_info).any(|vi| declared_empty(vi.ty.as_ref()))
-                || graph.initializers.iter().any(|t| t.dims.contains(&0))
+            let empty = graph.outputs.iter().chain(&graph.value_info).any(|vi| declared_empty(vi.ty.as_ref()))
+                || graph.initializers.iter().any(|t| t.dims.contains(&0));
+            declares_shape && !empty
         };
-        let mut zero_is_open: Option<bool> = None;
+        let mut zero_open: Option<bool> = None;
         let mut dims = InputDims { stated, ..InputDims::default() };
         let mut taken: HashSet<String> = dims.stated.clone();
         for vi in inputs() {
@@ -96,9 +100,7 @@ impl InputDims {
             let Some(shape) = tensor_dims(vi.ty.as_ref()) else { continue };
             for (axis, d) in shape.dims.iter().enumerate() {
                 let open = match &d.value {
-                    Some(DimValue::Known(0)) if shape.dims.len() >= 2 => {
-                        *zero_is_open.get_or_insert_with(|| !empty_elsewhere())
-                    }
+                    Some(DimValue::Known(0)) if shape.dims.len() >= 2 => *zero_open.get_or_insert_with(zero_is_open),
                     v => is_open(v.as_ref()),
                 };
                 if !open {
@@ -208,14 +210,14 @@ mod tests {
         assert_eq!(names, [Some("x.0"), None, Some("x.2_1"), Some("x.3"), Some("x.4")]);
         assert_eq!(dims.open_symbol(y, 0), None);
         assert_eq!(dims.open_symbol(y, 1), Some("input_0.1"));
-        // A declared 0 with no empty size declared elsewhere is open too.
-        assert_eq!(dims.open_symbol(y, 2), Some("input_0.2"));
+        // No output declares a shape: a declared 0 is the size 0.
+        assert_eq!(dims.open_symbol(y, 2), None);
         assert_eq!(dims.axis_of("x.3"), Some((x, 3)));
         assert!(dims.is_generated("x.0") && !dims.is_generated("x.2"));
         assert!(crate::term::SizeExpr::parse("floor((input_0.1 - 1)/2) + x.2_1").is_ok());
         let mut all: Vec<&str> = dims.symbols().collect();
         all.sort();
-        assert_eq!(all, ["input_0.1", "input_0.2", "x.0", "x.2", "x.2_1", "x.3", "x.4"]);
+        assert_eq!(all, ["input_0.1", "x.0", "x.2", "x.2_1", "x.3", "x.4"]);
     }
 
     #[test]
@@ -224,15 +226,20 @@ mod tests {
         let k = |n| Some(DimValue::Known(n));
         let axes = input(&mut g, "axes", &[k(0)]);
         let data = input(&mut g, "data", &[k(2), k(0), k(4)]);
+        assert_eq!(InputDims::of(&g).open_symbol(data, 1), None, "no declared output shape to go by");
+        let output = |g: &mut Graph, name: &str, size: i64| {
+            let out = g.intern(name);
+            let dims = vec![DimDecl { value: k(size), denotation: None }];
+            let ty = TypeInfo {
+                value: Some(TypeValue::Tensor { elem: None, shape: Some(TensorShape { dims }) }),
+                denotation: None,
+            };
+            g.outputs.push(ValueInfo { value: Some(out), ty: Some(ty), ..ValueInfo::default() });
+        };
+        output(&mut g, "y", 4);
         assert_eq!(InputDims::of(&g).open_symbol(axes, 0), None, "an empty list");
         assert_eq!(InputDims::of(&g).open_symbol(data, 1), Some("data.1"));
-        let out = g.intern("y");
-        let dims = vec![DimDecl { value: k(0), denotation: None }];
-        let ty = TypeInfo {
-            value: Some(TypeValue::Tensor { elem: None, shape: Some(TensorShape { dims }) }),
-            denotation: None,
-        };
-        g.outputs.push(ValueInfo { value: Some(out), ty: Some(ty), ..ValueInfo::default() });
+        output(&mut g, "z", 0);
         assert_eq!(InputDims::of(&g).open_symbol(data, 1), None, "empty tensors are meant");
     }
 }
