@@ -44,6 +44,7 @@ impl Profile {
         for s in &self.steps {
             let label = match s.step.kind {
                 StepKind::Reference => format!("reference {}", s.step.ops),
+                StepKind::Fallback => format!("fallback to reference {}", s.step.ops),
                 StepKind::Contraction => format!("contraction {}", s.step.ops),
                 StepKind::Native => format!("simd kernel {}", s.step.ops),
                 kind => kind.name().to_string(),

@@ -127,6 +127,8 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     let plan = Plan::new(&model, &shapes).map_err(refused)?;
     // Dumps name intermediate values, which fused programs do not hold: they come from the reference executor.
     let backend = if dump.is_some() { Backend::Reference } else { args.backend };
+    // Kernel programs of the simd backend that fell back to the reference kernels, with why.
+    let mut fallbacks = Vec::new();
     let result = match backend {
         Backend::Cuda => return Err(bad(diamond_runtime::cuda::device::unavailable())),
         Backend::Reference => run_planned(&model, &plan, fed, &RunOptions { dump }).map_err(refused)?,
@@ -138,6 +140,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             let mut session =
                 diamond_runtime::simd::Session::new(&model, &lowered, &shapes, &options).map_err(refused)?;
             let run = session.run(fed).map_err(refused)?;
+            fallbacks = session.coverage().fallbacks.clone();
             RunResult { outputs: run.outputs, peak_bytes: run.peak_bytes, dumped: Vec::new() }
         }
     };
@@ -149,7 +152,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         Some(dir) => write_outputs(dir, &result.outputs, &result.dumped)?,
         None => Vec::new(),
     };
-    report(args, backend, &result, &plan, comparison.as_deref(), &written);
+    report(args, backend, &result, &plan, comparison.as_deref(), &written, &fallbacks);
     if let Some(mismatches) = comparison {
         let bad: Vec<&Mismatch> = mismatches.iter().filter(|m| m.problem.is_some()).collect();
         if let Some(first) = bad.first() {
@@ -373,6 +376,7 @@ fn report(
     plan: &Plan,
     comparison: Option<&[Mismatch]>,
     written: &[Written],
+    fallbacks: &[String],
 ) {
     let status = |name: &str| comparison.and_then(|c| c.iter().find(|m| m.name == name));
     let peak = result.peak_bytes;
@@ -448,6 +452,9 @@ fn report(
         }
         if !written.is_empty() {
             doc["written"] = files.into();
+        }
+        if matches!(backend, Backend::Simd) {
+            doc["fallbacks"] = fallbacks.into();
         }
         crate::emit(&format!("{}\n", serde_json::to_string_pretty(&doc).unwrap_or_default()));
         return;

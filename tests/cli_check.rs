@@ -219,3 +219,21 @@ fn range_positions_into_a_fixed_table_imply_a_bound_on_the_sequence() {
     assert_eq!(code, 0);
     assert_eq!(clean["diagnostics"], serde_json::json!([]), "a static 128 < 512 needs no assumption");
 }
+
+/// Each axis an input leaves open — no size, `dim_param: "?"`,
+/// `dim_value: -1` — is a symbol of its own named by input and axis.
+#[test]
+fn open_input_axes_are_named_by_input_and_axis() {
+    for file in ["unset_dims.onnx", "unset_dims_variants.onnx"] {
+        let path = format!("{}/fixtures/synthetic/{file}", env!("CARGO_MANIFEST_DIR"));
+        let (v, code) = json(&[&path, "--json"]);
+        assert_eq!(code, 0, "{v}");
+        assert_eq!(v["values"]["x"]["shape"], serde_json::json!(["x.0", 3, "x.2", "x.3"]), "{file}");
+        assert_eq!(v["values"]["pooled"]["shape"], serde_json::json!(["x.0", 8, 1, 1]), "{file}");
+        assert_eq!(v["values"]["mean"]["shape"], serde_json::json!(["x.0", 8]), "{file}");
+        assert_eq!(v["inferred_from_use"], serde_json::json!([]), "{file}");
+        assert!(v["diagnostics"].as_array().unwrap().is_empty(), "{file}: {v}");
+        let y = v["values"]["y"]["shape"].as_array().unwrap();
+        assert!(y[2].as_str().unwrap().contains("x.2") && y[3].as_str().unwrap().contains("x.3"), "{file}: {y:?}");
+    }
+}

@@ -585,3 +585,31 @@ fn lower_emits_kernel_programs_and_run_picks_the_backend() {
         }
     }
 }
+
+/// An input declared `[-1, 3, ?, ?]` (open axes, as paddle2onnx writes
+/// them) runs at unequal height and width: each open axis binds a symbol
+/// of its own (`x.2`, `x.3`), and no kernel program falls back to the
+/// reference kernels over them.
+#[test]
+fn open_input_axes_bind_one_size_each() {
+    let model = common::root().join("fixtures/synthetic/unset_dims.onnx");
+    let m = model.to_str().unwrap();
+    for shape in ["x=1,3,48,192", "x=2,3,64,40"] {
+        let mut bound = Vec::new();
+        for backend in ["simd", "reference"] {
+            let out = diamond(&["run", m, "--random", "--input-shape", shape, "--json", "--backend", backend]);
+            assert_eq!(out.status.code(), Some(0), "{shape} on {backend}: {}", stderr(&out));
+            let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            if backend == "simd" {
+                assert_eq!(doc["fallbacks"], serde_json::json!([]), "{shape}: {doc}");
+            }
+            if backend == "reference" {
+                assert_eq!(doc["predicted_peak_bytes"], doc["peak_bytes"], "{shape}: {doc}");
+            }
+            bound.push(doc["bindings"].clone());
+        }
+        let dims: Vec<u64> = shape[2..].split(',').map(|d| d.parse().unwrap()).collect();
+        let want = serde_json::json!({ "x.0": dims[0], "x.2": dims[2], "x.3": dims[3] });
+        assert_eq!(bound, [want.clone(), want]);
+    }
+}

@@ -318,3 +318,38 @@ fn epilogue_programs_fold_into_their_contractions() {
         }
     }
 }
+
+/// `fixtures/synthetic/unset_dims*.onnx` declare `x: [-1, 3, ?, ?]` (absent
+/// dims, then `dim_param: "?"`): each open axis is its own symbol, so
+/// unequal heights and widths bind, and the programs over them bind too
+/// (none falls back to the reference kernels) and agree with the reference.
+#[test]
+fn open_input_axes_bind_apart_and_fuse() {
+    for file in ["unset_dims.onnx", "unset_dims_variants.onnx"] {
+        let path = common::root().join("fixtures/synthetic").join(file);
+        let model = diamond_importers::onnx::load_model(&path).unwrap();
+        for (shape, seed) in [([1, 3, 48, 192], 3u64), ([2, 3, 64, 40], 5)] {
+            let mut rng = diamond_runtime::SplitMix64(seed);
+            let n: usize = shape.iter().product();
+            let data = diamond_runtime::Data::F32((0..n).map(|_| (rng.unit() * 2.0 - 1.0) as f32).collect());
+            let inputs = vec![("x".to_string(), Value::Tensor(Tensor { shape: shape.to_vec(), data }))];
+            let want = run_reference(&model, &inputs).unwrap_or_else(|e| panic!("{file} {shape:?}: {e}"));
+            let lowered = diamond_optimize::lower::lower(&model).unwrap();
+            let fed: Vec<(String, diamond_runtime::Fed)> =
+                inputs.iter().map(|(n, v)| (n.clone(), diamond_runtime::Fed::of(v))).collect();
+            for options in modes() {
+                let mut session = diamond_runtime::simd::Session::new(&model, &lowered, &fed, &options).unwrap();
+                let coverage = session.coverage().clone();
+                assert!(coverage.fallbacks.is_empty(), "{file} {shape:?}: {:?}", coverage.fallbacks);
+                assert!(coverage.programs > 0, "{file}: some program runs over the open axes: {coverage:?}");
+                let got = session.run(inputs.clone()).unwrap().outputs;
+                for ((name, g), (_, w)) in got.iter().zip(&want) {
+                    agree(g, w, MODEL_RTOL, MODEL_ATOL).unwrap_or_else(|e| panic!("{file} {shape:?} '{name}': {e}"));
+                }
+            }
+            let plan = diamond_runtime::Plan::new(&model, &fed).unwrap();
+            let bound: Vec<(&str, u64)> = plan.bindings().iter().map(|b| (b.symbol.as_str(), b.size)).collect();
+            assert_eq!(bound, [("x.0", shape[0] as u64), ("x.2", shape[2] as u64), ("x.3", shape[3] as u64)]);
+        }
+    }
+}

@@ -17,6 +17,7 @@ pub mod attribute;
 pub mod elem_type;
 pub mod entity;
 pub mod graph;
+pub mod input_dims;
 pub mod model;
 pub mod tensor;
 pub mod term;
@@ -26,6 +27,7 @@ pub use attribute::{AttrRare, AttrType, AttrValue, Attribute};
 pub use elem_type::ElemType;
 pub use entity::{Arena, GraphId, NodeId, ValueId};
 pub use graph::{Graph, GraphOwner, Node, NodeRare, Value, ValueInfo};
+pub use input_dims::InputDims;
 pub use model::{
     DeviceConfiguration, Function, IntListEntry, Model, NodeDeviceConfiguration, OpsetImport, ShardedDim, ShardingSpec,
     SimpleShardedDim, StringEntry, TrainingInfo,

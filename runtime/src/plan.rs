@@ -4,7 +4,9 @@
 //! symbols of the graph inputs (`batch`, `seq`) from the fed tensors against
 //! the inputs' declared types: a kind, element type, rank or fixed size that
 //! differs, or a symbol bound two ways, is a [`RunError::Binding`] naming
-//! the input, the axis and the rule. It then checks the model once with the
+//! the input, the axis and the rule. An axis a declaration leaves open (no
+//! size, `?`, `-1`) binds a symbol of its own, named as the check names it
+//! (`x.2`, [`diamond_ir::InputDims`]). It then checks the model once with the
 //! solver ([`diamond_infer::check_model`]): every value's shape comes out as
 //! sizes and expressions over those symbols, and every assumption the model
 //! makes on them (`seq ≤ 64`, `batch*seq` divisible by 2, `batch = 1`) as a
@@ -33,6 +35,7 @@ use crate::schedule::Schedule;
 use crate::tensor::{elem_bytes, Value};
 use diamond_infer::{check_model, CheckOptions, Severity};
 use diamond_ir::entity::EntityId;
+use diamond_ir::input_dims::is_open;
 use diamond_ir::term::SizeExpr;
 use diamond_ir::types::{DimValue, TypeInfo, TypeValue};
 use diamond_ir::{ElemType, Graph, Model, ValueId};
@@ -325,6 +328,8 @@ pub(crate) fn bind(graph: &Graph, fed: &[(String, Fed)]) -> Result<Vec<Binding>>
         }
     }
     let initialized: Vec<&str> = graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
+    // The names of the axes the declarations leave open (`x.2`), as the check names them.
+    let open = diamond_ir::InputDims::of(graph);
     let mut bindings: Vec<Binding> = Vec::new();
     for (name, ty) in declared {
         let summary = ty.map_or_else(|| "?".to_string(), TypeInfo::summary);
@@ -387,7 +392,13 @@ pub(crate) fn bind(graph: &Graph, fed: &[(String, Fed)]) -> Result<Vec<Binding>>
                 ),
             ));
         }
+        let id = graph.value_named(name);
         for (axis, (dim, &size)) in shape.dims.iter().zip(fed_shape).enumerate() {
+            if let Some(symbol) = id.and_then(|id| open.open_symbol(id, axis)) {
+                // An open axis is a symbol of its own: any size binds it.
+                bindings.push(Binding { symbol: symbol.to_string(), size: size as u64, input: name.to_string(), axis });
+                continue;
+            }
             match &dim.value {
                 Some(DimValue::Known(k)) if *k >= 0 && *k as usize != size => {
                     return Err(refuse(
@@ -396,7 +407,10 @@ pub(crate) fn bind(graph: &Graph, fed: &[(String, Fed)]) -> Result<Vec<Binding>>
                         format!("size {size} was fed, the model declares {k} ({summary})"),
                     ));
                 }
-                Some(DimValue::Param(p)) if !p.is_empty() => match bindings.iter().find(|b| b.symbol == *p) {
+                Some(DimValue::Param(p)) if !is_open(dim.value.as_ref()) => match bindings
+                    .iter()
+                    .find(|b| b.symbol == *p)
+                {
                     Some(b) if b.size != size as u64 => {
                         return Err(refuse(
                             Some(axis),

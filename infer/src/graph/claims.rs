@@ -27,39 +27,11 @@ pub enum DeclaredDim {
     Unknown(String),
 }
 
-/// The symbols the graph inputs' `dim_param`s name (initializers excluded):
-/// the rigid symbols a declaration may state sizes in.
+/// The symbols of the graph inputs (initializers excluded): their
+/// `dim_param`s and the names of their open axes ([`diamond_ir::InputDims`],
+/// `x.2`), the rigid symbols a declaration may state sizes in.
 pub fn input_symbols(graph: &Graph) -> HashSet<String> {
-    let initializers: HashSet<&str> = graph.initializers.iter().filter_map(|t| t.name.as_deref()).collect();
-    let mut symbols = HashSet::new();
-    for vi in &graph.inputs {
-        let Some(id) = vi.value else { continue };
-        if initializers.contains(graph.value_name(id)) {
-            continue;
-        }
-        collect_params(vi.ty.as_ref().and_then(|t| t.value.as_ref()), &mut symbols);
-    }
-    symbols
-}
-
-fn collect_params(ty: Option<&TypeValue>, out: &mut HashSet<String>) {
-    match ty {
-        Some(TypeValue::Tensor { shape: Some(s), .. }) | Some(TypeValue::SparseTensor { shape: Some(s), .. }) => {
-            for d in &s.dims {
-                if let Some(DimValue::Param(p)) = &d.value {
-                    let p = p.trim();
-                    if !p.is_empty() {
-                        out.insert(p.to_string());
-                    }
-                }
-            }
-        }
-        Some(TypeValue::Sequence(i)) | Some(TypeValue::Optional(i)) => {
-            collect_params(i.as_deref().and_then(|t| t.value.as_ref()), out)
-        }
-        Some(TypeValue::Map { value, .. }) => collect_params(value.as_deref().and_then(|t| t.value.as_ref()), out),
-        _ => {}
-    }
+    diamond_ir::InputDims::of(graph).symbols().map(str::to_string).collect()
 }
 
 /// Reads a declared `dim_param` against the input symbols.
@@ -370,7 +342,9 @@ pub(crate) fn declared_dims(ty: Option<&TypeValue>, symbols: &HashSet<String>) -
             .iter()
             .map(|d| match &d.value {
                 Some(DimValue::Known(n)) if *n >= 0 => Some(DeclaredDim::Size(*n as u64)),
-                Some(DimValue::Param(p)) if !p.trim().is_empty() => Some(classify(p, symbols)),
+                Some(DimValue::Param(p)) if !diamond_ir::input_dims::is_open(d.value.as_ref()) => {
+                    Some(classify(p, symbols))
+                }
                 _ => None,
             })
             .collect(),

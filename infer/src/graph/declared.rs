@@ -5,6 +5,7 @@
 use super::claims::{classify, DeclaredDim};
 use crate::rule::{expr_dim, size_dim, Facts, ValueKind};
 use crate::solver::Solver;
+use diamond_ir::input_dims::is_open;
 use diamond_ir::term::{Basis, Dim, DimTerm, RowTerm, Size, SizeExpr};
 use diamond_ir::types::{DimValue, TensorShape, TypeInfo, TypeValue};
 use std::collections::HashSet;
@@ -12,8 +13,12 @@ use std::collections::HashSet;
 /// Where a declaration comes from, which decides what its `dim_param`s mean.
 #[derive(Clone, Copy)]
 pub enum Declared<'a> {
-    /// A graph input: every `dim_param` is a rigid symbol.
-    Input,
+    /// A graph input: every `dim_param` is a rigid symbol. The slice holds,
+    /// per axis, what an axis the file leaves open stands for
+    /// ([`diamond_ir::InputDims`]: a rigid symbol of its own, `x.2`, or what
+    /// an earlier pass found it specialized to); it is empty for the inputs
+    /// of subgraphs, whose open axes are opaque variables.
+    Input(&'a [Option<Dim>]),
     /// `value_info` or a graph output: a `dim_param` is a size over these
     /// input symbols, or a name the exporter made up (an unknown).
     Claim(&'a HashSet<String>),
@@ -21,18 +26,25 @@ pub enum Declared<'a> {
 
 /// The row a declared shape states: `dim_value`s as sizes, `dim_param`s as
 /// rigid symbols (or, in a claim, sizes over them; invented names are
-/// unknowns), missing dims as opaque variables. A dim's `denotation`
+/// unknowns), a main-graph input's open axes as what [`Declared::Input`]
+/// gives for them, other missing dims as opaque variables. A dim's `denotation`
 /// (`DATA_CHANNEL`, ...) is its basis, except on a size 1 that is the
 /// claim-free unit (without `--strict-units`).
 pub fn shape_row(solver: &mut Solver, shape: &TensorShape, strict_units: bool, from: Declared<'_>) -> RowTerm {
     let dims = shape
         .dims
         .iter()
-        .map(|d| {
+        .enumerate()
+        .map(|(axis, d)| {
+            let open = match from {
+                Declared::Input(open) => open.get(axis).cloned().flatten(),
+                Declared::Claim(_) => None,
+            };
             let dim = match &d.value {
+                _ if open.is_some() => open.expect("tested"),
                 Some(DimValue::Known(n)) if *n >= 0 => size_dim(*n as u64, strict_units),
-                Some(DimValue::Param(p)) if !p.is_empty() => match from {
-                    Declared::Input => {
+                Some(DimValue::Param(p)) if !is_open(d.value.as_ref()) => match from {
+                    Declared::Input(_) => {
                         Dim { size: Size::Symbolic(Box::new(SizeExpr::symbol(p))), basis: Basis::Default }
                     }
                     Declared::Claim(symbols) => match classify(p, symbols) {

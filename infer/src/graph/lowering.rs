@@ -60,6 +60,11 @@ pub(crate) struct Lowering<'m> {
     declared: HashMap<GraphId, HashMap<ValueId, &'m diamond_ir::TypeInfo>>,
     /// The main graph inputs' symbols: what a declared `dim_param` elsewhere may state sizes in.
     pub(crate) input_symbols: std::collections::HashSet<String>,
+    /// The names of the main graph inputs' open axes (`x.2`).
+    pub(crate) input_dims: diamond_ir::InputDims,
+    /// Open axes an earlier pass of the check found used as a fixed size or
+    /// another size: their generated symbol stands for that instead.
+    pub(crate) specialized: std::collections::HashMap<String, diamond_ir::term::SizeExpr>,
     /// Operator types as the shared strings causes hold, one per distinct type.
     op_names: HashMap<&'m str, Arc<str>>,
     /// Each instance's value-name prefix as a shared string, made on first use.
@@ -75,6 +80,7 @@ impl<'m> Lowering<'m> {
         model: &'m Model,
         options: &'m CheckOptions,
         table: &'m OpTable,
+        specialized: std::collections::HashMap<String, diamond_ir::term::SizeExpr>,
     ) -> (Lowering<'m>, LoweringState<'m>) {
         let mut solver = Solver::new();
         // Only sizes the file states are claims under `--strict-units`; a 1 a rule
@@ -96,11 +102,32 @@ impl<'m> Lowering<'m> {
             from_declaration: Vec::new(),
             declared: HashMap::default(),
             input_symbols: model.main_graph().map(super::claims::input_symbols).unwrap_or_default(),
+            input_dims: model.main_graph().map(diamond_ir::InputDims::of).unwrap_or_default(),
+            specialized,
             op_names: HashMap::default(),
             prefixes: Vec::new(),
             default_opsets: Vec::new(),
         };
         (lowering, LoweringState::new(solver, options.strict_units))
+    }
+
+    /// What each axis of main-graph input `id` stands for where the file
+    /// leaves it open: its generated symbol, or what an earlier pass found
+    /// that symbol specialized to.
+    fn open_axes(&self, id: ValueId, ty: Option<&diamond_ir::TypeInfo>) -> Vec<Option<diamond_ir::term::Dim>> {
+        let rank = match ty.and_then(|t| t.value.as_ref()) {
+            Some(diamond_ir::TypeValue::Tensor { shape: Some(s), .. }) => s.dims.len(),
+            _ => return Vec::new(),
+        };
+        (0..rank)
+            .map(|axis| {
+                let name = self.input_dims.open_symbol(id, axis)?;
+                match self.specialized.get(name) {
+                    Some(e) => crate::rule::expr_dim(e.clone()),
+                    None => crate::rule::expr_dim(diamond_ir::term::SizeExpr::symbol(name)),
+                }
+            })
+            .collect()
     }
 
     /// `op` as a shared string (made once per operator type).
@@ -249,7 +276,11 @@ impl<'m> Lowering<'m> {
                         .filter(|_| self.instances[inst as usize].parent.is_none() && depth == 0)
                     {
                         Some(t) => self.bound_facts(t),
-                        None => facts_from_type(&mut st.solver, info_ty, strict, Declared::Input),
+                        None => {
+                            let main = self.instances[inst as usize].parent.is_none() && depth == 0;
+                            let open = if main { self.open_axes(id, info_ty) } else { Vec::new() };
+                            facts_from_type(&mut st.solver, info_ty, strict, Declared::Input(&open))
+                        }
                     }
                 }
             };

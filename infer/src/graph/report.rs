@@ -236,7 +236,12 @@ pub(crate) fn build(mut low: Lowering<'_>, st: LoweringState<'_>, main: GraphId)
         if stated_unknowns && v.shape.as_ref().is_some_and(|s| declared.as_ref().is_none_or(|d| d.len() == s.len())) {
             let gained = match (&declared, &v.shape) {
                 (None, Some(_)) => true,
-                (Some(d), Some(s)) => d.iter().zip(s).any(|(a, b)| a.is_none() && *b != DimReport::Unknown),
+                // An open axis that is still its own symbol (`x.2`) gained nothing.
+                (Some(d), Some(s)) => d.iter().zip(s).enumerate().any(|(axis, (a, b))| {
+                    let own =
+                        matches!(b, DimReport::Symbolic(t) if low.input_dims.open_symbol(id, axis) == Some(t.as_str()));
+                    a.is_none() && *b != DimReport::Unknown && !own
+                }),
                 _ => false,
             };
             if gained {

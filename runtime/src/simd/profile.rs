@@ -21,6 +21,8 @@ pub enum StepKind {
     Native,
     /// Graph nodes on the reference kernels.
     Reference,
+    /// A kernel program that could not be bound, its nodes on the reference kernels.
+    Fallback,
 }
 
 impl StepKind {
@@ -32,6 +34,7 @@ impl StepKind {
             StepKind::Contraction => "contraction",
             StepKind::Native => "simd kernel",
             StepKind::Reference => "reference",
+            StepKind::Fallback => "fallback",
         }
     }
 }

@@ -5,7 +5,8 @@
 //! to the model's symbols), decodes every initializer once, binds each
 //! program to sizes (a program that cannot be bound, or computes types
 //! other than `f32` and bool, runs as its graph nodes on the reference
-//! kernels), and works out after which step each value dies. [`Session::run`]
+//! kernels: a fallback, listed with its reason in [`Coverage::fallbacks`]
+//! and profiled as its own kind of step), and works out after which step each value dies. [`Session::run`]
 //! takes inputs of the planned shapes and returns the graph outputs; the
 //! `f32` buffers of dead values are kept in a pool and reused for later
 //! outputs, and the peak of live bytes (initializers, inputs and live
@@ -62,6 +63,9 @@ pub(crate) enum Planned {
     Program(Box<Ready>),
     /// Graph nodes, on the reference kernels.
     Nodes(Vec<NodeId>),
+    /// The nodes of a program that could not be bound, on the reference
+    /// kernels (listed in [`Coverage::fallbacks`]).
+    Fallback(Vec<NodeId>),
     /// A contraction node on the fast kernels (the reference kernels when
     /// they do not cover it).
     Contraction(NodeId, ContractionOp),
@@ -108,6 +112,10 @@ pub struct Coverage {
     pub folded_shapes: usize,
     /// Programs run as part of their contraction's epilogue ([`fold`]).
     pub folded_epilogues: usize,
+    /// Programs that fell back to their nodes on the reference kernels, each
+    /// as `Mul+Add [n1, n2]: why` (a size that does not bind, a type the
+    /// backend lacks); their nodes are counted in `reference_nodes`.
+    pub fallbacks: Vec<String>,
 }
 
 /// A model prepared for repeated runs on inputs of fixed shapes.
@@ -163,16 +171,24 @@ impl<'m> Session<'m> {
         }
         let mut coverage = Coverage::default();
         let mut steps = Vec::new();
-        // A program bound (`Some`) runs as a step; else its nodes, on the reference kernels.
-        let place_program = |p: &Program, r: Option<Ready>, steps: &mut Vec<Planned>, coverage: &mut Coverage| match r {
-            Some(r) => {
+        // A program bound (`Ok`) runs as a step; else its nodes, on the reference
+        // kernels, and the fallback is listed with its reason.
+        let place_program = |p: &Program,
+                             r: std::result::Result<Ready, String>,
+                             steps: &mut Vec<Planned>,
+                             coverage: &mut Coverage| match r {
+            Ok(r) => {
                 coverage.programs += 1;
                 coverage.fused_nodes += p.nodes.len();
                 steps.push(Planned::Program(Box::new(r)));
             }
-            None => {
+            Err(why) => {
                 coverage.reference_nodes += p.nodes.len();
-                steps.push(Planned::Nodes(p.nodes.clone()));
+                let ops: Vec<&str> =
+                    p.nodes.iter().map(|&n| graph.nodes[n].op_type.as_deref().unwrap_or("?")).collect();
+                let names: Vec<&str> = p.nodes.iter().map(|&n| graph.nodes[n].name.as_deref().unwrap_or("")).collect();
+                coverage.fallbacks.push(format!("{} [{}]: {why}", op_list(&ops), first_names(&names)));
+                steps.push(Planned::Fallback(p.nodes.clone()));
             }
         };
         for step in &lowered.steps {
@@ -183,21 +199,21 @@ impl<'m> Session<'m> {
                     let result = graph.nodes[c.node].outputs.first().copied();
                     let epilogue = c.epilogue.as_ref().map(|e| (e, ready(model, e, &value_of)));
                     let (k, folded) = match (&epilogue, result) {
-                        (Some((_, Some(r))), Some(result)) => (
+                        (Some((_, Ok(r))), Some(result)) => (
                             fusable(r, result),
                             foldable(r, result, c.op, row_length(&plan, &frame, &graph.nodes[c.node])),
                         ),
                         _ => (None, None),
                     };
                     match (k, epilogue) {
-                        (_, Some((_, Some(r)))) if folded.is_some() => {
+                        (_, Some((_, Ok(r)))) if folded.is_some() => {
                             let (k_result, f) = folded.expect("tested");
                             coverage.programs += 1;
                             coverage.folded_epilogues += 1;
                             coverage.fused_nodes += r.program.nodes.len();
                             steps.push(Planned::Folded(c.node, c.op, Box::new(r), k_result, f, k.is_some()));
                         }
-                        (Some(k), Some((_, Some(r)))) => {
+                        (Some(k), Some((_, Ok(r)))) => {
                             coverage.programs += 1;
                             coverage.fused_nodes += r.program.nodes.len();
                             steps.push(Planned::Fused(c.node, c.op, Box::new(r), k));
@@ -366,6 +382,7 @@ impl<'m> Session<'m> {
                     Planned::Contraction(..) | Planned::Fused(..) | Planned::Folded(..) => StepKind::Contraction,
                     Planned::Native(_) => StepKind::Native,
                     Planned::Nodes(_) => StepKind::Reference,
+                    Planned::Fallback(_) => StepKind::Fallback,
                 };
                 let nodes = step_nodes(step);
                 let ops: Vec<&str> = nodes.iter().map(|&n| graph.nodes[n].op_type.as_deref().unwrap_or("?")).collect();
@@ -449,7 +466,7 @@ impl<'m> Session<'m> {
                     Some(made) => made,
                     None => self.run_nodes(&r.program.nodes, peak, *live)?,
                 },
-                Planned::Nodes(nodes) => self.run_nodes(nodes, peak, *live)?,
+                Planned::Nodes(nodes) | Planned::Fallback(nodes) => self.run_nodes(nodes, peak, *live)?,
                 Planned::Contraction(node, op) => self.run_contraction(*node, *op, peak, *live)?,
                 Planned::Fused(node, op, r, k) => self.run_fused(*node, *op, r, *k, s, peak, *live)?,
                 Planned::Folded(node, op, r, k, f, pays) => {
@@ -992,22 +1009,23 @@ fn row_length(plan: &Plan, frame: &Frame, node: &diamond_ir::Node) -> Option<usi
 }
 
 /// Binds `p`, or `None` when the SIMD executor cannot run it.
-fn ready(model: &Model, p: &Program, value_of: &dyn Fn(&str) -> Option<i64>) -> Option<Ready> {
-    let graph = model.main_graph()?;
+fn ready(model: &Model, p: &Program, value_of: &dyn Fn(&str) -> Option<i64>) -> std::result::Result<Ready, String> {
+    let graph = model.main_graph().ok_or("the model has no main graph")?;
     let simd_type = |e: ElemType| matches!(e, ElemType::Float | ElemType::Bool);
-    if verify(p).is_err()
-        || !p.body.iter().all(|i| simd_type(i.ty))
+    verify(p).map_err(|e| format!("the program does not verify: {e}"))?;
+    if !p.body.iter().all(|i| simd_type(i.ty))
         || !p.operands.iter().all(|o| simd_type(o.elem))
         || !p.outputs.iter().all(|o| simd_type(o.view.elem))
     {
-        return None;
+        return Err("it computes types other than float and bool".into());
     }
-    let bound = bind(p, value_of).ok()?;
+    let bound = bind(p, value_of).map_err(|e| format!("it does not bind: {e}"))?;
     if bound.empty && !p.reduce.is_empty() {
-        return None;
+        return Err("it reduces over an empty space".into());
     }
-    let operands = p.operands.iter().map(|o| graph.value_named(&o.value)).collect::<Option<Vec<_>>>()?;
-    let outputs = p.outputs.iter().map(|o| graph.value_named(&o.view.value)).collect::<Option<Vec<_>>>()?;
+    let named = |v: &str| graph.value_named(v).ok_or_else(|| format!("'{v}' is not a value of the graph"));
+    let operands = p.operands.iter().map(|o| named(&o.value)).collect::<std::result::Result<Vec<_>, _>>()?;
+    let outputs = p.outputs.iter().map(|o| named(&o.view.value)).collect::<std::result::Result<Vec<_>, _>>()?;
     let schedule = if p.reduce.is_empty() {
         Schedule::Elementwise(elementwise::Order::of(p))
     } else if let Some(norm) = norm_lanes::StridedNorm::of(p, &bound) {
@@ -1015,14 +1033,14 @@ fn ready(model: &Model, p: &Program, value_of: &dyn Fn(&str) -> Option<i64>) -> 
     } else {
         Schedule::Reduce(reduce::phases(p))
     };
-    Some(Ready { program: p.clone(), schedule, bound, operands, outputs })
+    Ok(Ready { program: p.clone(), schedule, bound, operands, outputs })
 }
 
 /// The graph nodes a step computes.
 fn step_nodes(s: &Planned) -> Vec<NodeId> {
     match s {
         Planned::Program(r) => r.program.nodes.clone(),
-        Planned::Nodes(n) => n.clone(),
+        Planned::Nodes(n) | Planned::Fallback(n) => n.clone(),
         Planned::Contraction(n, _) | Planned::Native(n) => vec![*n],
         Planned::Fused(n, _, r, _) | Planned::Folded(n, _, r, ..) => {
             std::iter::once(*n).chain(r.program.nodes.iter().copied()).collect()
