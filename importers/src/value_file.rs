@@ -164,7 +164,7 @@ pub fn read_value_file(path: &Path, kind: Kind) -> Result<NamedValue, ImportErro
                 let value = if kind == Kind::Optional { StoredValue::Optional(Some(Box::new(seq))) } else { seq };
                 Ok(NamedValue { name: None, value })
             }
-            _ => Err(fail(format!("a directory holds a sequence, the value is a {}", kind_word(kind)))),
+            _ => Err(fail(format!("a directory holds a sequence, the value is {}", with_article(kind)))),
         };
     }
     let npy = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("npy"));
@@ -176,9 +176,9 @@ pub fn read_value_file(path: &Path, kind: Kind) -> Result<NamedValue, ImportErro
                 Ok(NamedValue { name: None, value: StoredValue::Optional(Some(Box::new(StoredValue::Tensor(tensor)))) })
             }
             _ => Err(fail(format!(
-                "one .npy file is one tensor, the value is a {}; a sequence is a directory of tensor files or a .pb \
+                "one .npy file is one tensor, the value is {}; a sequence is a directory of tensor files or a .pb \
                  SequenceProto",
-                kind_word(kind)
+                with_article(kind)
             ))),
         };
     }
@@ -189,6 +189,8 @@ pub fn read_value_file(path: &Path, kind: Kind) -> Result<NamedValue, ImportErro
     let reader = Reader { path, base_dir: path.parent().map(Path::to_path_buf).unwrap_or_default() };
     match reader.decode(bytes.clone(), kind) {
         Ok(v) => Ok(v),
+        // A file that is the declared message, with a problem inside, keeps its own error.
+        Err(e) if reader.is_message(bytes.clone(), kind) => Err(e),
         Err(e) => {
             // Word the error by what the file does hold, when that is clear.
             let other = [Kind::Map, Kind::Sequence, Kind::Optional, Kind::Tensor]
@@ -197,10 +199,11 @@ pub fn read_value_file(path: &Path, kind: Kind) -> Result<NamedValue, ImportErro
                 .find(|&k| reader.holds(bytes.clone(), k));
             match other {
                 Some(k) => Err(fail(format!(
-                    "the file holds a {} (a {}), but the value is declared a {}",
+                    "the file holds {} {} ({}), but the value is declared {}",
+                    if k == Kind::Optional { "an" } else { "a" },
                     k.message(),
-                    kind_word(k),
-                    kind_word(kind)
+                    with_article(k),
+                    with_article(kind)
                 ))),
                 None => Err(e),
             }
@@ -219,6 +222,11 @@ pub fn stored_name(path: &Path) -> Option<String> {
     [Kind::Tensor, Kind::Sequence, Kind::Map, Kind::Optional]
         .into_iter()
         .find_map(|k| reader.decode(bytes.clone(), k).ok().and_then(|v| v.name))
+}
+
+fn with_article(kind: Kind) -> String {
+    let word = kind_word(kind);
+    format!("{} {word}", if word.starts_with('o') { "an" } else { "a" })
 }
 
 fn kind_word(kind: Kind) -> &'static str {
@@ -289,6 +297,18 @@ impl Reader<'_> {
                 .ok()
                 .is_some_and(|o| o.elem_type.is_some_and(|e| e > 0) && self.optional(o).is_ok()),
             Kind::Tensor => crate::onnx::decode_tensor(bytes, self.path, &self.base_dir).is_ok(),
+        }
+    }
+
+    /// Whether `bytes` are `kind`'s message on the wire, its kind field set
+    /// (a tensor's is always worth a second look: other messages decode as
+    /// one).
+    fn is_message(&self, bytes: Bytes, kind: Kind) -> bool {
+        match kind {
+            Kind::Tensor => false,
+            Kind::Sequence => SequenceProto::decode(bytes).is_ok_and(|s| s.elem_type.is_some_and(|e| e > 0)),
+            Kind::Map => MapProto::decode(bytes).is_ok_and(|m| m.key_type.is_some()),
+            Kind::Optional => OptionalProto::decode(bytes).is_ok_and(|o| o.elem_type.is_some_and(|e| e > 0)),
         }
     }
 
