@@ -14,7 +14,7 @@
 use crate::Failure;
 use diamond_importers::value_file::{read_value_file, Kind, StoredValue};
 use diamond_ir::{ElemType, TypeValue};
-use diamond_runtime::{Tensor, Value};
+use diamond_runtime::{Data, MapValue, Tensor, Value};
 use std::path::{Path, PathBuf};
 
 fn bad(message: impl std::fmt::Display) -> Failure {
@@ -37,6 +37,8 @@ fn kind_of_value(v: &Value) -> Kind {
         Value::Tensor(_) => Kind::Tensor,
         Value::Sequence(..) => Kind::Sequence,
         Value::Optional(_) => Kind::Optional,
+        Value::Map(_) => Kind::Map,
+        Value::MapSequence(_) => Kind::Sequence,
     }
 }
 
@@ -62,6 +64,9 @@ pub fn read_input(name: &str, ty: Option<&TypeValue>, path: &Path) -> Result<Val
 pub fn to_value(stored: &StoredValue, elem: Option<ElemType>) -> Result<Value, String> {
     Ok(match stored {
         StoredValue::Tensor(t) => Value::Tensor(Tensor::from_ir(t)?),
+        StoredValue::Sequence(items) if items.iter().any(|i| matches!(i, StoredValue::Map { .. })) => {
+            Value::MapSequence(items.iter().map(to_map).collect::<Result<Vec<_>, _>>()?)
+        }
         StoredValue::Sequence(items) => {
             let tensors = items
                 .iter()
@@ -73,12 +78,28 @@ pub fn to_value(stored: &StoredValue, elem: Option<ElemType>) -> Result<Value, S
             let elem = tensors.first().map(Tensor::elem).or(elem).unwrap_or(ElemType::Float);
             Value::Sequence(elem, tensors)
         }
-        StoredValue::Map { .. } => return Err("map values are not supported".into()),
+        StoredValue::Map { .. } => Value::Map(to_map(stored)?),
         StoredValue::Optional(held) => match held {
             None => Value::Optional(None),
             Some(v) => Value::Optional(Some(Box::new(to_value(v, elem)?))),
         },
     })
+}
+
+/// A stored map (scalar values) as a runtime map.
+fn to_map(stored: &StoredValue) -> Result<MapValue, String> {
+    let StoredValue::Map { keys, values } = stored else {
+        return Err(format!("a sequence of maps holds a {}", stored.kind()));
+    };
+    let keys = Tensor::from_ir(keys)?.data;
+    let values = values
+        .iter()
+        .map(|v| match v {
+            StoredValue::Tensor(t) => Ok(t.clone()),
+            other => Err(format!("map values that are {}s are not supported (only scalars)", other.kind())),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    MapValue::from_stored(keys, &values)
 }
 
 /// Reads the stored value `got` is compared with.
@@ -109,6 +130,16 @@ pub fn compare_values(
                 .enumerate()
                 .find_map(|(i, (x, y))| compare_tensor(x, y).map(|p| format!("element {i}: {p}")))
         }
+        (Value::Map(a), Value::Map(b)) => compare_maps(a, b, compare_tensor),
+        (Value::MapSequence(a), Value::MapSequence(b)) => {
+            if a.len() != b.len() {
+                return Some(format!("a sequence of {} map(s), stored {}", a.len(), b.len()));
+            }
+            a.iter()
+                .zip(b)
+                .enumerate()
+                .find_map(|(i, (x, y))| compare_maps(x, y, compare_tensor).map(|p| format!("map {i}: {p}")))
+        }
         (Value::Optional(a), Value::Optional(b)) => match (a, b) {
             (None, None) => None,
             (Some(x), Some(y)) => compare_values(x, y, compare_tensor),
@@ -117,6 +148,53 @@ pub fn compare_values(
         },
         (a, b) => Some(format!("a {} was computed, the stored value is a {}", a.kind(), b.kind())),
     }
+}
+
+/// Two maps compared key by key (in key order), values as tensors.
+fn compare_maps(
+    got: &MapValue,
+    want: &MapValue,
+    compare_tensor: &dyn Fn(&Tensor, &Tensor) -> Option<String>,
+) -> Option<String> {
+    let (a, b) = (got.sorted(), want.sorted());
+    if a.keys != b.keys {
+        return Some(format!("keys {}, stored {}", keys_text(&a.keys), keys_text(&b.keys)));
+    }
+    let tensor = |d: &Data| Tensor { shape: vec![d.len()], data: d.clone() };
+    compare_tensor(&tensor(&a.values), &tensor(&b.values)).map(|p| format!("values (in key order): {p}"))
+}
+
+fn keys_text(keys: &Data) -> String {
+    match keys {
+        Data::Str(k) => format!("{:?}", k.iter().map(|s| String::from_utf8_lossy(s).into_owned()).collect::<Vec<_>>()),
+        other => format!("{:?}", other.to_f64s().unwrap_or_default()),
+    }
+}
+
+/// A map as a JSON object from key (as text: JSON's keys are strings) to
+/// value (a number, `"NaN"`/`"inf"` where JSON has none, or a string).
+pub fn map_json(m: &MapValue) -> serde_json::Value {
+    let keys: Vec<String> = match &m.keys {
+        Data::Str(k) => k.iter().map(|s| String::from_utf8_lossy(s).into_owned()).collect(),
+        other => other.to_f64s().unwrap_or_default().iter().map(|k| (*k as i64).to_string()).collect(),
+    };
+    let values: Vec<serde_json::Value> = match &m.values {
+        Data::Str(v) => v.iter().map(|s| String::from_utf8_lossy(s).into_owned().into()).collect(),
+        Data::I64(v) => v.iter().map(|&x| x.into()).collect(),
+        other => other
+            .to_f64s()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|x| if x.is_finite() { serde_json::json!(x) } else { serde_json::json!(x.to_string()) })
+            .collect(),
+    };
+    serde_json::Value::Object(keys.into_iter().zip(values).collect())
+}
+
+fn map_bytes(m: &MapValue) -> Vec<u8> {
+    let mut text = serde_json::to_string_pretty(&map_json(m)).unwrap_or_default();
+    text.push('\n');
+    text.into_bytes()
 }
 
 /// A value name as a file name: path separators and odd characters become `_`.
@@ -215,6 +293,41 @@ fn plan_output(dir: &Path, name: &str, value: &Value, optional: bool) -> Result<
                     elem: Some(*elem),
                     file_elem,
                     note,
+                },
+                directory: Some(path),
+                files,
+            }
+        }
+        Value::Map(m) => {
+            let path = dir.join(format!("{safe}.json"));
+            Planned {
+                written: Written {
+                    name: name.to_string(),
+                    path,
+                    kind: if optional { "optional" } else { "map" },
+                    elem: None,
+                    file_elem: None,
+                    note: None,
+                },
+                directory: None,
+                files: vec![Encoded { relative: PathBuf::from(format!("{safe}.json")), bytes: map_bytes(m) }],
+            }
+        }
+        Value::MapSequence(maps) => {
+            let path = dir.join(&safe);
+            let files = maps
+                .iter()
+                .enumerate()
+                .map(|(i, m)| Encoded { relative: PathBuf::from(format!("{i:04}.json")), bytes: map_bytes(m) })
+                .collect();
+            Planned {
+                written: Written {
+                    name: name.to_string(),
+                    path: path.clone(),
+                    kind: if optional { "optional" } else { "sequence of maps" },
+                    elem: None,
+                    file_elem: None,
+                    note: None,
                 },
                 directory: Some(path),
                 files,

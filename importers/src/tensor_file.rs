@@ -5,7 +5,9 @@
 //! A sequence of tensors (what `diamond run` feeds a sequence-typed input)
 //! is read from a serialized `SequenceProto` (`.pb`, as the backend test
 //! data stores sequence inputs) or from a directory of tensor files, one
-//! tensor each, in the order of their names.
+//! tensor each, in the order of their names. A map (`ai.onnx.ml`'s inputs
+//! and `ZipMap`'s outputs) is read from a serialized `MapProto`, a sequence
+//! of maps from a `SequenceProto` of them.
 
 use crate::error::ImportError;
 use bytes::Bytes;
@@ -25,8 +27,8 @@ pub fn read_tensor_file(path: &Path) -> Result<Tensor, ImportError> {
 }
 
 /// The fields of ONNX's `SequenceProto` this reader uses (diamond's schema
-/// leaves the message out): the name, the element kind and the tensors,
-/// kept as bytes to be decoded as `TensorProto`s.
+/// leaves the message out): the name, the element kind, the tensors, kept
+/// as bytes to be decoded as `TensorProto`s, and the maps.
 #[derive(Clone, PartialEq, Message)]
 struct SequenceProto {
     #[prost(string, optional, tag = "1")]
@@ -35,10 +37,100 @@ struct SequenceProto {
     elem_type: Option<i32>,
     #[prost(bytes = "bytes", repeated, tag = "3")]
     tensor_values: Vec<Bytes>,
+    #[prost(message, repeated, tag = "6")]
+    map_values: Vec<MapProto>,
+}
+
+/// ONNX's `MapProto`: int64 or string keys and a sequence of values.
+#[derive(Clone, PartialEq, Message)]
+struct MapProto {
+    #[prost(string, optional, tag = "1")]
+    name: Option<String>,
+    #[prost(int32, optional, tag = "2")]
+    key_type: Option<i32>,
+    #[prost(int64, repeated, tag = "3")]
+    keys: Vec<i64>,
+    #[prost(bytes = "bytes", repeated, tag = "4")]
+    string_keys: Vec<Bytes>,
+    #[prost(message, optional, tag = "5")]
+    values: Option<SequenceProto>,
 }
 
 /// `SequenceProto.DataType.TENSOR`.
 const SEQUENCE_OF_TENSORS: i32 = 1;
+
+/// `SequenceProto.DataType.MAP`.
+const SEQUENCE_OF_MAPS: i32 = 4;
+
+/// `TensorProto.DataType.STRING`.
+const STRING_KEYS: i32 = 8;
+
+/// The keys of a stored map.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MapKeys {
+    /// int64 keys.
+    Ints(Vec<i64>),
+    /// String keys (bytes).
+    Strings(Vec<Vec<u8>>),
+}
+
+/// A map read from a `.pb` `MapProto`: its keys and one value per key (as
+/// the `ai.onnx.ml` operators use maps, each value a scalar tensor).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TensorMap {
+    /// The stored name, if any.
+    pub name: Option<String>,
+    /// The keys.
+    pub keys: MapKeys,
+    /// The values, one per key.
+    pub values: Vec<Tensor>,
+}
+
+/// Reads the `MapProto` in `path`.
+pub fn read_map(path: &Path) -> Result<TensorMap, ImportError> {
+    let bytes = crate::onnx::read_file(path)?;
+    let proto = MapProto::decode(bytes).map_err(|e| map_error(path, format!("MapProto decoding failed: {e}")))?;
+    map_from_proto(proto, path)
+}
+
+/// Reads a `SequenceProto` of `MapProto`s (what a `ZipMap` output is stored as).
+pub fn read_map_sequence(path: &Path) -> Result<Vec<TensorMap>, ImportError> {
+    let bytes = crate::onnx::read_file(path)?;
+    let proto =
+        SequenceProto::decode(bytes).map_err(|e| map_error(path, format!("SequenceProto decoding failed: {e}")))?;
+    if !matches!(proto.elem_type, Some(SEQUENCE_OF_MAPS) | None) || !proto.tensor_values.is_empty() {
+        return Err(map_error(path, "the SequenceProto does not hold maps".into()));
+    }
+    proto.map_values.into_iter().map(|m| map_from_proto(m, path)).collect()
+}
+
+fn map_error(path: &Path, problem: String) -> ImportError {
+    ImportError::InvalidTensor { path: path.to_path_buf(), problem }
+}
+
+fn map_from_proto(proto: MapProto, path: &Path) -> Result<TensorMap, ImportError> {
+    let keys = if proto.key_type == Some(STRING_KEYS) {
+        MapKeys::Strings(proto.string_keys.iter().map(|k| k.to_vec()).collect())
+    } else {
+        MapKeys::Ints(proto.keys)
+    };
+    let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let values = proto
+        .values
+        .map(|s| s.tensor_values)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|b| crate::onnx::decode_tensor(b, path, &base_dir))
+        .collect::<Result<Vec<_>, _>>()?;
+    let count = match &keys {
+        MapKeys::Ints(k) => k.len(),
+        MapKeys::Strings(k) => k.len(),
+    };
+    if count != values.len() {
+        return Err(map_error(path, format!("the MapProto has {count} keys but {} values", values.len())));
+    }
+    Ok(TensorMap { name: proto.name, keys, values })
+}
 
 /// A sequence of tensors read from a file or a directory.
 #[derive(Clone, Debug, PartialEq)]

@@ -34,4 +34,4 @@ pub use error::RunError;
 pub use exec::{run_model, run_planned, RunOptions, RunResult};
 pub use plan::{Fed, Plan};
 pub use rng::SplitMix64;
-pub use tensor::{Data, Scalar, Tensor, Value};
+pub use tensor::{Data, MapValue, Scalar, Tensor, Value};

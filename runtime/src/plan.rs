@@ -65,6 +65,11 @@ pub enum Fed {
         /// Bytes held (0 when absent).
         bytes: u64,
     },
+    /// A map, or a sequence of maps (`ai.onnx.ml`).
+    Map {
+        /// Bytes the keys and values hold.
+        bytes: u64,
+    },
 }
 
 impl Fed {
@@ -74,13 +79,16 @@ impl Fed {
             Value::Tensor(t) => Fed::Tensor { elem: t.elem(), shape: t.shape.clone(), bytes: t.byte_size() },
             Value::Sequence(elem, _) => Fed::Sequence { elem: *elem, bytes: value.byte_size() },
             Value::Optional(_) => Fed::Optional { bytes: value.byte_size() },
+            Value::Map(_) | Value::MapSequence(_) => Fed::Map { bytes: value.byte_size() },
         }
     }
 
     /// Bytes the value holds.
     pub fn bytes(&self) -> u64 {
         match self {
-            Fed::Tensor { bytes, .. } | Fed::Sequence { bytes, .. } | Fed::Optional { bytes } => *bytes,
+            Fed::Tensor { bytes, .. } | Fed::Sequence { bytes, .. } | Fed::Optional { bytes } | Fed::Map { bytes } => {
+                *bytes
+            }
         }
     }
 
@@ -89,6 +97,7 @@ impl Fed {
             Fed::Tensor { .. } => "tensor",
             Fed::Sequence { .. } => "sequence",
             Fed::Optional { .. } => "optional",
+            Fed::Map { .. } => "map",
         }
     }
 
@@ -97,6 +106,7 @@ impl Fed {
             Fed::Tensor { elem, shape, .. } => format!("{elem}{shape:?}"),
             Fed::Sequence { elem, bytes } => format!("a sequence of {elem} tensors ({bytes} bytes)"),
             Fed::Optional { bytes } => format!("an optional ({bytes} bytes)"),
+            Fed::Map { bytes } => format!("a map ({bytes} bytes)"),
         }
     }
 }
@@ -351,6 +361,8 @@ pub(crate) fn bind(graph: &Graph, fed: &[(String, Fed)]) -> Result<Vec<Binding>>
         };
         let declared_kind = match ty.and_then(|t| t.value.as_ref()) {
             Some(TypeValue::Tensor { .. }) => Some("tensor"),
+            Some(TypeValue::Map { .. }) => Some("map"),
+            Some(TypeValue::Sequence(Some(inner))) if matches!(inner.value, Some(TypeValue::Map { .. })) => Some("map"),
             Some(TypeValue::Sequence(_)) => Some("sequence"),
             Some(TypeValue::Optional(_)) => Some("optional"),
             _ => None,
@@ -365,7 +377,7 @@ pub(crate) fn bind(graph: &Graph, fed: &[(String, Fed)]) -> Result<Vec<Binding>>
         };
         let fed_elem = match f {
             Fed::Tensor { elem, .. } | Fed::Sequence { elem, .. } => Some(*elem),
-            Fed::Optional { .. } => None,
+            Fed::Optional { .. } | Fed::Map { .. } => None,
         };
         if let (Some(want), Some(got)) = (declared_elem.filter(|e| *e != ElemType::Undefined), fed_elem) {
             if want != got {

@@ -1,4 +1,5 @@
-//! Runtime values: dense tensors with typed storage, sequences and optionals.
+//! Runtime values: dense tensors with typed storage, sequences, optionals,
+//! and the maps (and sequences of maps) of the `ai.onnx.ml` operators.
 //!
 //! A [`Tensor`] is a shape and a [`Data`] vector of one element type, in C
 //! order. 16-bit floats are stored as `half` types and computed through `f64`
@@ -588,6 +589,77 @@ pub enum Value {
     Sequence(ElemType, Vec<Tensor>),
     /// An optional value; `None` is absent.
     Optional(Option<Box<Value>>),
+    /// A map with scalar values, as the `ai.onnx.ml` operators use them.
+    Map(MapValue),
+    /// A sequence of maps (what `ZipMap` writes: one map per row).
+    MapSequence(Vec<MapValue>),
+}
+
+/// An ONNX `map(K, V)` whose values are scalars: `keys` (int64 or string)
+/// and `values` are parallel vectors, one entry per key. Keys are unique;
+/// their order is the order the map was built or read in, so two maps are
+/// compared through [`MapValue::sorted`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct MapValue {
+    /// The keys: [`Data::I64`] or [`Data::Str`].
+    pub keys: Data,
+    /// One value per key.
+    pub values: Data,
+}
+
+impl MapValue {
+    /// A map of `keys` to `values`; `None` when they differ in length or
+    /// the keys are neither int64 nor strings.
+    pub fn new(keys: Data, values: Data) -> Option<MapValue> {
+        let key_ok = matches!(keys, Data::I64(_) | Data::Str(_));
+        (key_ok && keys.len() == values.len()).then_some(MapValue { keys, values })
+    }
+
+    /// A map of `keys` to stored scalar tensors (a `MapProto`'s values).
+    pub fn from_stored(keys: Data, values: &[diamond_ir::Tensor]) -> Result<MapValue, String> {
+        let tensors = values.iter().map(decode).collect::<Result<Vec<_>, _>>()?;
+        if let Some(t) = tensors.iter().find(|t| t.len() != 1) {
+            return Err(format!("a map value has shape {:?}; only scalar values are read", t.shape));
+        }
+        let parts: Vec<&Data> = tensors.iter().map(|t| &t.data).collect();
+        let values = match parts.first() {
+            Some(_) => Data::concat(&parts).ok_or("the map's values differ in type")?,
+            None => Data::F32(Vec::new()),
+        };
+        MapValue::new(keys, values).ok_or_else(|| "the map's keys are not int64 or strings".into())
+    }
+
+    /// The number of entries.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Whether the map has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// The positions of the entries in ascending key order.
+    pub fn key_order(&self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.len()).collect();
+        match &self.keys {
+            Data::I64(k) => order.sort_by_key(|&i| k[i]),
+            Data::Str(k) => order.sort_by(|&a, &b| k[a].cmp(&k[b])),
+            _ => {}
+        }
+        order
+    }
+
+    /// The same map with its entries in ascending key order.
+    pub fn sorted(&self) -> MapValue {
+        let order = self.key_order();
+        MapValue { keys: self.keys.take(&order), values: self.values.take(&order) }
+    }
+
+    /// Bytes held by keys and values.
+    pub fn byte_size(&self) -> u64 {
+        self.keys.byte_size() + self.values.byte_size()
+    }
 }
 
 impl Value {
@@ -597,6 +669,8 @@ impl Value {
             Value::Tensor(t) => t.byte_size(),
             Value::Sequence(_, items) => items.iter().map(Tensor::byte_size).sum(),
             Value::Optional(v) => v.as_ref().map_or(0, |v| v.byte_size()),
+            Value::Map(m) => m.byte_size(),
+            Value::MapSequence(maps) => maps.iter().map(MapValue::byte_size).sum(),
         }
     }
 
@@ -608,12 +682,15 @@ impl Value {
         }
     }
 
-    /// A short description of the kind: `tensor`, `sequence`, `optional`.
+    /// A short description of the kind: `tensor`, `sequence`, `optional`,
+    /// `map`, `sequence of maps`.
     pub fn kind(&self) -> &'static str {
         match self {
             Value::Tensor(_) => "tensor",
             Value::Sequence(..) => "sequence",
             Value::Optional(_) => "optional",
+            Value::Map(_) => "map",
+            Value::MapSequence(_) => "sequence of maps",
         }
     }
 }
