@@ -108,7 +108,8 @@ struct UnknownPlace {
 
 /// Compares what `value_info` and the graph outputs of the main graph state
 /// with the inferred shapes in `values`: a contradicted size or expression is
-/// a `declared-shape-mismatch` error; one that agrees only under a condition
+/// a `declared-shape-mismatch` error (a warning where the graph's size is
+/// over input axes the file left open, which the exporter could not know); one that agrees only under a condition
 /// on the symbols is an `implied-bound` assumption; an invented name takes
 /// the size inference finds for it (an `info` note says which), and one name
 /// found to be two different sizes is a `declared-shape-mismatch` warning.
@@ -120,6 +121,7 @@ pub(crate) fn check_declarations(
     values: &mut [ValueReport],
     diagnostics: &mut Vec<Diagnostic>,
 ) -> HashMap<String, DimReport> {
+    let open = diamond_ir::InputDims::of(graph);
     // Per main-graph value id, its entry in `values`.
     let mut index: Vec<Option<u32>> = vec![None; graph.values.len()];
     for (i, v) in values.iter().enumerate() {
@@ -192,7 +194,17 @@ pub(crate) fn check_declarations(
         }
         if let Some((axis, what)) = error {
             let inferred = values[at].shape_text();
-            diagnostics.push(mismatch(graph, id, name, Some(axis), what, &declared, &inferred));
+            let mut d = mismatch(graph, id, name, Some(axis), what, &declared, &inferred);
+            // A size the exporter wrote where the graph carries an axis the file
+            // left open (onnxmltools' LightGBM writes [1] for a label over
+            // [None, 4] rows) is its guess at an unknown size: a warning.
+            if let Some(DimReport::Symbolic(t)) = values[at].shape.as_ref().and_then(|s| s.get(axis)) {
+                let symbols = size_text_symbols(t);
+                if !symbols.is_empty() && symbols.iter().all(|s| open.is_generated(s)) {
+                    d.severity = Severity::Warning;
+                }
+            }
+            diagnostics.push(d);
         }
     }
     resolve_unknowns(graph, unknowns, values, diagnostics)
