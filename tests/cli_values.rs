@@ -160,3 +160,38 @@ fn check_and_run_take_the_same_bind_directory() {
     let bench = diamond(&["bench", arg(&model), "--bind", arg(&data), "--runs", "1", "--warmup", "0", "--json"]);
     assert!(bench.status.success(), "{}", text(&bench.stderr));
 }
+
+fn ml_case(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/ml").join(name)
+}
+
+#[test]
+fn maps_are_read_from_map_protos_and_written_as_json() {
+    // MapProto inputs
+    for name in ["dict_vectorizer", "cast_map_dense"] {
+        let dir = ml_case(name);
+        let data = dir.join("test_data_set_0");
+        let out = diamond(&["run", arg(&dir.join("model.onnx")), "--input", arg(&data), "--compare", arg(&data)]);
+        assert!(out.status.success(), "{name}: {}", text(&out.stderr));
+    }
+    // ZipMap's sequence of maps: one JSON object per row
+    let dir = ml_case("logreg_pipeline");
+    let data = dir.join("test_data_set_0");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = diamond(&[
+        "run",
+        arg(&dir.join("model.onnx")),
+        "--bind",
+        arg(&data),
+        "--compare",
+        arg(&data),
+        "-o",
+        arg(tmp.path()),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let row = std::fs::read_to_string(tmp.path().join("output_probability").join("0000.json")).unwrap();
+    let map: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&row).unwrap();
+    assert_eq!(map.len(), 3, "{row}");
+    let total: f64 = map.values().map(|v| v.as_f64().unwrap()).sum();
+    assert!((total - 1.0).abs() < 1e-5, "{row}");
+}
