@@ -9,13 +9,13 @@
 //! exactly, as `diamond run -o` writes them (`diamond_runtime::npy`).
 
 use crate::errors::bad_argument;
-use diamond_runtime::{Data, Tensor, Value};
+use diamond_runtime::{Data, MapValue, Tensor, Value};
 use half::f16;
 use numpy::{
     Element, PyArray1, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods,
 };
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 /// The elements of `obj` (an array of element type `T`) in C order.
 fn elements<T: Element + Copy>(obj: &Bound<'_, PyAny>) -> PyResult<Vec<T>> {
@@ -116,7 +116,30 @@ pub fn array_from_tensor(py: Python<'_>, tensor: Tensor) -> PyResult<Bound<'_, P
     }
 }
 
-/// `value` as Python: an array, a list of arrays (a sequence), or `None` (an empty optional).
+/// A scalar element of `data` as a Python int, float or str.
+fn element<'py>(py: Python<'py>, data: &Data, i: usize) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match data {
+        Data::I64(v) => v[i].into_pyobject(py)?.into_any(),
+        Data::Str(v) => PyString::new(py, &String::from_utf8_lossy(&v[i])).into_any(),
+        other => match other.to_f64s() {
+            Some(v) => v[i].into_pyobject(py)?.into_any(),
+            None => return Err(bad_argument(format!("map values of {} cannot be returned", other.elem()))),
+        },
+    })
+}
+
+/// A map as a `dict` from its keys (int or str) to its values.
+fn dict_from_map<'py>(py: Python<'py>, map: &MapValue) -> PyResult<Bound<'py, PyAny>> {
+    let dict = PyDict::new(py);
+    for i in 0..map.len() {
+        dict.set_item(element(py, &map.keys, i)?, element(py, &map.values, i)?)?;
+    }
+    Ok(dict.into_any())
+}
+
+/// `value` as Python: an array, a list of arrays (a sequence), a `dict` (a
+/// map), a list of dicts (`ZipMap`'s sequence of maps), or `None` (an empty
+/// optional).
 pub fn value_to_python(py: Python<'_>, value: Value) -> PyResult<Bound<'_, PyAny>> {
     match value {
         Value::Tensor(t) => array_from_tensor(py, t),
@@ -126,5 +149,10 @@ pub fn value_to_python(py: Python<'_>, value: Value) -> PyResult<Bound<'_, PyAny
         }
         Value::Optional(None) => Ok(py.None().into_bound(py)),
         Value::Optional(Some(inner)) => value_to_python(py, *inner),
+        Value::Map(map) => dict_from_map(py, &map),
+        Value::MapSequence(maps) => {
+            let dicts = maps.iter().map(|m| dict_from_map(py, m)).collect::<PyResult<Vec<_>>>()?;
+            Ok(PyList::new(py, dicts)?.into_any())
+        }
     }
 }
