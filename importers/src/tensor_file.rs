@@ -10,6 +10,7 @@
 //! of maps from a `SequenceProto` of them.
 
 use crate::error::ImportError;
+use crate::value_file::{read_value_file, Kind, StoredValue};
 use bytes::Bytes;
 use diamond_ir::Tensor;
 use prost::Message;
@@ -27,8 +28,8 @@ pub fn read_tensor_file(path: &Path) -> Result<Tensor, ImportError> {
 }
 
 /// The fields of ONNX's `SequenceProto` this reader uses (diamond's schema
-/// leaves the message out): the name, the element kind, the tensors, kept
-/// as bytes to be decoded as `TensorProto`s, and the maps.
+/// leaves the message out): the name, the element kind and the tensors,
+/// kept as bytes to be decoded as `TensorProto`s.
 #[derive(Clone, PartialEq, Message)]
 struct SequenceProto {
     #[prost(string, optional, tag = "1")]
@@ -37,33 +38,10 @@ struct SequenceProto {
     elem_type: Option<i32>,
     #[prost(bytes = "bytes", repeated, tag = "3")]
     tensor_values: Vec<Bytes>,
-    #[prost(message, repeated, tag = "6")]
-    map_values: Vec<MapProto>,
-}
-
-/// ONNX's `MapProto`: int64 or string keys and a sequence of values.
-#[derive(Clone, PartialEq, Message)]
-struct MapProto {
-    #[prost(string, optional, tag = "1")]
-    name: Option<String>,
-    #[prost(int32, optional, tag = "2")]
-    key_type: Option<i32>,
-    #[prost(int64, repeated, tag = "3")]
-    keys: Vec<i64>,
-    #[prost(bytes = "bytes", repeated, tag = "4")]
-    string_keys: Vec<Bytes>,
-    #[prost(message, optional, tag = "5")]
-    values: Option<SequenceProto>,
 }
 
 /// `SequenceProto.DataType.TENSOR`.
 const SEQUENCE_OF_TENSORS: i32 = 1;
-
-/// `SequenceProto.DataType.MAP`.
-const SEQUENCE_OF_MAPS: i32 = 4;
-
-/// `TensorProto.DataType.STRING`.
-const STRING_KEYS: i32 = 8;
 
 /// The keys of a stored map.
 #[derive(Clone, Debug, PartialEq)]
@@ -86,50 +64,42 @@ pub struct TensorMap {
     pub values: Vec<Tensor>,
 }
 
-/// Reads the `MapProto` in `path`.
+/// Reads the `MapProto` in `path` (through [`crate::value_file`], which
+/// checks its key type and counts).
 pub fn read_map(path: &Path) -> Result<TensorMap, ImportError> {
-    let bytes = crate::onnx::read_file(path)?;
-    let proto = MapProto::decode(bytes).map_err(|e| map_error(path, format!("MapProto decoding failed: {e}")))?;
-    map_from_proto(proto, path)
+    let stored = read_value_file(path, Kind::Map)?;
+    map_from_stored(stored.name, stored.value, path)
 }
 
 /// Reads a `SequenceProto` of `MapProto`s (what a `ZipMap` output is stored as).
 pub fn read_map_sequence(path: &Path) -> Result<Vec<TensorMap>, ImportError> {
-    let bytes = crate::onnx::read_file(path)?;
-    let proto =
-        SequenceProto::decode(bytes).map_err(|e| map_error(path, format!("SequenceProto decoding failed: {e}")))?;
-    if !matches!(proto.elem_type, Some(SEQUENCE_OF_MAPS) | None) || !proto.tensor_values.is_empty() {
-        return Err(map_error(path, "the SequenceProto does not hold maps".into()));
+    match read_value_file(path, Kind::Sequence)?.value {
+        StoredValue::Sequence(items) => items.into_iter().map(|m| map_from_stored(None, m, path)).collect(),
+        _ => Err(map_error(path, "the SequenceProto does not hold maps".into())),
     }
-    proto.map_values.into_iter().map(|m| map_from_proto(m, path)).collect()
 }
 
 fn map_error(path: &Path, problem: String) -> ImportError {
     ImportError::InvalidTensor { path: path.to_path_buf(), problem }
 }
 
-fn map_from_proto(proto: MapProto, path: &Path) -> Result<TensorMap, ImportError> {
-    let keys = if proto.key_type == Some(STRING_KEYS) {
-        MapKeys::Strings(proto.string_keys.iter().map(|k| k.to_vec()).collect())
+fn map_from_stored(name: Option<String>, value: StoredValue, path: &Path) -> Result<TensorMap, ImportError> {
+    let StoredValue::Map { keys, values } = value else {
+        return Err(map_error(path, format!("a {} where a map was expected", value.kind())));
+    };
+    let keys = if keys.elem_type() == diamond_ir::ElemType::String {
+        MapKeys::Strings(keys.data.strings.iter().map(|k| k.to_vec()).collect())
     } else {
-        MapKeys::Ints(proto.keys)
+        MapKeys::Ints(keys.data.int64s)
     };
-    let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    let values = proto
-        .values
-        .map(|s| s.tensor_values)
-        .unwrap_or_default()
+    let values = values
         .into_iter()
-        .map(|b| crate::onnx::decode_tensor(b, path, &base_dir))
+        .map(|v| match v {
+            StoredValue::Tensor(t) => Ok(t),
+            other => Err(map_error(path, format!("a map value is a {}, only tensors are read", other.kind()))),
+        })
         .collect::<Result<Vec<_>, _>>()?;
-    let count = match &keys {
-        MapKeys::Ints(k) => k.len(),
-        MapKeys::Strings(k) => k.len(),
-    };
-    if count != values.len() {
-        return Err(map_error(path, format!("the MapProto has {count} keys but {} values", values.len())));
-    }
-    Ok(TensorMap { name: proto.name, keys, values })
+    Ok(TensorMap { name, keys, values })
 }
 
 /// A sequence of tensors read from a file or a directory.
