@@ -10,6 +10,12 @@
 //! inputs, optimized (`into_optimized`, inputs fixed to the fed shapes),
 //! single-threaded; when it cannot load or run the model its latency is
 //! `null` and the reason is given.
+//!
+//! On the simd backend every step of the measured runs is timed (a clock
+//! read per step), so the report always says which steps fell back to the
+//! reference kernels and why, and the share of the time spent there;
+//! `--strict` makes a float step of a fused group that falls back an
+//! error (exit 1) naming the step.
 
 #[cfg(feature = "tract")]
 use crate::bench_tract;
@@ -17,7 +23,7 @@ use crate::run::{gather_inputs, Backend};
 use crate::Failure;
 use diamond_importers::torch::lower::InputShape;
 use diamond_ir::Model;
-use diamond_runtime::simd::{Session, StepTime};
+use diamond_runtime::simd::{Fallback, Session, StepTime};
 use diamond_runtime::{run_planned, Fed, Plan, RunError, RunOptions, Value};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -46,6 +52,8 @@ pub struct Args {
     pub json: bool,
     /// Print the backend's per-kernel time breakdown.
     pub profile: bool,
+    /// Fail (exit 1) when a float step of a fused group falls back to the reference kernels.
+    pub strict: bool,
 }
 
 fn bad(message: impl std::fmt::Display) -> Failure {
@@ -158,7 +166,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
                 let mut times = Vec::with_capacity(args.runs);
                 let mut last = None;
                 for i in 0..args.warmup + args.runs {
-                    if i == args.warmup && args.profile {
+                    if i == args.warmup {
                         if let Prepared::Simd(session) = &mut prepared {
                             session.start_profiling();
                         }
@@ -182,12 +190,22 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         let _ = &fed;
         Err("this diamond was built without the `tract` feature".to_string())
     };
-    let profile = match &prepared {
-        Prepared::Simd(session) if args.profile => Some(session.profile()),
-        _ => None,
+    let (profile, fallbacks) = match &prepared {
+        Prepared::Simd(session) => (Some(session.profile()), session.fallbacks()),
+        Prepared::Reference => (None, Vec::new()),
     };
-    report(args, threads, &latency, &last, &tract, profile.as_deref());
-    Ok(())
+    report(args, threads, &latency, &last, &tract, profile.as_deref(), &fallbacks);
+    match fallbacks.iter().find(|f| f.float) {
+        Some(first) if args.strict => Err(Failure {
+            code: 1,
+            message: format!(
+                "{}: --strict: {} float step(s) fell back to the reference kernels; {first}",
+                path.display(),
+                fallbacks.iter().filter(|f| f.float).count()
+            ),
+        }),
+        _ => Ok(()),
+    }
 }
 
 fn report(
@@ -197,6 +215,7 @@ fn report(
     last: &Measured,
     tract: &Result<Latency, String>,
     profile: Option<&[StepTime]>,
+    fallbacks: &[Fallback],
 ) {
     let throughput = 1.0 / latency.median.as_secs_f64().max(1e-12);
     let profile = profile.map(|steps| crate::bench_profile::Profile::of(steps, args.runs));
@@ -214,7 +233,9 @@ fn report(
             "tract_threads": 1,
             "tract_latency_ms": tract.as_ref().ok().map(Latency::json),
             "tract_error": tract.as_ref().err(),
-            "profile_ms": profile.as_ref().map(|p| p.json()),
+            "reference_share": profile.as_ref().map(|p| p.reference_share()),
+            "fallbacks": fallbacks.iter().map(Fallback::json).collect::<Vec<_>>(),
+            "profile_ms": profile.as_ref().filter(|_| args.profile).map(|p| p.json()),
         });
         crate::emit(&format!("{value:#}\n"));
         return;
@@ -236,6 +257,15 @@ fn report(
             latency.median.as_secs_f64() / t.median.as_secs_f64().max(1e-12)
         )),
         Err(reason) => text.push_str(&format!("  tract: not run: {reason}\n")),
+    }
+    if let Some(p) = profile.as_ref().filter(|_| !args.profile) {
+        text.push_str(&format!(
+            "  on the reference kernels: {:.1}% of the step time\n",
+            100.0 * p.reference_share()
+        ));
+    }
+    for line in crate::run::fallback_note(fallbacks).lines() {
+        text.push_str(&format!("  {line}\n"));
     }
     if args.profile {
         match &profile {

@@ -2,7 +2,9 @@
 //! into the report a user of onnxruntime's or tract's profiler expects —
 //! the mean time per run of each step, totals by how steps ran (fused
 //! elementwise and reduction programs, contraction kernels, reference
-//! kernels by operator type), and the slowest steps with their nodes.
+//! kernels by operator type), the share of the time on the reference
+//! kernels with why each such step went there, and the slowest steps with
+//! their nodes.
 
 use diamond_runtime::simd::{StepKind, StepTime};
 use serde_json::json;
@@ -37,6 +39,35 @@ impl Profile {
         Profile { steps: means, total_ms }
     }
 
+    /// The mean time per run on the reference kernels: reference steps and fallbacks.
+    pub fn reference_ms(&self) -> f64 {
+        // a fold from +0 (an empty `sum` of floats is -0)
+        self.steps.iter().filter(|s| on_reference(s.step.kind)).fold(0.0, |t, s| t + s.ms)
+    }
+
+    /// The share of the steps' time on the reference kernels, 0 to 1.
+    pub fn reference_share(&self) -> f64 {
+        if self.total_ms > 0.0 {
+            self.reference_ms() / self.total_ms
+        } else {
+            0.0
+        }
+    }
+
+    /// Time on the reference kernels by reason (`operator`, `unbound
+    /// extent`, ...): (reason, ms, steps), slowest first.
+    pub fn reference_reasons(&self) -> Vec<(&'static str, f64, usize)> {
+        let mut by: BTreeMap<&'static str, (f64, usize)> = BTreeMap::new();
+        for s in self.steps.iter().filter(|s| on_reference(s.step.kind)) {
+            let e = by.entry(s.step.reason.map_or("unknown", |r| r.name())).or_default();
+            e.0 += s.ms;
+            e.1 += 1;
+        }
+        let mut out: Vec<_> = by.into_iter().map(|(r, (ms, n))| (r, ms, n)).collect();
+        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+        out
+    }
+
     /// Totals by the way steps ran; reference steps split by operator type.
     /// Each entry: (label, ms, steps), slowest first.
     pub fn groups(&self) -> Vec<(String, f64, usize)> {
@@ -44,7 +75,11 @@ impl Profile {
         for s in &self.steps {
             let label = match s.step.kind {
                 StepKind::Reference => format!("reference {}", s.step.ops),
-                StepKind::Fallback => format!("fallback to reference {}", s.step.ops),
+                StepKind::Fallback => format!(
+                    "fallback to reference {} ({})",
+                    s.step.ops,
+                    s.step.reason.map_or("unknown", |r| r.name())
+                ),
                 StepKind::Contraction => format!("contraction {}", s.step.ops),
                 StepKind::Native => format!("simd kernel {}", s.step.ops),
                 kind => kind.name().to_string(),
@@ -74,11 +109,23 @@ impl Profile {
                     "kind": s.step.kind.name(),
                     "ops": s.step.ops,
                     "nodes": s.step.nodes,
+                    "reason": s.step.reason.map(|r| r.name()),
                     "ms": s.ms,
                 })
             })
             .collect();
-        json!({ "total": self.total_ms, "groups": groups, "steps": steps })
+        let reasons: Vec<serde_json::Value> = self
+            .reference_reasons()
+            .into_iter()
+            .map(|(reason, ms, steps)| json!({ "reason": reason, "ms": ms, "steps": steps }))
+            .collect();
+        json!({
+            "total": self.total_ms,
+            "reference_share": self.reference_share(),
+            "reference_reasons": reasons,
+            "groups": groups,
+            "steps": steps,
+        })
     }
 
     /// The text report: groups, then the slowest steps.
@@ -94,6 +141,14 @@ impl Profile {
         for (label, ms, n) in self.groups() {
             out.push_str(&format!("  {ms:>10.3} ms {:>5.1}%  {label} ({n} step{})\n", share(ms), plural(n)));
         }
+        let reasons = self.reference_reasons();
+        let why: Vec<String> =
+            reasons.iter().map(|(r, ms, n)| format!("{r} {:.1}% in {n} step{}", share(*ms), plural(*n))).collect();
+        out.push_str(&format!(
+            "  on the reference kernels: {:.1}% of the time{}\n",
+            100.0 * self.reference_share(),
+            if why.is_empty() { String::new() } else { format!(" ({})", why.join("; ")) }
+        ));
         out.push_str("  slowest steps:\n");
         for s in self.steps.iter().take(SLOWEST) {
             out.push_str(&format!(
@@ -110,6 +165,11 @@ impl Profile {
     }
 }
 
+/// Whether a step of this kind runs on the reference kernels.
+fn on_reference(kind: StepKind) -> bool {
+    matches!(kind, StepKind::Reference | StepKind::Fallback)
+}
+
 fn plural(n: usize) -> &'static str {
     if n == 1 {
         ""
@@ -121,9 +181,15 @@ fn plural(n: usize) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use diamond_runtime::simd::FallbackReason;
 
     fn step(index: usize, kind: StepKind, ops: &str, ms: u64) -> StepTime {
-        StepTime { index, kind, ops: ops.into(), nodes: format!("n{index}"), total: Duration::from_millis(ms) }
+        let reason = match kind {
+            StepKind::Reference => Some(FallbackReason::Operator),
+            StepKind::Fallback => Some(FallbackReason::UnboundExtent),
+            _ => None,
+        };
+        StepTime { index, kind, reason, ops: ops.into(), nodes: format!("n{index}"), total: Duration::from_millis(ms) }
     }
 
     #[test]
@@ -147,5 +213,17 @@ mod tests {
         assert!(text.contains("5 steps, 40.000 ms a run"), "{text}");
         assert!(text.contains("#4 reference Gather  [n4]"), "{text}");
         assert_eq!(p.json()["steps"][0]["ops"], "Conv");
+        assert!((p.reference_share() - 0.5).abs() < 1e-9);
+        assert!(text.contains("on the reference kernels: 50.0% of the time (operator 50.0% in 3 steps)"), "{text}");
+    }
+
+    #[test]
+    fn fallbacks_are_grouped_with_their_reason() {
+        let steps = [step(0, StepKind::Elementwise, "Add", 10), step(1, StepKind::Fallback, "Mul+Add", 30)];
+        let p = Profile::of(&steps, 1);
+        assert_eq!(p.groups()[0].0, "fallback to reference Mul+Add (unbound extent)");
+        assert_eq!(p.json()["reference_reasons"][0]["reason"], "unbound extent");
+        assert_eq!(p.json()["steps"][0]["reason"], "unbound extent");
+        assert!((p.reference_share() - 0.75).abs() < 1e-9);
     }
 }

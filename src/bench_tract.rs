@@ -10,8 +10,19 @@ use tract_onnx::prelude::*;
 /// Latency of `warmup + runs` runs of `path` in tract (the last `runs` measured), or why tract
 /// could not run it.
 pub fn measure(path: &Path, fed: &[(String, Value)], warmup: usize, runs: usize) -> Result<Latency, String> {
+    // A panic inside tract is its answer for this model, reported as the reason, not printed.
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
     let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(path, fed, warmup, runs)));
-    attempt.unwrap_or_else(|_| Err("tract panicked".to_string()))
+    std::panic::set_hook(hook);
+    attempt.unwrap_or_else(|payload| {
+        let what = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(format!("tract panicked: {}", what.chars().take(200).collect::<String>()))
+    })
 }
 
 fn run(path: &Path, fed: &[(String, Value)], warmup: usize, runs: usize) -> Result<Latency, String> {

@@ -280,6 +280,10 @@ enum Command {
         /// Print the backend's time per kernel group.
         #[arg(long)]
         profile: bool,
+        /// Exit 1, naming the step, when a float step of a fused group falls back to the reference kernels
+        /// (the report lists every fallback and why either way).
+        #[arg(long)]
+        strict: bool,
         /// Run the model as it is: by default the simd backend first applies `diamond optimize`'s passes
         /// (as onnxruntime and tract optimize a model they load); the reference backend never does.
         #[arg(long)]
@@ -409,6 +413,7 @@ fn main() -> ExitCode {
             seed,
             json,
             profile,
+            strict,
             no_optimize,
         } => bench::run(&bench::Args {
             inputs: with_bound(inputs, &bind),
@@ -422,6 +427,7 @@ fn main() -> ExitCode {
             seed,
             json,
             profile,
+            strict,
         }),
         Command::Check {
             model,

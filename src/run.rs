@@ -21,6 +21,7 @@ use crate::Failure;
 use diamond_importers::torch::lower::{DimSpec, InputShape};
 use diamond_ir::{DimValue, ElemType, Graph, Model, TypeValue};
 use diamond_runtime::exec::DumpSet;
+use diamond_runtime::simd::Fallback;
 use diamond_runtime::{run_planned, Data, Fed, Plan, RunError, RunOptions, RunResult, Tensor, Value};
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -127,8 +128,10 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     let plan = Plan::new(&model, &shapes).map_err(refused)?;
     // Dumps name intermediate values, which fused programs do not hold: they come from the reference executor.
     let backend = if dump.is_some() { Backend::Reference } else { args.backend };
-    // Kernel programs of the simd backend that fell back to the reference kernels, with why.
+    // Steps of the simd backend that fell back to the reference kernels, with why,
+    // and the share of the run's step time on the reference kernels.
     let mut fallbacks = Vec::new();
+    let mut reference_share = None;
     let result = match backend {
         Backend::Cuda => return Err(bad(diamond_runtime::cuda::device::unavailable())),
         Backend::Reference => run_planned(&model, &plan, fed, &RunOptions { dump }).map_err(refused)?,
@@ -139,8 +142,10 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             let options = diamond_runtime::simd::Options::from_env();
             let mut session =
                 diamond_runtime::simd::Session::new(&model, &lowered, &shapes, &options).map_err(refused)?;
+            session.start_profiling();
             let run = session.run(fed).map_err(refused)?;
-            fallbacks = session.coverage().fallbacks.clone();
+            fallbacks = session.fallbacks();
+            reference_share = Some(crate::bench_profile::Profile::of(&session.profile(), 1).reference_share());
             RunResult { outputs: run.outputs, peak_bytes: run.peak_bytes, dumped: Vec::new() }
         }
     };
@@ -152,7 +157,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         Some(dir) => write_outputs(dir, &result.outputs, &result.dumped)?,
         None => Vec::new(),
     };
-    report(args, backend, &result, &plan, comparison.as_deref(), &written, &fallbacks);
+    report(args, backend, &result, &plan, comparison.as_deref(), &written, (&fallbacks, reference_share));
     if let Some(mismatches) = comparison {
         let bad: Vec<&Mismatch> = mismatches.iter().filter(|m| m.problem.is_some()).collect();
         if let Some(first) = bad.first() {
@@ -376,7 +381,7 @@ fn report(
     plan: &Plan,
     comparison: Option<&[Mismatch]>,
     written: &[Written],
-    fallbacks: &[String],
+    (fallbacks, reference_share): (&[Fallback], Option<f64>),
 ) {
     let status = |name: &str| comparison.and_then(|c| c.iter().find(|m| m.name == name));
     let peak = result.peak_bytes;
@@ -454,7 +459,8 @@ fn report(
             doc["written"] = files.into();
         }
         if matches!(backend, Backend::Simd) {
-            doc["fallbacks"] = fallbacks.into();
+            doc["fallbacks"] = fallbacks.iter().map(Fallback::json).collect::<Vec<_>>().into();
+            doc["reference_share"] = reference_share.into();
         }
         crate::emit(&format!("{}\n", serde_json::to_string_pretty(&doc).unwrap_or_default()));
         return;
@@ -485,6 +491,7 @@ fn report(
     for note in written.iter().filter_map(|w| w.note.as_ref()) {
         text.push_str(&format!("note: {note}\n"));
     }
+    text.push_str(&fallback_note(fallbacks));
     match predicted {
         Some(p) if matches!(backend, Backend::Reference) => {
             text.push_str(&format!("peak live bytes: {peak} (predicted {p})\n"))
@@ -500,6 +507,24 @@ fn report(
         }
     }
     crate::emit(&text);
+}
+
+/// The lines saying which steps of the simd backend fell back to the
+/// reference kernels, and why (none: no line).
+pub fn fallback_note(fallbacks: &[Fallback]) -> String {
+    const SHOWN: usize = 5;
+    let mut text = String::new();
+    if fallbacks.is_empty() {
+        return text;
+    }
+    text.push_str(&format!("note: {} step(s) of the simd backend ran on the reference kernels:\n", fallbacks.len()));
+    for f in fallbacks.iter().take(SHOWN) {
+        text.push_str(&format!("  {f}\n"));
+    }
+    if fallbacks.len() > SHOWN {
+        text.push_str(&format!("  and {} more (--json lists them all)\n", fallbacks.len() - SHOWN));
+    }
+    text
 }
 
 /// One output's comparison.

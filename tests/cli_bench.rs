@@ -3,6 +3,9 @@
 //! bytes and tract's latency beside it; symbolic inputs take their sizes
 //! from `--input-shape`; bad input (no such model, zero runs or threads, an
 //! input file that does not exist, a shape the model contradicts) exits 2.
+//! Every step that falls back to the reference kernels is reported with
+//! its reason (`fixtures/synthetic/fallback_*.onnx`, one per reason), and
+//! `--strict` refuses float ones with exit 1.
 
 mod common;
 
@@ -138,4 +141,79 @@ fn profile_lists_every_step_with_its_kind_and_nodes() {
     let text = diamond(&[&args[..2], &["--runs", "1", "--profile"]].concat());
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("slowest steps:") && text.contains("contraction Conv"), "{text}");
+}
+
+/// `bench --json` on `fixtures/synthetic/fallback_NAME.onnx` (one run, no
+/// warm-up, `extra` appended): the exit code and the JSON object.
+fn fallback_bench(name: &str, extra: &[&str]) -> (i32, serde_json::Value) {
+    let model = format!("{}/fixtures/synthetic/fallback_{name}.onnx", env!("CARGO_MANIFEST_DIR"));
+    let mut args = vec!["bench", model.as_str(), "--json", "--runs", "1", "--warmup", "0", "--threads", "1"];
+    args.extend_from_slice(extra);
+    let out = diamond(&args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let doc = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{name}: {e}: {stdout} {}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code().unwrap_or(-1), doc)
+}
+
+#[test]
+fn every_fallback_is_reported_with_its_reason_and_strict_refuses_float_ones() {
+    // (fixture, reason of its first fallback or None, whether it is float work)
+    let cases = [
+        ("unbound_extent", Some("unbound extent"), true),
+        ("operand_type", Some("operand type"), false),
+        ("empty_reduction", Some("view shape"), true),
+        ("operator", None, false),
+    ];
+    for (name, reason, float) in cases {
+        let (code, doc) = fallback_bench(name, &[]);
+        assert_eq!(code, 0, "{name}: {doc}");
+        let fallbacks = doc["fallbacks"].as_array().expect("a list");
+        match reason {
+            Some(reason) => {
+                assert_eq!(fallbacks[0]["reason"], reason, "{name}: {doc}");
+                assert_eq!(fallbacks[0]["float"], float, "{name}: {doc}");
+                assert!(fallbacks[0]["detail"].as_str().is_some_and(|d| !d.is_empty()), "{name}: {doc}");
+            }
+            None => assert!(fallbacks.is_empty(), "{name}: {doc}"),
+        }
+        // every step of these models runs on the reference kernels
+        assert_eq!(doc["reference_share"], 1.0, "{name}: {doc}");
+        let (strict, _) = fallback_bench(name, &["--strict"]);
+        assert_eq!(strict, if float { 1 } else { 0 }, "{name} under --strict");
+    }
+    // the profile gives each reference step its reason; an operator no SIMD kernel computes is `operator`
+    let (_, doc) = fallback_bench("operator", &["--profile"]);
+    assert_eq!(doc["profile_ms"]["steps"][0]["reason"], "operator", "{doc}");
+    assert_eq!(doc["profile_ms"]["reference_reasons"][0]["reason"], "operator", "{doc}");
+    // --strict names the step and the condition
+    let model = format!("{}/fixtures/synthetic/fallback_unbound_extent.onnx", env!("CARGO_MANIFEST_DIR"));
+    let out = diamond(&["bench", &model, "--runs", "1", "--warmup", "0", "--strict"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--strict: 2 float step(s) fell back"), "{stderr}");
+    assert!(stderr.contains("step #1 Mul [scale]: unbound extent: the shape of 'm' is not known"), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("note: 2 step(s) of the simd backend ran on the reference kernels"), "{stdout}");
+}
+
+#[test]
+fn a_model_on_the_fast_kernels_reports_no_fallback() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = relu_model(dir.path());
+    let out = diamond(&[
+        "bench",
+        model.to_str().unwrap(),
+        "--json",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--input-shape",
+        "x=64,3",
+        "--strict",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["fallbacks"], serde_json::json!([]));
+    assert_eq!(doc["reference_share"], 0.0, "{doc}");
 }

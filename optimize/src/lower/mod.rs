@@ -25,7 +25,7 @@ mod recipe;
 use crate::Analysis;
 use diamond_ir::{Graph, Model, NodeId, ValueId};
 use diamond_runtime::kernel::{
-    Contraction, ContractionOp, Declared, Inst, Instr, LoweredModel, Output, Program, Step, View, ViewDim,
+    Contraction, ContractionOp, Declared, Inst, Instr, LoweredModel, Output, Program, Step, Unfused, View, ViewDim,
 };
 use group::{extent, Group};
 use std::cmp::Reverse;
@@ -123,7 +123,7 @@ pub fn lower_with(model: &Model, a: &Analysis) -> LoweredModel {
     let ids: Vec<NodeId> = graph.nodes.iter().map(|(id, _)| id).collect();
     let outputs: Vec<ValueId> = graph.outputs.iter().filter_map(|o| o.value).collect();
     let Ok(schedule) = diamond_runtime::schedule::Schedule::new(model, graph, &outputs) else {
-        return LoweredModel { steps: ids.iter().map(|&n| Step::Node(n)).collect() };
+        return LoweredModel { steps: ids.iter().map(|&n| Step::Node(n)).collect(), unfused: Vec::new() };
     };
     let order: Vec<NodeId> = schedule.order.iter().map(|&i| ids[i]).collect();
     let position: HashMap<NodeId, usize> = order.iter().enumerate().map(|(p, &n)| (n, p)).collect();
@@ -339,7 +339,10 @@ fn assemble(
         // A cycle slipped through: fall back to the plain node order.
         let mut nodes: Vec<(usize, NodeId)> = position.iter().map(|(&n, &p)| (p, n)).collect();
         nodes.sort_unstable();
-        return LoweredModel { steps: nodes.into_iter().map(|(_, n)| Step::Node(n)).collect() };
+        return LoweredModel {
+            steps: nodes.into_iter().map(|(_, n)| Step::Node(n)).collect(),
+            unfused: unfused(model, a, graph, kinds),
+        };
     }
     let mut k = 0;
     for s in &mut steps {
@@ -353,7 +356,19 @@ fn assemble(
             k += 1;
         }
     }
-    LoweredModel { steps }
+    LoweredModel { steps, unfused: unfused(model, a, graph, kinds) }
+}
+
+/// The plain nodes of an operator fused groups compute, and why each was left out.
+fn unfused(model: &Model, a: &Analysis, graph: &Graph, kinds: &[Kind]) -> Vec<Unfused> {
+    kinds
+        .iter()
+        .filter_map(|k| match k {
+            Kind::Plain(n) => recipe::refusal(model, a, &graph.nodes[*n])
+                .map(|(refusal, float)| Unfused { node: *n, refusal, float }),
+            _ => None,
+        })
+        .collect()
 }
 
 fn step(

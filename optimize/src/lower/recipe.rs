@@ -7,7 +7,7 @@
 use crate::uniform::uniform;
 use crate::Analysis;
 use diamond_ir::{AttrValue, ElemType, Model, Node, ValueId};
-use diamond_runtime::kernel::{BinaryOp, UnaryOp};
+use diamond_runtime::kernel::{BinaryOp, FallbackReason, Refusal, UnaryOp};
 
 /// A reduction operator's shape of computation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,6 +87,51 @@ fn ints(n: &Node, name: &str) -> Option<Vec<i64>> {
 fn axis(i: i64, rank: usize) -> Option<usize> {
     let a = if i < 0 { i + rank as i64 } else { i };
     usize::try_from(a).ok().filter(|&a| a < rank)
+}
+
+/// The operators fused groups compute (given types and shapes they take).
+const FUSIBLE: &[&str] = &[
+    "Identity", "Expand", "Neg", "Abs", "Sign", "Ceil", "Floor", "Round", "Sqrt", "Reciprocal", "Exp", "Log", "Sin",
+    "Cos", "Tan", "Tanh", "Erf", "Relu", "Sigmoid", "Softsign", "Softplus", "HardSwish", "Not", "IsNaN", "Mish",
+    "LeakyRelu", "Elu", "Selu", "HardSigmoid", "ThresholdedRelu", "Gelu", "Clip", "Pow", "Add", "Sub", "Mul", "Div",
+    "PRelu", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Max", "Min", "Sum", "Mean",
+    "Where", "Cast", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "ReduceL1",
+    "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "GlobalAveragePool", "GlobalMaxPool", "Softmax", "LogSoftmax",
+    "LayerNormalization", "RMSNormalization",
+];
+
+/// For a node of an operator fused groups compute that is left as a plain
+/// node: why, and whether it computes floating-point values; `None` for
+/// other operators.
+pub(super) fn refusal(model: &Model, a: &Analysis, n: &Node) -> Option<(Refusal, bool)> {
+    if !(n.domain().is_empty() || n.domain() == "ai.onnx") || !FUSIBLE.contains(&n.op_type()) {
+        return None;
+    }
+    let graph = a.graph(model);
+    let outputs: Vec<ValueId> = n.outputs.iter().copied().filter(|&v| !graph.value_name(v).is_empty()).collect();
+    let types: Vec<Option<ElemType>> = outputs.iter().map(|&v| a.dtype(model, v)).collect();
+    let float = types.iter().any(|t| {
+        matches!(t, Some(ElemType::Float | ElemType::Float16 | ElemType::Bfloat16 | ElemType::Double))
+    });
+    let odd = types.iter().find(|t| !matches!(t, Some(ElemType::Float | ElemType::Bool)));
+    let refusal = if let Some(t) = odd {
+        let ty = t.map_or_else(|| "a type the check could not infer".to_string(), |t| t.to_string());
+        Refusal::new(
+            FallbackReason::OperandType,
+            format!("it computes {ty}, and the fused kernels compute float and bool only"),
+        )
+    } else if let Some(&v) = outputs.iter().find(|&&v| a.shape(model, v).is_none()) {
+        Refusal::new(
+            FallbackReason::UnboundExtent,
+            format!("the shape of '{}' is not known before the run (it depends on values)", graph.value_name(v)),
+        )
+    } else {
+        Refusal::new(
+            FallbackReason::Operator,
+            "the fused kernels do not take this form of it (parameters that are not constants, or a view they cannot express)",
+        )
+    };
+    Some((refusal, float))
 }
 
 /// The recipe of `n` and the inputs it reads as data, or `None` when it

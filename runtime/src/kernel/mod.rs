@@ -20,10 +20,12 @@
 pub mod expr;
 pub mod print;
 pub mod program;
+pub mod refusal;
 pub mod verify;
 
 pub use expr::{BinaryOp, Combiner, Inst, Instr, Level, UnaryOp};
 pub use program::{Extent, Output, Program, View, ViewDim};
+pub use refusal::{FallbackReason, Refusal};
 
 use diamond_ir::NodeId;
 
@@ -82,6 +84,21 @@ pub enum Step {
 pub struct LoweredModel {
     /// The steps.
     pub steps: Vec<Step>,
+    /// The nodes of an operator that fused groups compute which the
+    /// lowering left as plain nodes, with why (a type the fused kernels
+    /// lack, a shape not known before the run).
+    pub unfused: Vec<Unfused>,
+}
+
+/// A node of a fusible operator left out of the fused groups.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Unfused {
+    /// The node.
+    pub node: NodeId,
+    /// Why.
+    pub refusal: Refusal,
+    /// Whether it computes floating-point values.
+    pub float: bool,
 }
 
 impl LoweredModel {

@@ -33,6 +33,7 @@ pub mod direct;
 mod direct_store;
 pub mod elementwise;
 pub mod epilogue;
+pub mod fallback;
 pub mod few_rows;
 pub mod fold;
 pub mod fused_post;
@@ -57,6 +58,7 @@ pub mod tile;
 pub(crate) mod transpose;
 pub mod winograd;
 
+pub use fallback::{Fallback, FallbackReason, Refusal};
 pub use profile::{StepKind, StepTime};
 pub use session::{Coverage, Session, SessionRun};
 

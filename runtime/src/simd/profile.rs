@@ -46,6 +46,8 @@ pub struct StepTime {
     pub index: usize,
     /// How it ran.
     pub kind: StepKind,
+    /// Why it ran on the reference kernels, where it did.
+    pub reason: Option<super::FallbackReason>,
     /// The operator types of its nodes, in order, repeats folded (`Mul+Add+Tanh`).
     pub ops: String,
     /// Its nodes' names, at most three, then how many more.

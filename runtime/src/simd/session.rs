@@ -16,6 +16,7 @@ use super::bind::{bind, Bound};
 use super::conv::Prepared;
 use super::epilogue::{Bias, Epilogue};
 use super::fold::{fold, Fold};
+use super::fallback::{of_bind_error, Fallback, FallbackReason, Refusal};
 use super::profile::{first_names, op_list, StepKind, StepTime};
 use super::tile::{Dst, Src};
 use super::{contraction, elementwise, fused_post, hot_pool, native, norm_lanes, reduce, relayout, Options};
@@ -64,8 +65,9 @@ pub(crate) enum Planned {
     /// Graph nodes, on the reference kernels.
     Nodes(Vec<NodeId>),
     /// The nodes of a program that could not be bound, on the reference
-    /// kernels (listed in [`Coverage::fallbacks`]).
-    Fallback(Vec<NodeId>),
+    /// kernels (listed in [`Coverage::fallbacks`]), why, and whether the
+    /// program computes floating-point values.
+    Fallback(Vec<NodeId>, Refusal, bool),
     /// A contraction node on the fast kernels (the reference kernels when
     /// they do not cover it).
     Contraction(NodeId, ContractionOp),
@@ -112,10 +114,11 @@ pub struct Coverage {
     pub folded_shapes: usize,
     /// Programs run as part of their contraction's epilogue ([`fold`]).
     pub folded_epilogues: usize,
-    /// Programs that fell back to their nodes on the reference kernels, each
-    /// as `Mul+Add [n1, n2]: why` (a size that does not bind, a type the
-    /// backend lacks); their nodes are counted in `reference_nodes`.
-    pub fallbacks: Vec<String>,
+    /// Programs that fell back to their nodes on the reference kernels (a
+    /// size that does not bind, a type the backend lacks), in the order of
+    /// the session's steps; their nodes are counted in `reference_nodes`.
+    /// Fallbacks only met at run time are in [`Session::fallbacks`].
+    pub fallbacks: Vec<Fallback>,
 }
 
 /// A model prepared for repeated runs on inputs of fixed shapes.
@@ -135,6 +138,10 @@ pub struct Session<'m> {
     coverage: Coverage,
     /// Each step's total time over the runs since profiling was turned on.
     times: Option<Vec<Duration>>,
+    /// By step, the fallback a run met where the step was prepared for the fast kernels.
+    late: Vec<Option<Fallback>>,
+    /// Whether the step being run has sent nodes to the reference kernels.
+    on_reference: bool,
 }
 
 fn idx(id: ValueId) -> usize {
@@ -174,7 +181,7 @@ impl<'m> Session<'m> {
         // A program bound (`Ok`) runs as a step; else its nodes, on the reference
         // kernels, and the fallback is listed with its reason.
         let place_program = |p: &Program,
-                             r: std::result::Result<Ready, String>,
+                             r: std::result::Result<Ready, Refusal>,
                              steps: &mut Vec<Planned>,
                              coverage: &mut Coverage| match r {
             Ok(r) => {
@@ -184,11 +191,8 @@ impl<'m> Session<'m> {
             }
             Err(why) => {
                 coverage.reference_nodes += p.nodes.len();
-                let ops: Vec<&str> =
-                    p.nodes.iter().map(|&n| graph.nodes[n].op_type.as_deref().unwrap_or("?")).collect();
-                let names: Vec<&str> = p.nodes.iter().map(|&n| graph.nodes[n].name.as_deref().unwrap_or("")).collect();
-                coverage.fallbacks.push(format!("{} [{}]: {why}", op_list(&ops), first_names(&names)));
-                steps.push(Planned::Fallback(p.nodes.clone()));
+                let float = p.outputs.iter().any(|o| is_float(o.view.elem)) || p.body.iter().any(|i| is_float(i.ty));
+                steps.push(Planned::Fallback(p.nodes.clone(), why, float));
             }
         };
         for step in &lowered.steps {
@@ -232,7 +236,10 @@ impl<'m> Session<'m> {
                 }
                 Step::Node(n) => {
                     coverage.reference_nodes += 1;
-                    steps.push(Planned::Nodes(vec![*n]));
+                    match lowered.unfused.iter().find(|u| u.node == *n) {
+                        Some(u) => steps.push(Planned::Fallback(vec![*n], u.refusal.clone(), u.float)),
+                        None => steps.push(Planned::Nodes(vec![*n])),
+                    }
                 }
             }
         }
@@ -251,10 +258,21 @@ impl<'m> Session<'m> {
             simd: options.use_simd(),
             coverage,
             times: None,
+            late: Vec::new(),
+            on_reference: false,
         };
         session.fold_shapes(&plan);
         session.hoist_constants()?;
         session.frees = frees(model, &session.steps, &session.outputs);
+        session.late = vec![None; session.steps.len()];
+        session.coverage.fallbacks = (0..session.steps.len())
+            .filter_map(|s| match &session.steps[s] {
+                Planned::Fallback(_, why, float) => {
+                    Some(session.fallback(s, &session.steps[s], why.clone(), *float, false))
+                }
+                _ => None,
+            })
+            .collect();
         Ok(session)
     }
 
@@ -360,6 +378,50 @@ impl<'m> Session<'m> {
         &self.coverage
     }
 
+    /// Every step that ran on the reference kernels though the fast ones
+    /// were meant to run it: the fallbacks known when the session was
+    /// prepared ([`Coverage::fallbacks`]) and those the runs so far have
+    /// met (operands not what the step was prepared for, a contraction
+    /// the fast kernels do not cover), in step order.
+    pub fn fallbacks(&self) -> Vec<Fallback> {
+        let mut all = self.coverage.fallbacks.clone();
+        all.extend(self.late.iter().flatten().cloned());
+        all.sort_by_key(|f| f.step);
+        all
+    }
+
+    /// Step `s` (`step`) as a fallback for `refusal`.
+    fn fallback(&self, s: usize, step: &Planned, refusal: Refusal, float: bool, at_run_time: bool) -> Fallback {
+        let graph = self.frame.graph;
+        let nodes = step_nodes(step);
+        let ops: Vec<&str> = nodes.iter().map(|&n| graph.nodes[n].op_type.as_deref().unwrap_or("?")).collect();
+        let names: Vec<&str> = nodes.iter().map(|&n| graph.nodes[n].name.as_deref().unwrap_or("")).collect();
+        Fallback { step: s, ops: op_list(&ops), nodes: first_names(&names), refusal, float, at_run_time }
+    }
+
+    /// Why `step`, prepared for the fast kernels, went to the reference
+    /// kernels in a run: an input of a type they lack, else operands not
+    /// of the shapes it was prepared for.
+    fn late_refusal(&self, step: &Planned) -> Refusal {
+        let graph = self.frame.graph;
+        let node = step_nodes(step).first().map(|&n| &graph.nodes[n]);
+        let odd_type = node.into_iter().flat_map(|n| &n.inputs).find_map(|&v| match self.frame.values[idx(v)].as_ref() {
+            Some(Value::Tensor(t)) if !matches!(t.data, Data::F32(_) | Data::Bool(_)) => Some(t.elem().to_string()),
+            Some(v) if !matches!(v, Value::Tensor(_)) => Some("a value that is not a tensor".to_string()),
+            _ => None,
+        });
+        match odd_type {
+            Some(ty) => Refusal::new(
+                FallbackReason::OperandType,
+                format!("an operand is {ty}, which the fast kernels do not compute"),
+            ),
+            None => Refusal::new(
+                FallbackReason::ViewShape,
+                "its operands at run time are not of the shapes or layout the fast kernels were prepared for",
+            ),
+        }
+    }
+
     /// Starts timing every step of the following runs, from zero (a second
     /// call starts over: call it after the warm-up runs).
     pub fn start_profiling(&mut self) {
@@ -382,12 +444,18 @@ impl<'m> Session<'m> {
                     Planned::Contraction(..) | Planned::Fused(..) | Planned::Folded(..) => StepKind::Contraction,
                     Planned::Native(_) => StepKind::Native,
                     Planned::Nodes(_) => StepKind::Reference,
-                    Planned::Fallback(_) => StepKind::Fallback,
+                    Planned::Fallback(..) => StepKind::Fallback,
+                };
+                let (kind, reason) = match (step, &self.late[index]) {
+                    (Planned::Fallback(_, why, _), _) => (kind, Some(why.reason)),
+                    (_, Some(late)) => (StepKind::Fallback, Some(late.refusal.reason)),
+                    (Planned::Nodes(_), None) => (kind, Some(FallbackReason::Operator)),
+                    _ => (kind, None),
                 };
                 let nodes = step_nodes(step);
                 let ops: Vec<&str> = nodes.iter().map(|&n| graph.nodes[n].op_type.as_deref().unwrap_or("?")).collect();
                 let names: Vec<&str> = nodes.iter().map(|&n| graph.nodes[n].name.as_deref().unwrap_or("")).collect();
-                StepTime { index, kind, ops: op_list(&ops), nodes: first_names(&names), total }
+                StepTime { index, kind, reason, ops: op_list(&ops), nodes: first_names(&names), total }
             })
             .collect()
     }
@@ -455,18 +523,21 @@ impl<'m> Session<'m> {
         result
     }
 
-    /// Runs `steps` in order; `timed` adds each step's time to the profile
-    /// when one is kept (the hoisted steps are not timed).
-    fn run_each(&mut self, steps: &[Planned], live: &mut u64, peak: &mut u64, timed: bool) -> Result<()> {
-        let timed = timed && self.times.is_some();
+    /// Runs `steps` in order; `main` when they are the session's steps
+    /// (not the hoisted ones): each step's time is added to the profile
+    /// when one is kept, and a step prepared for the fast kernels that
+    /// goes to the reference kernels is recorded as a fallback.
+    fn run_each(&mut self, steps: &[Planned], live: &mut u64, peak: &mut u64, main: bool) -> Result<()> {
+        let timed = main && self.times.is_some();
         for (s, step) in steps.iter().enumerate() {
             let start = timed.then(Instant::now);
+            self.on_reference = false;
             let made = match step {
                 Planned::Program(r) => match self.run_program(r, s)? {
                     Some(made) => made,
                     None => self.run_nodes(&r.program.nodes, peak, *live)?,
                 },
-                Planned::Nodes(nodes) | Planned::Fallback(nodes) => self.run_nodes(nodes, peak, *live)?,
+                Planned::Nodes(nodes) | Planned::Fallback(nodes, ..) => self.run_nodes(nodes, peak, *live)?,
                 Planned::Contraction(node, op) => self.run_contraction(*node, *op, peak, *live)?,
                 Planned::Fused(node, op, r, k) => self.run_fused(*node, *op, r, *k, s, peak, *live)?,
                 Planned::Folded(node, op, r, k, f, pays) => {
@@ -476,6 +547,16 @@ impl<'m> Session<'m> {
             };
             if let (Some(start), Some(times)) = (start, self.times.as_mut()) {
                 times[s] += start.elapsed();
+            }
+            let fast = !matches!(step, Planned::Nodes(_) | Planned::Fallback(..));
+            if main && fast && self.on_reference && self.late[s].is_none() {
+                let why = self.late_refusal(step);
+                // Float work: what the step made (not yet freed) holds floats.
+                let graph = self.frame.graph;
+                let float = step_nodes(step).iter().flat_map(|&n| &graph.nodes[n].outputs).any(|&v| {
+                    matches!(&self.frame.values[idx(v)], Some(Value::Tensor(t)) if is_float(t.elem()))
+                });
+                self.late[s] = Some(self.fallback(s, step, why, float, true));
             }
             *live += made;
             *peak = (*peak).max(*live);
@@ -496,6 +577,7 @@ impl<'m> Session<'m> {
     /// Runs `nodes` on the reference kernels; the bytes they added.
     fn run_nodes(&mut self, nodes: &[NodeId], peak: &mut u64, live: u64) -> Result<u64> {
         let graph = self.frame.graph;
+        self.on_reference = true;
         let mut made = 0;
         for &n in nodes {
             let (computed, inner) = run_one(self.model, graph, &graph.nodes[n], &self.frame)?;
@@ -748,9 +830,8 @@ impl<'m> Session<'m> {
         let Some(Value::Tensor(t)) = self.frame.values[idx(x)].as_ref() else {
             return self.run_nodes(&[n], peak, live);
         };
-        let Data::F32(data) = &t.data else { return self.run_nodes(&[n], peak, live) };
         let shape = match crate::exec::relabeled_shape(self.model, graph, node, &self.frame, &t.shape) {
-            Some(Ok(shape)) if shape.iter().product::<usize>() == data.len() => shape,
+            Some(Ok(shape)) if shape.iter().product::<usize>() == t.data.len() => shape,
             _ => return self.run_nodes(&[n], peak, live),
         };
         let moves = x != y && !self.initializer[idx(x)] && self.frees.get(step).is_some_and(|f| f.contains(&x));
@@ -758,11 +839,14 @@ impl<'m> Session<'m> {
             let Some(Value::Tensor(t)) = self.frame.values[idx(x)].take() else { unreachable!("checked above") };
             let bytes = t.byte_size();
             (t.data, bytes)
-        } else {
+        } else if let Data::F32(data) = &t.data {
             let mut copy = take_from(&mut self.pool, data.len());
             copy.clear();
             copy.extend_from_slice(data);
             (Data::F32(copy), 0)
+        } else {
+            // Index and mask tensors: small, copied as they are.
+            (t.data.clone(), 0)
         };
         let value = Value::Tensor(Tensor { shape, data });
         let mut made = value.byte_size();
@@ -1008,22 +1092,35 @@ fn row_length(plan: &Plan, frame: &Frame, node: &diamond_ir::Node) -> Option<usi
     (dims.len() >= 2).then(|| usize::try_from(*dims.last()?).ok()).flatten()
 }
 
-/// Binds `p`, or `None` when the SIMD executor cannot run it.
-fn ready(model: &Model, p: &Program, value_of: &dyn Fn(&str) -> Option<i64>) -> std::result::Result<Ready, String> {
-    let graph = model.main_graph().ok_or("the model has no main graph")?;
+/// Whether `e` is a floating-point type.
+fn is_float(e: ElemType) -> bool {
+    matches!(e, ElemType::Float | ElemType::Float16 | ElemType::Bfloat16 | ElemType::Double)
+}
+
+/// Binds `p`, or says why the SIMD executor cannot run it.
+fn ready(model: &Model, p: &Program, value_of: &dyn Fn(&str) -> Option<i64>) -> std::result::Result<Ready, Refusal> {
+    let invalid = |e: String| Refusal::new(FallbackReason::InvalidProgram, e);
+    let graph = model.main_graph().ok_or_else(|| invalid("the model has no main graph".into()))?;
     let simd_type = |e: ElemType| matches!(e, ElemType::Float | ElemType::Bool);
-    verify(p).map_err(|e| format!("the program does not verify: {e}"))?;
-    if !p.body.iter().all(|i| simd_type(i.ty))
-        || !p.operands.iter().all(|o| simd_type(o.elem))
-        || !p.outputs.iter().all(|o| simd_type(o.view.elem))
-    {
-        return Err("it computes types other than float and bool".into());
+    verify(p).map_err(|e| invalid(format!("the program does not verify: {e}")))?;
+    let odd = p
+        .body
+        .iter()
+        .map(|i| i.ty)
+        .chain(p.operands.iter().map(|o| o.elem))
+        .chain(p.outputs.iter().map(|o| o.view.elem))
+        .find(|&e| !simd_type(e));
+    if let Some(e) = odd {
+        return Err(Refusal::new(
+            FallbackReason::OperandType,
+            format!("it computes {e}, and the fused kernels compute float and bool only"),
+        ));
     }
-    let bound = bind(p, value_of).map_err(|e| format!("it does not bind: {e}"))?;
+    let bound = bind(p, value_of).map_err(of_bind_error)?;
     if bound.empty && !p.reduce.is_empty() {
-        return Err("it reduces over an empty space".into());
+        return Err(Refusal::new(FallbackReason::ViewShape, "it reduces over an empty space"));
     }
-    let named = |v: &str| graph.value_named(v).ok_or_else(|| format!("'{v}' is not a value of the graph"));
+    let named = |v: &str| graph.value_named(v).ok_or_else(|| invalid(format!("'{v}' is not a value of the graph")));
     let operands = p.operands.iter().map(|o| named(&o.value)).collect::<std::result::Result<Vec<_>, _>>()?;
     let outputs = p.outputs.iter().map(|o| named(&o.view.value)).collect::<std::result::Result<Vec<_>, _>>()?;
     let schedule = if p.reduce.is_empty() {
@@ -1040,7 +1137,7 @@ fn ready(model: &Model, p: &Program, value_of: &dyn Fn(&str) -> Option<i64>) -> 
 fn step_nodes(s: &Planned) -> Vec<NodeId> {
     match s {
         Planned::Program(r) => r.program.nodes.clone(),
-        Planned::Nodes(n) | Planned::Fallback(n) => n.clone(),
+        Planned::Nodes(n) | Planned::Fallback(n, ..) => n.clone(),
         Planned::Contraction(n, _) | Planned::Native(n) => vec![*n],
         Planned::Fused(n, _, r, _) | Planned::Folded(n, _, r, ..) => {
             std::iter::once(*n).chain(r.program.nodes.iter().copied()).collect()
