@@ -59,14 +59,21 @@ impl Backend {
 /// `diamond optimize` — as onnxruntime and tract optimize a model they load —
 /// unless `optimize` is false or the optimizer refuses the model (it then
 /// runs as it is). The passes keep the graph's inputs and outputs, and each
-/// is held to the reference executor by the optimizer's tests.
+/// is held to the reference executor by the optimizer's tests. A float16
+/// or bfloat16 model is first rewritten to compute in `f32`, converting at
+/// its inputs and outputs ([`diamond_optimize::widen::compute_in_f32`]): the
+/// SIMD kernels are `f32` kernels.
 pub fn simd_model(model: &Model, optimize: bool) -> Cow<'_, Model> {
+    let model = match diamond_optimize::widen::compute_in_f32(model) {
+        Some(wide) => Cow::Owned(wide),
+        None => Cow::Borrowed(model),
+    };
     if !optimize {
-        return Cow::Borrowed(model);
+        return model;
     }
-    match diamond_optimize::optimize(model, &diamond_optimize::Options::default()) {
+    match diamond_optimize::optimize(&model, &diamond_optimize::Options::default()) {
         Ok(outcome) => Cow::Owned(outcome.model),
-        Err(_) => Cow::Borrowed(model),
+        Err(_) => model,
     }
 }
 

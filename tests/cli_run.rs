@@ -5,7 +5,9 @@
 //! and unreadable files; the peak of live bytes is reported beside the
 //! plan's prediction; sequence inputs come from directories or
 //! SequenceProtos; bfloat16 and float8 outputs are written as float32; a
-//! light model agrees with tract on the same input.
+//! light model agrees with tract on the same input; float16 and bfloat16
+//! models run on the simd backend (in f32, converted at the edges) with no
+//! float fallback, to onnxruntime's outputs.
 
 mod common;
 
@@ -612,4 +614,44 @@ fn open_input_axes_bind_one_size_each() {
         let want = serde_json::json!({ "x.0": dims[0], "x.2": dims[2], "x.3": dims[3] });
         assert_eq!(bound, [want.clone(), want]);
     }
+}
+
+/// `fixtures/synthetic/NAME`.
+fn synthetic(name: &str) -> String {
+    format!("{}/fixtures/synthetic/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn half_precision_models_run_on_the_fast_kernels_to_onnxruntimes_outputs() {
+    // float16: the simd backend (f32 inside, converted at the edges) against onnxruntime's stored outputs
+    for stem in ["half_resnet18.f16", "half_vit.f16"] {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..2 {
+            let stored = synthetic(&format!("{stem}.output_{i}.npy"));
+            if Path::new(&stored).exists() {
+                std::fs::copy(&stored, dir.path().join(format!("output_{i}.npy"))).unwrap();
+            }
+        }
+        let model = synthetic(&format!("{stem}.onnx"));
+        let input = format!("pixel_values={}", synthetic(&format!("{stem}.input_0.npy")));
+        let compare = dir.path().to_str().unwrap();
+        let out = diamond(&["run", &model, "--input", &input, "--compare", compare, "--rtol", "1e-2", "--atol", "1e-3"]);
+        assert!(out.status.success(), "{stem}: {}{}", stdout(&out), stderr(&out));
+        assert!(stdout(&out).contains("float16[2,"), "{stem}: the outputs keep their type: {}", stdout(&out));
+        let json = diamond(&["run", &model, "--input", &input, "--json"]);
+        let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+        let float_fallbacks: Vec<&serde_json::Value> =
+            doc["fallbacks"].as_array().unwrap().iter().filter(|f| f["float"] == true).collect();
+        assert!(float_fallbacks.is_empty(), "{stem}: {float_fallbacks:?}");
+    }
+    // bfloat16 (onnxruntime's CPU provider runs few bfloat16 operators): against the reference executor
+    let dir = tempfile::tempdir().unwrap();
+    let model = synthetic("half_vit.bf16.onnx");
+    let out_dir = dir.path().to_str().unwrap();
+    let reference = diamond(&["run", &model, "--backend", "reference", "--random", "--seed", "3", "-o", out_dir]);
+    assert!(reference.status.success(), "{}", stderr(&reference));
+    let simd =
+        diamond(&["run", &model, "--random", "--seed", "3", "--compare", out_dir, "--rtol", "0.05", "--atol", "0.02"]);
+    assert!(simd.status.success(), "{}{}", stdout(&simd), stderr(&simd));
+    assert!(stdout(&simd).contains("bfloat16[1,17,32]"), "{}", stdout(&simd));
 }

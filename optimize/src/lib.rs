@@ -20,6 +20,7 @@ pub mod rewrite;
 pub mod text;
 pub mod uniform;
 pub mod verify;
+pub mod widen;
 
 pub use analysis::Analysis;
 pub use passes::{pass_named, Pass, PASS_NAMES};

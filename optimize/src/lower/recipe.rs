@@ -242,7 +242,8 @@ pub(super) fn recipe(model: &Model, a: &Analysis, n: &Node) -> Option<(Recipe, V
             Some((Recipe::Fold(op, n.op_type() == "Mean"), (0..n.inputs.len()).collect()))
         }
         "Where" => Some((Recipe::Select, vec![0, 1, 2])),
-        "Cast" => Some((Recipe::Cast, vec![0])),
+        // from float or bool only: the session's own kernels convert the other types
+        "Cast" if present(0).is_some_and(|v| fits(dtype(v))) => Some((Recipe::Cast, vec![0])),
         "ReduceSum" | "ReduceMean" | "ReduceMax" | "ReduceMin" | "ReduceProd" | "ReduceSumSquare" | "ReduceL1"
         | "ReduceL2" | "ReduceLogSum" | "ReduceLogSumExp" => {
             let op = n.op_type();

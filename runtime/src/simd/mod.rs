@@ -20,6 +20,7 @@
 
 pub mod activation;
 pub mod bind;
+pub mod cast;
 pub mod chain;
 pub mod chain_vector;
 mod channel_vector;

@@ -21,7 +21,7 @@
 use super::contraction::{floats, int_attr, overwritten, sized, Take};
 use super::epilogue::Epilogue;
 use super::gemm::{sgemm, MatRef};
-use super::{concat, norm, pool, relayout};
+use super::{cast, concat, norm, pool, relayout};
 use crate::ops::resize::axis_taps;
 use crate::tensor::{Data, Tensor};
 use diamond_ir::{AttrValue, Node};
@@ -43,6 +43,7 @@ pub(crate) fn covers(node: &Node) -> bool {
         )
     ) && node.domain.as_deref().unwrap_or("").is_empty()
         || relayout::relabels(node)
+        || cast::covers(node)
 }
 
 /// Computes `node` on `inputs` (`None` where omitted) into a tensor whose
@@ -57,6 +58,7 @@ pub(crate) fn compute(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -
         "AveragePool" => pool::pool(node, inputs, take, false),
         "Concat" => concat::concat(node, inputs, take),
         "Transpose" => relayout::transpose(node, inputs, take),
+        "Cast" => cast::cast(node, inputs, take),
         _ => None,
     }
 }
