@@ -150,7 +150,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             optimized = crate::run::simd_model(&model, args.optimize);
             lowered = diamond_optimize::lower::lower(&optimized)
                 .ok_or_else(|| bad(format!("{}: the model has no graph", path.display())))?;
-            let options = diamond_runtime::simd::Options::from_env();
+            let options = crate::run::simd_options(args.optimize);
             Prepared::Simd(Box::new(Session::new(&optimized, &lowered, &shapes, &options).map_err(refused)?))
         }
     };

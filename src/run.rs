@@ -77,6 +77,19 @@ pub fn simd_model(model: &Model, optimize: bool) -> Cow<'_, Model> {
     }
 }
 
+/// The simd backend's options: from the environment (`DIAMOND_SIMD=off`),
+/// with `If` branches prepared as the main graph is — widened to `f32`,
+/// optimized when `optimize`, lowered.
+pub fn simd_options(optimize: bool) -> diamond_runtime::simd::Options {
+    let mut options = diamond_runtime::simd::Options::from_env();
+    options.prepare_body = Some(std::sync::Arc::new(move |body: &Model| {
+        let prepared = simd_model(body, optimize).into_owned();
+        let lowered = diamond_optimize::lower::lower(&prepared)?;
+        Some((prepared, lowered))
+    }));
+    options
+}
+
 /// The options of `diamond run`.
 pub struct Args {
     /// The executor.
@@ -146,7 +159,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             let model = simd_model(&model, args.optimize);
             let lowered = diamond_optimize::lower::lower(&model)
                 .ok_or_else(|| bad(format!("{}: the model has no graph", path.display())))?;
-            let options = diamond_runtime::simd::Options::from_env();
+            let options = simd_options(args.optimize);
             let mut session =
                 diamond_runtime::simd::Session::new(&model, &lowered, &shapes, &options).map_err(refused)?;
             session.start_profiling();

@@ -268,7 +268,7 @@ fn sessions_run_inside_a_pool_of_threads_agree_and_return() {
         let want = run_reference(&model, &inputs).expect("the reference runs the fixture");
         for threads in [2, 3] {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a pool");
-            let options = diamond_runtime::simd::Options { simd: true };
+            let options = diamond_runtime::simd::Options { simd: true, ..Default::default() };
             let got = pool
                 .install(|| run_simd_counted(&model, &inputs, &options, true))
                 .unwrap_or_else(|e| panic!("{name} on {threads} threads: {e}"));

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 /// Both portable and AVX2 code paths (the latter only where the processor has it).
 pub fn modes() -> [Options; 2] {
-    [Options { simd: true }, Options { simd: false }]
+    [Options { simd: true, ..Options::default() }, Options { simd: false, ..Options::default() }]
 }
 
 /// The model's outputs on the SIMD backend.

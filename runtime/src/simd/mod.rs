@@ -20,6 +20,7 @@
 
 pub mod activation;
 pub mod bind;
+pub mod branch;
 pub mod cast;
 pub mod chain;
 pub mod chain_vector;
@@ -64,16 +65,29 @@ pub use profile::{StepKind, StepTime};
 pub use session::{Coverage, Session, SessionRun};
 
 /// How the backend runs.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Options {
     /// Use the AVX2+FMA code paths when the processor has them (`false`:
     /// the portable ones, as on a machine without AVX2).
     pub simd: bool,
+    /// Optimizes and lowers an `If` branch made a model of its own, so that
+    /// the branch runs prepared ([`branch`]); `None`: branches run on the
+    /// reference executor.
+    pub prepare_body: Option<branch::PrepareBody>,
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("simd", &self.simd)
+            .field("prepare_body", &self.prepare_body.as_ref().map(|_| "set"))
+            .finish()
+    }
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { simd: true }
+        Options { simd: true, prepare_body: None }
     }
 }
 
@@ -82,7 +96,7 @@ impl Options {
     /// portable code paths.
     pub fn from_env() -> Options {
         let off = std::env::var("DIAMOND_SIMD").is_ok_and(|v| v.eq_ignore_ascii_case("off") || v == "0");
-        Options { simd: !off }
+        Options { simd: !off, prepare_body: None }
     }
 
     /// Whether the AVX2+FMA paths will run.

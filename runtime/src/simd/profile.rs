@@ -23,6 +23,8 @@ pub enum StepKind {
     Reference,
     /// A kernel program that could not be bound, its nodes on the reference kernels.
     Fallback,
+    /// An `If` whose branch ran prepared, as a session of its own.
+    Branch,
 }
 
 impl StepKind {
@@ -35,6 +37,7 @@ impl StepKind {
             StepKind::Native => "simd kernel",
             StepKind::Reference => "reference",
             StepKind::Fallback => "fallback",
+            StepKind::Branch => "simd branch",
         }
     }
 }

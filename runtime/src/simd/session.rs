@@ -13,6 +13,7 @@
 //! values) is measured as the reference executor measures it.
 
 use super::bind::{bind, Bound};
+use super::branch::PreparedBranch;
 use super::conv::Prepared;
 use super::epilogue::{Bias, Epilogue};
 use super::fold::{fold, Fold};
@@ -83,6 +84,8 @@ pub(crate) enum Planned {
     /// A node no program expresses, on the session's own kernels
     /// ([`native`]; the reference kernels when they do not cover it).
     Native(NodeId),
+    /// An `If` whose branches run prepared ([`branch`]).
+    Branch(NodeId),
 }
 
 /// What one run produced.
@@ -142,6 +145,12 @@ pub struct Session<'m> {
     late: Vec<Option<Fallback>>,
     /// Whether the step being run has sent nodes to the reference kernels.
     on_reference: bool,
+    /// The options, for the sessions of `If` branches.
+    options: Options,
+    /// By `If` node and branch taken, the branch prepared (or why it could not be).
+    branches: HashMap<(NodeId, bool), std::result::Result<PreparedBranch, Refusal>>,
+    /// Why the step being run sent a branch to the reference kernels.
+    branch_refusal: Option<Refusal>,
 }
 
 fn idx(id: ValueId) -> usize {
@@ -230,6 +239,9 @@ impl<'m> Session<'m> {
                         }
                     }
                 }
+                Step::Node(n) if options.prepare_body.is_some() && is_if(&graph.nodes[*n]) => {
+                    steps.push(Planned::Branch(*n));
+                }
                 Step::Node(n) if native::covers(&graph.nodes[*n]) => {
                     coverage.native_nodes += 1;
                     steps.push(Planned::Native(*n));
@@ -260,6 +272,9 @@ impl<'m> Session<'m> {
             times: None,
             late: Vec::new(),
             on_reference: false,
+            options: options.clone(),
+            branches: HashMap::new(),
+            branch_refusal: None,
         };
         session.fold_shapes(&plan);
         session.hoist_constants()?;
@@ -386,8 +401,113 @@ impl<'m> Session<'m> {
     pub fn fallbacks(&self) -> Vec<Fallback> {
         let mut all = self.coverage.fallbacks.clone();
         all.extend(self.late.iter().flatten().cloned());
+        // inside prepared branches: under the If's step, the branch named
+        let graph = self.frame.graph;
+        for (&(n, taken), prepared) in &self.branches {
+            let Ok(b) = prepared else { continue };
+            let step = self.steps.iter().position(|s| matches!(s, Planned::Branch(m) if *m == n)).unwrap_or(0);
+            let side = if taken { "then" } else { "else" };
+            for mut f in b.session.fallbacks() {
+                f.step = step;
+                f.ops = format!("If '{}' {side}: {}", graph.nodes[n].name.as_deref().unwrap_or(""), f.ops);
+                all.push(f);
+            }
+        }
         all.sort_by_key(|f| f.step);
         all
+    }
+
+    /// Runs `If` node `n` with its branch prepared ([`PreparedBranch`]),
+    /// prepared again when the shapes of the outer values it reads change;
+    /// the bytes it added. A branch that cannot be prepared runs on the
+    /// reference executor, and why is kept for the fallback report.
+    fn run_branch(&mut self, n: NodeId, peak: &mut u64, live: u64) -> Result<u64> {
+        let graph = self.frame.graph;
+        let node = &graph.nodes[n];
+        let cond = match node.inputs.first().and_then(|&c| self.frame.values[idx(c)].as_ref()) {
+            Some(Value::Tensor(t)) if t.data.len() == 1 => t.to_f64s().and_then(|v| v.first().copied()),
+            _ => None,
+        };
+        let branch = cond.map(|c| c != 0.0).and_then(|taken| {
+            let name = if taken { "then_branch" } else { "else_branch" };
+            Some((taken, node.attribute(name)?.g?))
+        });
+        // a condition that is not one number, or a branch missing: the reference executor says what is wrong
+        let Some((taken, gid)) = branch else { return self.run_nodes(&[n], peak, live) };
+        let value_fed = |name: &str| -> Option<Fed> {
+            graph.value_named(name).and_then(|id| self.frame.values[idx(id)].as_ref()).map(Fed::of)
+        };
+        let fresh = match self.branches.get(&(n, taken)) {
+            Some(Ok(b)) => !b.fed.iter().all(|(name, f)| value_fed(name).as_ref() == Some(f)),
+            Some(Err(_)) => false,
+            None => true,
+        };
+        if fresh {
+            let prepared = self.prepare_branch(gid);
+            self.branches.insert((n, taken), prepared);
+        }
+        let inputs: Option<Vec<(String, Value)>> = match self.branches.get(&(n, taken)) {
+            Some(Ok(b)) => b
+                .fed
+                .iter()
+                .map(|(name, _)| {
+                    let id = graph.value_named(name)?;
+                    Some((name.clone(), self.frame.values[idx(id)].clone()?))
+                })
+                .collect(),
+            Some(Err(why)) => {
+                self.branch_refusal = Some(why.clone());
+                None
+            }
+            None => None,
+        };
+        let Some(inputs) = inputs else { return self.run_nodes(&[n], peak, live) };
+        let Some(Ok(b)) = self.branches.get_mut(&(n, taken)) else { unreachable!("prepared above") };
+        let run = b.session.run(inputs)?;
+        if run.outputs.len() != node.outputs.len() {
+            return Err(RunError::InvalidModel(format!(
+                "If '{}': the branch gives {} outputs, the node has {}",
+                node.name.as_deref().unwrap_or(""),
+                run.outputs.len(),
+                node.outputs.len()
+            )));
+        }
+        *peak = (*peak).max(live + run.peak_bytes);
+        let mut made = 0;
+        for (&o, (_, value)) in node.outputs.iter().zip(run.outputs) {
+            made += value.byte_size();
+            if let Some(old) = self.frame.values[idx(o)].replace(value) {
+                made -= old.byte_size();
+            }
+        }
+        Ok(made)
+    }
+
+    /// Prepares branch `gid` for the outer values it reads as they are now:
+    /// initializers no fed input overrides are copied in as its own, the
+    /// rest fed each run.
+    fn prepare_branch(&self, gid: diamond_ir::GraphId) -> std::result::Result<PreparedBranch, Refusal> {
+        let graph = self.frame.graph;
+        let Some(prepare) = self.options.prepare_body.as_ref() else {
+            return Err(Refusal::new(FallbackReason::Operator, "no way to prepare branches was given"));
+        };
+        let mut free: Vec<String> = crate::schedule::free_names(self.model, gid).into_iter().collect();
+        free.sort();
+        let (mut dynamic, mut constants) = (Vec::new(), Vec::new());
+        for name in free {
+            let missing = || Refusal::new(FallbackReason::Operator, format!("the branch reads '{name}', which is not there"));
+            let id = graph.value_named(&name).ok_or_else(missing)?;
+            let overridden = self.fed.iter().any(|(n, _)| *n == name);
+            let stored = graph.initializers.iter().find(|t| t.name.as_deref() == Some(name.as_str()));
+            match stored {
+                Some(t) if self.initializer[idx(id)] && !overridden => constants.push(t.clone()),
+                _ => {
+                    let value = self.frame.values[idx(id)].as_ref().ok_or_else(missing)?;
+                    dynamic.push((name, value));
+                }
+            }
+        }
+        PreparedBranch::new(self.model, gid, &dynamic, constants, prepare, &self.options)
     }
 
     /// Step `s` (`step`) as a fallback for `refusal`.
@@ -443,6 +563,7 @@ impl<'m> Session<'m> {
                     Planned::Program(_) => StepKind::Reduction,
                     Planned::Contraction(..) | Planned::Fused(..) | Planned::Folded(..) => StepKind::Contraction,
                     Planned::Native(_) => StepKind::Native,
+                    Planned::Branch(_) => StepKind::Branch,
                     Planned::Nodes(_) => StepKind::Reference,
                     Planned::Fallback(..) => StepKind::Fallback,
                 };
@@ -544,13 +665,15 @@ impl<'m> Session<'m> {
                     self.run_folded(*node, *op, (r, *k), (*f, *pays), s, peak, *live)?
                 }
                 Planned::Native(node) => self.run_native(*node, s, peak, *live)?,
+                Planned::Branch(node) => self.run_branch(*node, peak, *live)?,
             };
             if let (Some(start), Some(times)) = (start, self.times.as_mut()) {
                 times[s] += start.elapsed();
             }
             let fast = !matches!(step, Planned::Nodes(_) | Planned::Fallback(..));
+            let branch_refusal = self.branch_refusal.take();
             if main && fast && self.on_reference && self.late[s].is_none() {
-                let why = self.late_refusal(step);
+                let why = branch_refusal.unwrap_or_else(|| self.late_refusal(step));
                 // Float work: what the step made (not yet freed) holds floats.
                 let graph = self.frame.graph;
                 let float = step_nodes(step).iter().flat_map(|&n| &graph.nodes[n].outputs).any(|&v| {
@@ -1092,6 +1215,11 @@ fn row_length(plan: &Plan, frame: &Frame, node: &diamond_ir::Node) -> Option<usi
     (dims.len() >= 2).then(|| usize::try_from(*dims.last()?).ok()).flatten()
 }
 
+/// Whether `node` is an ONNX `If`.
+fn is_if(node: &diamond_ir::Node) -> bool {
+    node.op_type.as_deref() == Some("If") && node.domain.as_deref().is_none_or(|d| d.is_empty() || d == "ai.onnx")
+}
+
 /// Whether `e` is a floating-point type.
 fn is_float(e: ElemType) -> bool {
     matches!(e, ElemType::Float | ElemType::Float16 | ElemType::Bfloat16 | ElemType::Double)
@@ -1138,7 +1266,7 @@ fn step_nodes(s: &Planned) -> Vec<NodeId> {
     match s {
         Planned::Program(r) => r.program.nodes.clone(),
         Planned::Nodes(n) | Planned::Fallback(n, ..) => n.clone(),
-        Planned::Contraction(n, _) | Planned::Native(n) => vec![*n],
+        Planned::Contraction(n, _) | Planned::Native(n) | Planned::Branch(n) => vec![*n],
         Planned::Fused(n, _, r, _) | Planned::Folded(n, _, r, ..) => {
             std::iter::once(*n).chain(r.program.nodes.iter().copied()).collect()
         }
