@@ -213,8 +213,8 @@ mod tests {
         assert!(text.contains("5 steps, 40.000 ms a run"), "{text}");
         assert!(text.contains("#4 reference Gather  [n4]"), "{text}");
         assert_eq!(p.json()["steps"][0]["ops"], "Conv");
-        assert!((p.reference_share() - 0.5).abs() < 1e-9);
-        assert!(text.contains("on the reference kernels: 50.0% of the time (operator 50.0% in 3 steps)"), "{text}");
+        assert!((p.reference_share() - 0.375).abs() < 1e-9);
+        assert!(text.contains("on the reference kernels: 37.5% of the time (operator 37.5% in 3 steps)"), "{text}");
     }
 
     #[test]

@@ -113,8 +113,20 @@ pub(super) fn refusal(model: &Model, a: &Analysis, n: &Node) -> Option<(Refusal,
     let float = types.iter().any(|t| {
         matches!(t, Some(ElemType::Float | ElemType::Float16 | ElemType::Bfloat16 | ElemType::Double))
     });
-    let odd = types.iter().find(|t| !matches!(t, Some(ElemType::Float | ElemType::Bool)));
-    let refusal = if let Some(t) = odd {
+    let fits = |t: &Option<ElemType>| matches!(t, Some(ElemType::Float | ElemType::Bool));
+    let odd = types.iter().find(|t| !fits(t));
+    let odd_input = n
+        .inputs
+        .iter()
+        .filter(|&&v| !graph.value_name(v).is_empty())
+        .map(|&v| a.dtype(model, v))
+        .find(|t| t.is_some() && !fits(t));
+    let refusal = if let Some(t) = odd_input.filter(|_| odd.is_none() && n.op_type() != "Cast") {
+        Refusal::new(
+            FallbackReason::OperandType,
+            format!("it reads {}, and the fused kernels read float and bool only", t.map_or("?".into(), |t| t.to_string())),
+        )
+    } else if let Some(t) = odd {
         let ty = t.map_or_else(|| "a type the check could not infer".to_string(), |t| t.to_string());
         Refusal::new(
             FallbackReason::OperandType,
