@@ -237,3 +237,11 @@ fn open_input_axes_are_named_by_input_and_axis() {
         assert!(y[2].as_str().unwrap().contains("x.2") && y[3].as_str().unwrap().contains("x.3"), "{file}: {y:?}");
     }
 }
+
+#[test]
+fn an_einsum_result_broadcasts_from_the_right_like_any_closed_shape() {
+    let (v, code) = json(&[&fixture("einsum_broadcast.clean.onnx"), "--json"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["diagnostics"], serde_json::json!([]), "{v}");
+    assert_eq!(v["values"]["y"]["shape"], serde_json::json!([1, 64, 2, 49, 49]), "{v}");
+}

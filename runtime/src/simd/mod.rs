@@ -33,6 +33,7 @@ pub mod depthwise;
 mod depthwise_lanes;
 pub mod direct;
 mod direct_store;
+pub mod einsum;
 pub mod elementwise;
 pub mod epilogue;
 pub mod fallback;

@@ -21,7 +21,7 @@
 use super::contraction::{floats, int_attr, overwritten, sized, Take};
 use super::epilogue::Epilogue;
 use super::gemm::{sgemm, MatRef};
-use super::{cast, concat, norm, pool, relayout};
+use super::{cast, concat, einsum, norm, pool, relayout};
 use crate::ops::resize::axis_taps;
 use crate::tensor::{Data, Tensor};
 use diamond_ir::{AttrValue, Node};
@@ -40,6 +40,7 @@ pub(crate) fn covers(node: &Node) -> bool {
                 | "AveragePool"
                 | "Concat"
                 | "Transpose"
+                | "Einsum"
         )
     ) && node.domain.as_deref().unwrap_or("").is_empty()
         || relayout::relabels(node)
@@ -59,6 +60,7 @@ pub(crate) fn compute(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -
         "Concat" => concat::concat(node, inputs, take),
         "Transpose" => relayout::transpose(node, inputs, take),
         "Cast" => cast::cast(node, inputs, take),
+        "Einsum" => einsum::einsum(node, inputs, take),
         _ => None,
     }
 }

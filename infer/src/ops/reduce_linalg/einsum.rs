@@ -166,6 +166,11 @@ fn output_row(ctx: &mut OpCtx, eq: &Equation, all_dims: &[Vec<DimTerm>]) -> Resu
     before.extend(ellipsis.leading);
     let mut trailing = ellipsis.trailing;
     trailing.extend(after);
+    if ellipsis.var.is_none() {
+        // a closed row holds its dims as trailing ones, which broadcasting aligns from the right
+        before.extend(trailing);
+        return Ok(RowTerm::closed(before));
+    }
     Ok(RowTerm { leading: before, var: ellipsis.var, trailing })
 }
 
