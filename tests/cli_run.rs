@@ -560,7 +560,14 @@ fn lower_emits_kernel_programs_and_run_picks_the_backend() {
     let out = diamond(&["lower", m, "--emit", "kernels"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
-    assert!(text.contains("(LayerNormalization '/inner/model/embeddings/LayerNorm/LayerNormalization')"), "{text}");
+    // the embeddings' sums fuse with their LayerNormalization, though the position
+    // embeddings' length is spelt min(max positions, seq) and the space's seq
+    assert!(
+        text.contains(
+            "(Add '/inner/model/embeddings/Add', Add '/inner/model/embeddings/Add_1', LayerNormalization '/inner/model/embeddings/LayerNorm/LayerNormalization')"
+        ),
+        "{text}"
+    );
     assert!(text.contains("space [d0=batch, d1=seq, d2=32] reduce [d2]"), "{text}");
     assert!(text.contains("contraction MatMul"), "{text}");
     let dir = tempfile::tempdir().unwrap();
@@ -676,5 +683,41 @@ fn if_branches_run_prepared_on_the_simd_backend_and_agree_with_the_reference() {
         assert!(bench.status.success(), "{branch}: {}", stderr(&bench));
         let doc: serde_json::Value = serde_json::from_slice(&bench.stdout).unwrap();
         assert_eq!(doc["profile_ms"]["steps"][0]["kind"], "simd branch", "{branch}: {doc}");
+    }
+}
+
+/// Every model of the benchmark zoo's committed sample
+/// (`fixtures/bench/zoo/sample/`: an If-graph VAD, a paddle2onnx OCR
+/// classifier, a scikit-learn ensemble, a float16 CNN, a small BERT) runs on
+/// the simd backend to onnxruntime's stored outputs, with the tolerance of
+/// its type, and no float step falls back to the reference kernels.
+#[test]
+fn the_zoo_sample_runs_on_the_simd_backend_to_onnxruntimes_outputs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/bench/zoo/sample");
+    let index: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("index.json")).unwrap()).unwrap();
+    let models = index["models"].as_array().expect("a list of models");
+    assert!(models.len() >= 5, "{index}");
+    for m in models {
+        let path = root.join(m["path"].as_str().unwrap());
+        let stem = path.to_str().unwrap().trim_end_matches(".onnx").to_string();
+        let dir = tempfile::tempdir().unwrap();
+        let mut args: Vec<String> = vec!["run".into(), path.to_str().unwrap().into()];
+        for (i, input) in m["inputs"].as_array().unwrap().iter().enumerate() {
+            args.push("--input".into());
+            args.push(format!("{}={stem}.input_{i}.npy", input["name"].as_str().unwrap()));
+        }
+        for i in 0..m["outputs"].as_array().unwrap().len() {
+            std::fs::copy(format!("{stem}.output_{i}.npy"), dir.path().join(format!("output_{i}.npy"))).unwrap();
+        }
+        let (rtol, atol) = if m["dtype"] == "float16" { ("1e-2", "1e-3") } else { ("1e-3", "1e-5") };
+        args.extend(["--compare".into(), dir.path().to_str().unwrap().into(), "--rtol".into(), rtol.into()]);
+        args.extend(["--atol".into(), atol.into(), "--json".into()]);
+        let out = diamond(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(out.status.success(), "{}: {}{}", m["name"], stdout(&out), stderr(&out));
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let float: Vec<&serde_json::Value> =
+            doc["fallbacks"].as_array().unwrap().iter().filter(|f| f["float"] == true).collect();
+        assert!(float.is_empty(), "{}: {float:?}", m["name"]);
     }
 }

@@ -300,6 +300,7 @@ impl Group {
             return None;
         }
         let mut view = Vec::with_capacity(m);
+        let mut dims: Vec<Extent> = shape.iter().map(extent).collect();
         for (j, d) in shape.iter().enumerate() {
             if *d == DimReport::Known(1) {
                 view.push(ViewDim::fixed());
@@ -307,15 +308,18 @@ impl Group {
             }
             match frame[j + k - m] {
                 Some(a) if self.space[a] == *d => view.push(ViewDim::follow(a)),
+                // Two spellings of a size the check takes as equal under an assumption
+                // (`min(128, sequence)` against `sequence`): the view is declared at the
+                // space's extent, and a run whose operand is not that long (the
+                // assumption broken) finds its length differ and runs the nodes instead.
+                Some(a) if assumed_equal(&self.space[a], d) => {
+                    dims[j] = extent(&self.space[a]);
+                    view.push(ViewDim::follow(a));
+                }
                 _ => return None,
             }
         }
-        let mut op = View {
-            value: cx.graph.value_name(v).to_string(),
-            elem: ty,
-            dims: shape.iter().map(extent).collect(),
-            view,
-        };
+        let mut op = View { value: cx.graph.value_name(v).to_string(), elem: ty, dims, view };
         // Fold the movement nodes only this group reads.
         let (mut value, mut reader) = (v, reader);
         let mut shape_now = shape;
@@ -370,6 +374,18 @@ impl Group {
         self.loads.insert(k, i);
         Some(i)
     }
+}
+
+/// Whether an operand dim `d` may follow a space axis of extent `axis`
+/// though the two are spelt differently: both are sizes the check knows
+/// (a symbol or expression, or a number against one), not two different
+/// numbers, and neither is unknown. Bound programs check each operand's
+/// length when they run, so a pair that turns out unequal falls back.
+fn assumed_equal(axis: &DimReport, d: &DimReport) -> bool {
+    matches!(
+        (axis, d),
+        (DimReport::Symbolic(_), DimReport::Symbolic(_) | DimReport::Known(_)) | (DimReport::Known(_), DimReport::Symbolic(_))
+    )
 }
 
 /// Per axis of a Slice's input, the first index it reads and its step
