@@ -26,7 +26,7 @@
 
 use super::epilogue::Epilogue;
 use super::gemm::{sgemm_on, MatRef};
-use super::{channel_vector, depthwise, depthwise_lanes, direct, im2col, small_plane, winograd};
+use super::{channel_vector, dead_taps, depthwise, depthwise_lanes, direct, im2col, small_plane, winograd};
 use rayon::prelude::*;
 
 /// The sizes and attributes of one 2-D convolution.
@@ -133,6 +133,8 @@ pub enum Prepared {
     DepthwiseLanes(depthwise_lanes::Taps),
     /// [`direct::Packed`].
     Direct(direct::Packed),
+    /// [`dead_taps::Trimmed`]: the weight cut to the taps that read the input.
+    Trimmed(dead_taps::Trimmed),
 }
 
 impl Prepared {
@@ -144,6 +146,7 @@ impl Prepared {
             Prepared::ChannelVector(w) => w.byte_size(),
             Prepared::DepthwiseLanes(t) => t.byte_size(),
             Prepared::Direct(w) => w.byte_size(),
+            Prepared::Trimmed(t) => t.byte_size(),
         }
     }
 }
@@ -167,6 +170,16 @@ pub fn conv2d_keeping(
     }
     let mut own = None;
     let slot = kept.unwrap_or(&mut own);
+    if let Some((q, first)) = dead_taps::trim(p) {
+        if !matches!(slot, Some(Prepared::Trimmed(t)) if t.conv == q) {
+            *slot = Some(Prepared::Trimmed(dead_taps::Trimmed::new(weight, p, q, first)));
+        }
+        let Some(Prepared::Trimmed(t)) = slot else { unreachable!("filled above") };
+        let mut inner = t.inner.take().map(|b| *b);
+        conv2d_keeping(input, &t.weight, &q, out, ep, Some(&mut inner));
+        t.inner = inner.map(Box::new);
+        return;
+    }
     if p.is_depthwise() {
         let out = &mut out[..p.n * p.c_out * plane];
         if depthwise_lanes::suits(p) {

@@ -29,6 +29,7 @@ pub mod concat;
 pub mod contraction;
 pub mod conv;
 pub mod cpu;
+pub mod dead_taps;
 pub mod depthwise;
 mod depthwise_lanes;
 pub mod direct;
