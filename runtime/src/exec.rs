@@ -16,7 +16,7 @@ use crate::plan::{Fed, Plan};
 use crate::schedule::Schedule;
 use crate::tensor::{Tensor, Value};
 use diamond_ir::{Attribute, Graph, GraphId, Model, Node, ValueId};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// Options of a run.
 #[derive(Clone, Debug, Default)]
@@ -124,7 +124,14 @@ pub struct Frame<'a> {
     /// Inside a model-local function: the calling node's attributes and the
     /// function's defaults, which attribute references resolve to.
     pub call_attrs: Option<CallAttrs<'a>>,
+    /// What kernels derived from a node's attributes (a tree ensemble's
+    /// node arrays), by the node's address in the graph this frame borrows:
+    /// a frame that lives across runs (a SIMD session's) derives it once.
+    pub(crate) prepared: Prepared,
 }
+
+/// Kernels' state derived from attributes, by node address ([`Frame::prepared`]).
+pub(crate) type Prepared = std::sync::Mutex<HashMap<usize, std::sync::Arc<dyn std::any::Any + Send + Sync>>>;
 
 /// The attributes a function body's references resolve to: the call's, then
 /// the function's defaults.
@@ -146,7 +153,7 @@ impl<'a> CallAttrs<'a> {
 impl<'a> Frame<'a> {
     /// An empty frame of main graph `graph`.
     pub(crate) fn main(graph: &'a Graph) -> Frame<'a> {
-        Frame { graph, values: vec![None; graph.values.len()], parent: None, call_attrs: None }
+        Frame { graph, values: vec![None; graph.values.len()], parent: None, call_attrs: None, prepared: Prepared::default() }
     }
 
     /// The value named `name` here or in an enclosing frame.
@@ -231,7 +238,8 @@ pub fn execute_scheduled<'a>(
     if !schedule.fits(graph) {
         return Err(RunError::InvalidModel("the schedule (or plan) was made for another graph".into()));
     }
-    let mut frame = Frame { graph, values: vec![None; graph.values.len()], parent, call_attrs };
+    let mut frame =
+        Frame { graph, values: vec![None; graph.values.len()], parent, call_attrs, prepared: Prepared::default() };
     let mut live: u64 = 0;
     for t in &graph.initializers {
         let name = t.name.as_deref().unwrap_or("");

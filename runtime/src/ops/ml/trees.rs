@@ -319,7 +319,7 @@ pub(super) fn regressor(ctx: &NodeCtx<'_>) -> Result<Outs> {
         .ok_or_else(|| ctx.err("n_targets must be at least 1"))?;
     let (agg, transform) = (aggregate(ctx)?, Transform::read(ctx)?);
     let base = floats(ctx, "base_values")?.unwrap_or_default();
-    let forest = Forest::read(ctx, "target", targets)?;
+    let forest = ctx.prepared(|| Forest::read(ctx, "target", targets))?;
     let rows = super::rows(ctx, 0)?;
     forest.check_features(ctx, rows.f)?;
     let trees = forest.roots.len().max(1) as f64;
@@ -360,7 +360,7 @@ pub(super) fn classifier(ctx: &NodeCtx<'_>) -> Result<Outs> {
     let classes = labels.len();
     let transform = Transform::read(ctx)?;
     let base = floats(ctx, "base_values")?.unwrap_or_default();
-    let forest = Forest::read(ctx, "class", classes)?;
+    let forest = ctx.prepared(|| Forest::read(ctx, "class", classes))?;
     let rows = super::rows(ctx, 0)?;
     forest.check_features(ctx, rows.f)?;
     let ids = ctx.attr_ints("class_ids").unwrap_or_default();
