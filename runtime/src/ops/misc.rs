@@ -519,11 +519,12 @@ fn non_max_suppression(ctx: &NodeCtx<'_>) -> Result<Outs> {
             [v[0].min(v[2]), v[1].min(v[3]), v[0].max(v[2]), v[1].max(v[3])]
         }
     };
-    let iou = |a: [f64; 4], c: [f64; 4]| -> f64 {
+    // the intersection over union of two boxes given as (corners, area)
+    let iou = |(a, area_a): &([f64; 4], f64), (c, area_c): &([f64; 4], f64)| -> f64 {
         let ih = (a[2].min(c[2]) - a[0].max(c[0])).max(0.0);
         let iw = (a[3].min(c[3]) - a[1].max(c[1])).max(0.0);
         let inter = ih * iw;
-        let union = (a[2] - a[0]) * (a[3] - a[1]) + (c[2] - c[0]) * (c[3] - c[1]) - inter;
+        let union = area_a + area_c - inter;
         if union <= 0.0 {
             0.0
         } else {
@@ -532,17 +533,25 @@ fn non_max_suppression(ctx: &NodeCtx<'_>) -> Result<Outs> {
     };
     let mut selected: Vec<i64> = Vec::new();
     for b in 0..nb {
+        // each box's corners and area, once for every class (the kept ones held beside)
+        let geometry: Vec<([f64; 4], f64)> = (0..n)
+            .map(|i| {
+                let k = corners(b, i);
+                (k, (k[2] - k[0]) * (k[3] - k[1]))
+            })
+            .collect();
         for c in 0..nc {
             let score = |i: usize| sv[(b * nc + c) * n + i];
             let mut order: Vec<usize> = (0..n).filter(|&i| score_threshold.is_none_or(|t| score(i) > t)).collect();
             order.sort_by(|&p, &q| score(q).total_cmp(&score(p)).then(p.cmp(&q)));
-            let mut kept: Vec<usize> = Vec::new();
+            let mut kept: Vec<([f64; 4], f64)> = Vec::new();
             for i in order {
                 if kept.len() >= max_out {
                     break;
                 }
-                if kept.iter().all(|&k| iou(corners(b, k), corners(b, i)) <= iou_threshold) {
-                    kept.push(i);
+                let box_i = &geometry[i];
+                if kept.iter().all(|k| iou(k, box_i) <= iou_threshold) {
+                    kept.push(*box_i);
                     selected.extend([b as i64, c as i64, i as i64]);
                 }
             }
