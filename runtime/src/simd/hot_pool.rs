@@ -42,11 +42,14 @@ pub fn while_hot<R>(f: impl FnOnce() -> R) -> R {
                 if rayon::current_thread_index() == Some(me) {
                     return;
                 }
-                while !done.load(Ordering::Acquire) {
-                    if rayon::yield_now() != Some(rayon::Yield::Executed) {
-                        std::hint::spin_loop();
+                // the work it runs while spinning flushes subnormals, as the caller's does
+                super::denormals::flushing(|| {
+                    while !done.load(Ordering::Acquire) {
+                        if rayon::yield_now() != Some(rayon::Yield::Executed) {
+                            std::hint::spin_loop();
+                        }
                     }
-                }
+                })
             });
         }
         /// Ends the helpers however `f` returns.

@@ -30,6 +30,7 @@ pub mod contraction;
 pub mod conv;
 pub mod cpu;
 pub mod dead_taps;
+pub mod denormals;
 pub mod depthwise;
 mod depthwise_lanes;
 pub mod direct;

@@ -608,7 +608,8 @@ impl<'m> Session<'m> {
             }
         }
         let mut peak = live;
-        let result = hot_pool::while_hot(|| self.run_steps(&mut live, &mut peak));
+        let result =
+            super::denormals::flushing(|| hot_pool::while_hot(|| self.run_steps(&mut live, &mut peak)));
         let mut outputs = Vec::new();
         if result.is_ok() {
             for &id in &self.outputs {
