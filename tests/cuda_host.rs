@@ -131,160 +131,201 @@ fn differences(got: &Tensor, want: &Tensor) -> (f64, f64) {
     })
 }
 
-#[test]
-fn every_fixture_kernel_runs_on_the_host_shim_to_the_reference_values() {
-    let (mut programs_checked, mut failures) = (0, Vec::new());
-    let (mut contractions_checked, mut uncovered, mut unfused, mut over_budget) = (0, Vec::new(), 0, 0);
-    let mut worst = (0.0f64, 0.0f64, 0u64);
-    for path in models() {
-        if std::env::var("CUDA_HOST_ONLY").is_ok_and(|only| !path.to_string_lossy().contains(&only)) {
-            continue;
+/// What checking one model's kernels on the host found.
+#[derive(Default)]
+struct Tally {
+    programs_checked: usize,
+    contractions_checked: usize,
+    failures: Vec<String>,
+    uncovered: Vec<String>,
+    unfused: usize,
+    over_budget: usize,
+    /// Contractions' largest absolute and relative differences, and K.
+    worst: (f64, f64, u64),
+}
+
+/// Every kernel of the model at `path` on the host shim against the reference values.
+fn check_on_host(path: &Path) -> Tally {
+    let mut t = Tally::default();
+    let Ok(model) = diamond_importers::onnx::load_model(path) else { return t };
+    let Some(lowered) = diamond_optimize::lower::lower(&model) else { return t };
+    let programs: Vec<&Program> = lowered.programs().collect();
+    let contractions: Vec<&Contraction> =
+        lowered.steps.iter().filter_map(|s| if let Step::Contraction(c) = s { Some(c) } else { None }).collect();
+    if programs.is_empty() && contractions.is_empty() {
+        return t;
+    }
+    let Some(inputs) = inputs_of(&model, path) else { return t };
+    let fed: Vec<(String, Fed)> = inputs.iter().map(|(n, v)| (n.clone(), Fed::of(v))).collect();
+    let Ok(plan) = Plan::new(&model, &fed) else { return t };
+    let symbols: HashMap<String, i64> = plan.bindings().iter().map(|b| (b.symbol.clone(), b.size as i64)).collect();
+    let options = RunOptions { dump: Some(DumpSet::All) };
+    let Ok(run) = diamond_runtime::run_model(&model, inputs.clone(), &options) else { return t };
+    let mut values: HashMap<String, Tensor> = HashMap::new();
+    for (name, v) in inputs.iter().chain(&run.dumped) {
+        if let Value::Tensor(t) = v {
+            values.insert(name.clone(), t.clone());
         }
-        let Ok(model) = diamond_importers::onnx::load_model(&path) else { continue };
-        let Some(lowered) = diamond_optimize::lower::lower(&model) else { continue };
-        let programs: Vec<&Program> = lowered.programs().collect();
-        let contractions: Vec<&Contraction> =
-            lowered.steps.iter().filter_map(|s| if let Step::Contraction(c) = s { Some(c) } else { None }).collect();
-        if programs.is_empty() && contractions.is_empty() {
-            continue;
+    }
+    let graph = model.main_graph().unwrap();
+    for t in &graph.initializers {
+        if let (Some(name), Ok(v)) = (t.name.as_deref(), Tensor::from_ir(t)) {
+            values.entry(name.to_string()).or_insert(v);
         }
-        let Some(inputs) = inputs_of(&model, &path) else { continue };
-        let fed: Vec<(String, Fed)> = inputs.iter().map(|(n, v)| (n.clone(), Fed::of(v))).collect();
-        let Ok(plan) = Plan::new(&model, &fed) else { continue };
-        let symbols: HashMap<String, i64> = plan.bindings().iter().map(|b| (b.symbol.clone(), b.size as i64)).collect();
-        let options = RunOptions { dump: Some(DumpSet::All) };
-        let Ok(run) = diamond_runtime::run_model(&model, inputs.clone(), &options) else { continue };
-        let mut values: HashMap<String, Tensor> = HashMap::new();
-        for (name, v) in inputs.iter().chain(&run.dumped) {
-            if let Value::Tensor(t) = v {
-                values.insert(name.clone(), t.clone());
-            }
-        }
-        let graph = model.main_graph().unwrap();
-        for t in &graph.initializers {
-            if let (Some(name), Ok(v)) = (t.name.as_deref(), Tensor::from_ir(t)) {
-                values.entry(name.to_string()).or_insert(v);
-            }
-        }
-        let value_of = |s: &str| symbols.get(s).copied();
-        let mut kernels = Kernels { kernels: Vec::new(), by_source: HashMap::new() };
-        let mut jobs = Vec::new();
-        let mut jobs_kernel = Vec::new();
-        let mut wants = Vec::new();
-        for p in programs {
-            let (index, own) = match kernels.add(p) {
-                Ok(added) => added,
-                Err(e) => {
-                    failures.push(format!("{}: {}: no kernel: {e}", path.display(), p.name));
-                    continue;
-                }
-            };
-            let operands: Option<Vec<&Tensor>> = p.operands.iter().map(|v| values.get(&v.value)).collect();
-            let Some(operands) = operands else {
-                failures.push(format!("{}: {}: an operand the reference did not compute", path.display(), p.name));
-                continue;
-            };
-            match tensors::job(p, &own, index, &operands, &value_of) {
-                Ok((mut job, outs)) => {
-                    // The grid-stride loops cover any grid: a few blocks keep
-                    // the emulation (one OS thread per CUDA thread) quick.
-                    job.grid = job.grid.min(8);
-                    jobs_kernel.push(index);
-                    jobs.push(job);
-                    wants.push(Want {
-                        name: p.name.clone(),
-                        n_in: p.operands.len(),
-                        outs,
-                        out_names: p.outputs.iter().map(|o| o.view.value.clone()).collect(),
-                        rtol: 1e-4,
-                        atol: 1e-5,
-                        depth: None,
-                    });
-                }
-                Err(e) => failures.push(format!("{}: {}: {e}", path.display(), p.name)),
-            }
-        }
-        for c in &contractions {
-            let label = format!("{:?} {}", c.op, graph.nodes[c.node].name());
-            if !c.inputs.iter().flatten().all(|d| values.contains_key(&d.value)) {
-                failures.push(format!("{}: {label}: an input the reference did not compute", path.display()));
-                continue;
-            }
-            let (index, own) = match kernels.add_contraction(c, graph) {
-                Ok(added) => added,
-                Err(e) => {
-                    uncovered.push(format!("{}: {label}: {e}", path.display()));
-                    continue;
-                }
-            };
-            match contraction::job::job(&own, index, &|v| values.get(v).cloned(), &value_of) {
-                Ok((_, _, work)) if work.tiles * work.depth.div_ceil(16) > EMULATION_BUDGET => {
-                    over_budget += 1;
-                    continue;
-                }
-                Ok((job, outs, work)) => {
-                    let depth = work.depth;
-                    unfused += usize::from(c.epilogue.is_some() && !own.fused);
-                    jobs_kernel.push(index);
-                    jobs.push(job);
-                    // Accumulation order and FMA contraction: the error grows with K.
-                    let scale = (depth as f64 / 64.0).max(1.0);
-                    wants.push(Want {
-                        name: label,
-                        n_in: own.kernel.n_inputs,
-                        outs,
-                        out_names: own.writes.iter().map(|w| w.value.clone()).collect(),
-                        rtol: 1e-4 * scale.sqrt(),
-                        atol: 1e-5 * scale,
-                        depth: Some(depth),
-                    });
-                }
-                Err(e) => failures.push(format!("{}: {label}: {e}", path.display())),
-            }
-        }
-        let host = HostProgram::build(&kernels.kernels, &cache()).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let results = match host.run(jobs) {
-            Ok(r) => r,
+    }
+    let value_of = |s: &str| symbols.get(s).copied();
+    let mut kernels = Kernels { kernels: Vec::new(), by_source: HashMap::new() };
+    let mut jobs = Vec::new();
+    let mut jobs_kernel = Vec::new();
+    let mut wants = Vec::new();
+    for p in programs {
+        let (index, own) = match kernels.add(p) {
+            Ok(added) => added,
             Err(e) => {
-                if let Some(j) =
-                    e.split("job ").nth(1).and_then(|t| t.split(' ').next()).and_then(|t| t.parse::<usize>().ok())
-                {
-                    if let Some(p) = lowered.programs().find(|p| p.name == wants[j].name) {
-                        eprintln!("{}", diamond_runtime::kernel::print::program(p, &|n| format!("{n:?}")));
-                        eprintln!("{}", kernels.kernels[jobs_kernel[j]].source);
-                    }
-                }
-                failures.push(format!(
-                    "{}: {e}: {:?}",
-                    path.display(),
-                    wants.iter().map(|w| &w.name).collect::<Vec<_>>()
-                ));
+                t.failures.push(format!("{}: {}: no kernel: {e}", path.display(), p.name));
                 continue;
             }
         };
-        for (w, buffers) in wants.into_iter().zip(results) {
-            if w.depth.is_some() {
-                contractions_checked += 1;
-            } else {
-                programs_checked += 1;
+        let operands: Option<Vec<&Tensor>> = p.operands.iter().map(|v| values.get(&v.value)).collect();
+        let Some(operands) = operands else {
+            t.failures.push(format!("{}: {}: an operand the reference did not compute", path.display(), p.name));
+            continue;
+        };
+        match tensors::job(p, &own, index, &operands, &value_of) {
+            Ok((mut job, outs)) => {
+                // The grid-stride loops cover any grid: a few blocks keep
+                // the emulation (one OS thread per CUDA thread) quick.
+                job.grid = job.grid.min(8);
+                jobs_kernel.push(index);
+                jobs.push(job);
+                wants.push(Want {
+                    name: p.name.clone(),
+                    n_in: p.operands.len(),
+                    outs,
+                    out_names: p.outputs.iter().map(|o| o.view.value.clone()).collect(),
+                    rtol: 1e-4,
+                    atol: 1e-5,
+                    depth: None,
+                });
             }
-            for (k, ((elem, shape), value)) in w.outs.into_iter().zip(w.out_names).enumerate() {
-                let Some(want) = values.get(&value) else {
-                    failures.push(format!("{}: {}: the reference has no '{value}'", path.display(), w.name));
-                    continue;
-                };
-                let got = tensors::from_bytes(elem, shape, &buffers[w.n_in + k]).unwrap();
-                if let Some(depth) = w.depth {
-                    let (abs, rel) = differences(&got, want);
-                    worst.0 = worst.0.max(abs);
-                    worst.1 = worst.1.max(rel);
-                    worst.2 = worst.2.max(depth);
+            Err(e) => t.failures.push(format!("{}: {}: {e}", path.display(), p.name)),
+        }
+    }
+    for c in &contractions {
+        let label = format!("{:?} {}", c.op, graph.nodes[c.node].name());
+        if !c.inputs.iter().flatten().all(|d| values.contains_key(&d.value)) {
+            t.failures.push(format!("{}: {label}: an input the reference did not compute", path.display()));
+            continue;
+        }
+        let (index, own) = match kernels.add_contraction(c, graph) {
+            Ok(added) => added,
+            Err(e) => {
+                t.uncovered.push(format!("{}: {label}: {e}", path.display()));
+                continue;
+            }
+        };
+        match contraction::job::job(&own, index, &|v| values.get(v).cloned(), &value_of) {
+            Ok((_, _, work)) if work.tiles * work.depth.div_ceil(16) > EMULATION_BUDGET => {
+                t.over_budget += 1;
+                continue;
+            }
+            Ok((job, outs, work)) => {
+                let depth = work.depth;
+                t.unfused += usize::from(c.epilogue.is_some() && !own.fused);
+                jobs_kernel.push(index);
+                jobs.push(job);
+                // Accumulation order and FMA contraction: the error grows with K.
+                let scale = (depth as f64 / 64.0).max(1.0);
+                wants.push(Want {
+                    name: label,
+                    n_in: own.kernel.n_inputs,
+                    outs,
+                    out_names: own.writes.iter().map(|w| w.value.clone()).collect(),
+                    rtol: 1e-4 * scale.sqrt(),
+                    atol: 1e-5 * scale,
+                    depth: Some(depth),
+                });
+            }
+            Err(e) => t.failures.push(format!("{}: {label}: {e}", path.display())),
+        }
+    }
+    let host = HostProgram::build(&kernels.kernels, &cache()).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let results = match host.run(jobs) {
+        Ok(r) => r,
+        Err(e) => {
+            if let Some(j) =
+                e.split("job ").nth(1).and_then(|t| t.split(' ').next()).and_then(|t| t.parse::<usize>().ok())
+            {
+                if let Some(p) = lowered.programs().find(|p| p.name == wants[j].name) {
+                    eprintln!("{}", diamond_runtime::kernel::print::program(p, &|n| format!("{n:?}")));
+                    eprintln!("{}", kernels.kernels[jobs_kernel[j]].source);
                 }
-                if let Err(e) = agree(&Value::Tensor(got), &Value::Tensor(want.clone()), w.rtol, w.atol) {
-                    failures.push(format!("{}: {} output '{value}': {e}", path.display(), w.name));
-                }
+            }
+            t.failures.push(format!(
+                "{}: {e}: {:?}",
+                path.display(),
+                wants.iter().map(|w| &w.name).collect::<Vec<_>>()
+            ));
+            return t;
+        }
+    };
+    for (w, buffers) in wants.into_iter().zip(results) {
+        if w.depth.is_some() {
+            t.contractions_checked += 1;
+        } else {
+            t.programs_checked += 1;
+        }
+        for (k, ((elem, shape), value)) in w.outs.into_iter().zip(w.out_names).enumerate() {
+            let Some(want) = values.get(&value) else {
+                t.failures.push(format!("{}: {}: the reference has no '{value}'", path.display(), w.name));
+                continue;
+            };
+            let got = tensors::from_bytes(elem, shape, &buffers[w.n_in + k]).unwrap();
+            if let Some(depth) = w.depth {
+                let (abs, rel) = differences(&got, want);
+                t.worst.0 = t.worst.0.max(abs);
+                t.worst.1 = t.worst.1.max(rel);
+                t.worst.2 = t.worst.2.max(depth);
+            }
+            if let Err(e) = agree(&Value::Tensor(got), &Value::Tensor(want.clone()), w.rtol, w.atol) {
+                t.failures.push(format!("{}: {} output '{value}': {e}", path.display(), w.name));
             }
         }
+    }
+    t
+}
+
+#[test]
+fn every_fixture_kernel_runs_on_the_host_shim_to_the_reference_values() {
+    let paths: Vec<PathBuf> = models()
+        .into_iter()
+        .filter(|p| std::env::var("CUDA_HOST_ONLY").map_or(true, |only| p.to_string_lossy().contains(&only)))
+        .collect();
+    // The models side by side, one per core: each compiles its kernels with g++.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let found = std::sync::Mutex::new(Vec::new());
+    let workers = std::thread::available_parallelism().map_or(1, usize::from).min(paths.len().max(1));
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(path) = paths.get(i) else { break };
+                let tally = check_on_host(path);
+                found.lock().unwrap().push(tally);
+            });
+        }
+    });
+    let (mut programs_checked, mut failures) = (0, Vec::new());
+    let (mut contractions_checked, mut uncovered, mut unfused, mut over_budget) = (0, Vec::new(), 0, 0);
+    let mut worst = (0.0f64, 0.0f64, 0u64);
+    for t in found.into_inner().unwrap() {
+        programs_checked += t.programs_checked;
+        contractions_checked += t.contractions_checked;
+        failures.extend(t.failures);
+        uncovered.extend(t.uncovered);
+        unfused += t.unfused;
+        over_budget += t.over_budget;
+        worst = (worst.0.max(t.worst.0), worst.1.max(t.worst.1), worst.2.max(t.worst.2));
     }
     eprintln!(
         "{programs_checked} programs and {contractions_checked} contraction steps checked; contractions: \

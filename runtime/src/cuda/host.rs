@@ -89,9 +89,12 @@ impl HostProgram {
         if exe.is_file() {
             return Ok(HostProgram { exe });
         }
-        let src = cache.join(format!("host-{key}.cpp"));
+        // Names of this build's own: builds of one source may run side by side (threads, processes).
+        static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let unique = format!("{}.{}", std::process::id(), BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        let src = cache.join(format!("host-{key}.{unique}.cpp"));
         std::fs::write(&src, &tu).map_err(|e| format!("{}: {e}", src.display()))?;
-        let tmp = cache.join(format!("host-{key}.{}.tmp", std::process::id()));
+        let tmp = cache.join(format!("host-{key}.{unique}.tmp"));
         let cxx = std::env::var("CXX").unwrap_or_else(|_| "g++".into());
         let out = Command::new(&cxx)
             .args(["-std=c++20", "-O1", "-w", "-x", "c++"])
