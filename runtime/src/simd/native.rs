@@ -41,6 +41,7 @@ pub(crate) fn covers(node: &Node) -> bool {
                 | "Concat"
                 | "Transpose"
                 | "Einsum"
+                | "InstanceNormalization"
         )
     ) && node.domain.as_deref().unwrap_or("").is_empty()
         || relayout::relabels(node)
@@ -61,6 +62,7 @@ pub(crate) fn compute(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -
         "Transpose" => relayout::transpose(node, inputs, take),
         "Cast" => cast::cast(node, inputs, take),
         "Einsum" => einsum::einsum(node, inputs, take),
+        "InstanceNormalization" => norm::instance_norm(node, inputs, take),
         _ => None,
     }
 }

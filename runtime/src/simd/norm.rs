@@ -11,6 +11,8 @@
 //! - **BatchNormalization** in inference (one output, `training_mode` 0):
 //!   `(x − mean)·k + B` per channel, `k = scale/√(var + ε)` worked out once
 //!   per channel in `f64`.
+//! - **InstanceNormalization**: each image's channel plane by its own mean
+//!   and variance (summed in `f64`), then the channel's scale and bias.
 //!
 //! Planes run in parallel on the current rayon pool when there is enough
 //! work; the loops are plain slice arithmetic that the compiler vectorizes,
@@ -18,7 +20,7 @@
 //! Other element types, ranks below 3 (LRN) or 2 (BatchNormalization) and
 //! training mode return `None`: the node runs on the reference kernels.
 
-use super::contraction::{float_attr, floats, int_attr, sized};
+use super::contraction::{float_attr, floats, int_attr, sized, Take};
 use super::cpu;
 use crate::tensor::{Data, Tensor};
 use diamond_ir::Node;
@@ -197,4 +199,33 @@ unsafe fn affine_plane_avx2(src: &[f32], mean: f32, factor: f32, shift: f32, dst
 #[inline(always)]
 fn affine_plane_body(src: &[f32], mean: f32, factor: f32, shift: f32, dst: &mut [f32]) {
     dst.iter_mut().zip(src).for_each(|(y, &v)| *y = (v - mean) * factor + shift);
+}
+
+/// `InstanceNormalization`: each `(image, channel)` plane normalized by its
+/// own mean and variance (summed in `f64`), then `scale[c]·x̂ + B[c]` —
+/// what `GroupNorm(1)` and wav2vec2's feature-extractor norm export to.
+/// `None` (the reference kernels) for other types, ranks below 3, or a
+/// scale or bias that is not one value per channel.
+pub(super) fn instance_norm(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -> Option<Tensor> {
+    let (x, scale, bias) = (inputs.first().copied()??, inputs.get(1).copied()??, inputs.get(2).copied()??);
+    let (xd, sd, bd) = (floats(x)?, floats(scale)?, floats(bias)?);
+    let epsilon = f64::from(float_attr(node, "epsilon", 1e-5)?);
+    let (&n, &c) = (x.shape.first()?, x.shape.get(1)?);
+    if x.shape.len() < 3 || sd.len() != c || bd.len() != c || n * c == 0 {
+        return None;
+    }
+    let inner: usize = x.shape[2..].iter().product();
+    let mut out = sized(take, xd.len());
+    if inner == 0 {
+        return Tensor::new(x.shape.clone(), Data::F32(out));
+    }
+    planes(&mut out, inner, |p, dst| {
+        let src = &xd[p * inner..][..inner];
+        let mean = src.iter().map(|&v| f64::from(v)).sum::<f64>() / inner as f64;
+        let var = src.iter().map(|&v| (f64::from(v) - mean).powi(2)).sum::<f64>() / inner as f64;
+        let ch = p % c;
+        let factor = f64::from(sd[ch]) / (var + epsilon).sqrt();
+        affine_plane(src, mean as f32, factor as f32, bd[ch], dst);
+    });
+    Tensor::new(x.shape.clone(), Data::F32(out))
 }
