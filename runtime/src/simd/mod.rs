@@ -45,6 +45,7 @@ pub mod fused_post;
 pub mod gemm;
 pub mod hot_pool;
 pub mod im2col;
+pub mod integer;
 pub mod math;
 pub mod native;
 pub mod norm;

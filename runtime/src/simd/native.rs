@@ -21,7 +21,7 @@
 use super::contraction::{floats, int_attr, overwritten, sized, Take};
 use super::epilogue::Epilogue;
 use super::gemm::{sgemm, MatRef};
-use super::{cast, concat, einsum, norm, pool, relayout};
+use super::{cast, concat, einsum, integer, norm, pool, relayout};
 use crate::ops::resize::axis_taps;
 use crate::tensor::{Data, Tensor};
 use diamond_ir::{AttrValue, Node};
@@ -63,6 +63,7 @@ pub(crate) fn compute(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -
         "Cast" => cast::cast(node, inputs, take),
         "Einsum" => einsum::einsum(node, inputs, take),
         "InstanceNormalization" => norm::instance_norm(node, inputs, take),
+        op if integer::OPS.contains(&op) => integer::binary(node, inputs),
         _ => None,
     }
 }

@@ -246,13 +246,24 @@ impl<'m> Session<'m> {
                     coverage.native_nodes += 1;
                     steps.push(Planned::Native(*n));
                 }
-                Step::Node(n) => {
-                    coverage.reference_nodes += 1;
-                    match lowered.unfused.iter().find(|u| u.node == *n) {
-                        Some(u) => steps.push(Planned::Fallback(vec![*n], u.refusal.clone(), u.float)),
-                        None => steps.push(Planned::Nodes(vec![*n])),
+                Step::Node(n) => match lowered.unfused.iter().find(|u| u.node == *n) {
+                    // integer arithmetic and comparisons: the session's own kernels
+                    Some(u)
+                        if u.refusal.reason == FallbackReason::OperandType
+                            && super::integer::OPS.contains(&graph.nodes[*n].op_type()) =>
+                    {
+                        coverage.native_nodes += 1;
+                        steps.push(Planned::Native(*n));
                     }
-                }
+                    Some(u) => {
+                        coverage.reference_nodes += 1;
+                        steps.push(Planned::Fallback(vec![*n], u.refusal.clone(), u.float));
+                    }
+                    None => {
+                        coverage.reference_nodes += 1;
+                        steps.push(Planned::Nodes(vec![*n]));
+                    }
+                },
             }
         }
         let outputs = crate::exec::output_ids(graph)?;
