@@ -11,11 +11,14 @@
 //! Contractions run on the fast kernels ([`contraction`]: MatMul and Gemm
 //! through [`gemm`], 2-D Conv through [`conv`] with its depthwise and
 //! pointwise cases) and their fused elementwise program after them;
-//! ConvTranspose, Resize, LRN, BatchNormalization, pooling and Concat run
-//! on kernels of their own ([`native`], [`norm`], [`pool`], [`concat`]);
-//! programs computing other types than `f32` and bool, contractions the
-//! kernels do not cover, and every other node run on the reference
-//! kernels. A [`Session`] prepares a model once for given input
+//! ConvTranspose, Resize, LRN, Batch- and InstanceNormalization, pooling,
+//! Concat, Transpose, Einsum, Cast and integer arithmetic and comparisons
+//! run on kernels of their own ([`native`], [`norm`], [`pool`], [`concat`],
+//! [`einsum`], [`cast`], [`integer`]); `If` branches run as sessions of
+//! their own ([`branch`]); programs computing other types than `f32` and
+//! bool, contractions the kernels do not cover, and every other node run on
+//! the reference kernels, each such step reported with its reason
+//! ([`fallback`]). A [`Session`] prepares a model once for given input
 //! shapes and runs it many times.
 
 pub mod activation;
