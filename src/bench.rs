@@ -259,10 +259,7 @@ fn report(
         Err(reason) => text.push_str(&format!("  tract: not run: {reason}\n")),
     }
     if let Some(p) = profile.as_ref().filter(|_| !args.profile) {
-        text.push_str(&format!(
-            "  on the reference kernels: {:.1}% of the step time\n",
-            100.0 * p.reference_share()
-        ));
+        text.push_str(&format!("  on the reference kernels: {:.1}% of the step time\n", 100.0 * p.reference_share()));
     }
     for line in crate::run::fallback_note(fallbacks).lines() {
         text.push_str(&format!("  {line}\n"));

@@ -75,11 +75,9 @@ impl Profile {
         for s in &self.steps {
             let label = match s.step.kind {
                 StepKind::Reference => format!("reference {}", s.step.ops),
-                StepKind::Fallback => format!(
-                    "fallback to reference {} ({})",
-                    s.step.ops,
-                    s.step.reason.map_or("unknown", |r| r.name())
-                ),
+                StepKind::Fallback => {
+                    format!("fallback to reference {} ({})", s.step.ops, s.step.reason.map_or("unknown", |r| r.name()))
+                }
                 StepKind::Contraction => format!("contraction {}", s.step.ops),
                 StepKind::Native => format!("simd kernel {}", s.step.ops),
                 kind => kind.name().to_string(),

@@ -642,7 +642,8 @@ fn half_precision_models_run_on_the_fast_kernels_to_onnxruntimes_outputs() {
         let model = synthetic(&format!("{stem}.onnx"));
         let input = format!("pixel_values={}", synthetic(&format!("{stem}.input_0.npy")));
         let compare = dir.path().to_str().unwrap();
-        let out = diamond(&["run", &model, "--input", &input, "--compare", compare, "--rtol", "1e-2", "--atol", "1e-3"]);
+        let out =
+            diamond(&["run", &model, "--input", &input, "--compare", compare, "--rtol", "1e-2", "--atol", "1e-3"]);
         assert!(out.status.success(), "{stem}: {}{}", stdout(&out), stderr(&out));
         assert!(stdout(&out).contains("float16[2,"), "{stem}: the outputs keep their type: {}", stdout(&out));
         let json = diamond(&["run", &model, "--input", &input, "--json"]);
@@ -671,15 +672,27 @@ fn if_branches_run_prepared_on_the_simd_backend_and_agree_with_the_reference() {
         let cond = format!("use_conv={}", synthetic(&format!("control_if.{branch}.npy")));
         let dir = tempfile::tempdir().unwrap();
         let stored = dir.path().to_str().unwrap();
-        let reference = diamond(&["run", &model, "--backend", "reference", "--input", &x, "--input", &cond, "-o", stored]);
+        let reference =
+            diamond(&["run", &model, "--backend", "reference", "--input", &x, "--input", &cond, "-o", stored]);
         assert!(reference.status.success(), "{branch}: {}", stderr(&reference));
         let simd = diamond(&["run", &model, "--input", &x, "--input", &cond, "--compare", stored, "--json"]);
         assert!(simd.status.success(), "{branch}: {}{}", stdout(&simd), stderr(&simd));
         let doc: serde_json::Value = serde_json::from_slice(&simd.stdout).unwrap();
         assert_eq!(doc["fallbacks"], serde_json::json!([]), "{branch}: {doc}");
         assert_eq!(doc["reference_share"], 0.0, "{branch}: {doc}");
-        let bench =
-            diamond(&["bench", &model, "--input", &x, "--input", &cond, "--json", "--profile", "--runs", "2", "--strict"]);
+        let bench = diamond(&[
+            "bench",
+            &model,
+            "--input",
+            &x,
+            "--input",
+            &cond,
+            "--json",
+            "--profile",
+            "--runs",
+            "2",
+            "--strict",
+        ]);
         assert!(bench.status.success(), "{branch}: {}", stderr(&bench));
         let doc: serde_json::Value = serde_json::from_slice(&bench.stdout).unwrap();
         assert_eq!(doc["profile_ms"]["steps"][0]["kind"], "simd branch", "{branch}: {doc}");

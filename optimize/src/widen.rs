@@ -64,9 +64,7 @@ pub fn compute_in_f32(model: &Model) -> Option<Model> {
 
 /// Whether any graph of `model` declares, stores or casts to a half type.
 fn mentions_half(model: &Model) -> bool {
-    let half_type = |ty: &Option<TypeInfo>| {
-        matches!(ty.as_ref().and_then(|t| t.value.as_ref()), Some(TypeValue::Tensor { elem: Some(e), .. }) if is_half(*e))
-    };
+    let half_type = |ty: &Option<TypeInfo>| matches!(ty.as_ref().and_then(|t| t.value.as_ref()), Some(TypeValue::Tensor { elem: Some(e), .. }) if is_half(*e));
     model.graphs.iter().any(|(_, g)| {
         g.initializers.iter().any(|t| t.data_type.is_some_and(is_half))
             || g.inputs.iter().chain(&g.outputs).chain(&g.value_info).any(|i| half_type(&i.ty))
@@ -115,7 +113,12 @@ fn widen_attributes(node: &mut Node) -> Option<()> {
             || (name == "dtype"
                 && matches!(
                     op.as_str(),
-                    "EyeLike" | "RandomNormal" | "RandomUniform" | "RandomNormalLike" | "RandomUniformLike" | "Bernoulli"
+                    "EyeLike"
+                        | "RandomNormal"
+                        | "RandomUniform"
+                        | "RandomNormalLike"
+                        | "RandomUniformLike"
+                        | "Bernoulli"
                 ));
         if code_attr {
             if let Some(code) = attr.i.as_mut() {

@@ -153,7 +153,13 @@ impl<'a> CallAttrs<'a> {
 impl<'a> Frame<'a> {
     /// An empty frame of main graph `graph`.
     pub(crate) fn main(graph: &'a Graph) -> Frame<'a> {
-        Frame { graph, values: vec![None; graph.values.len()], parent: None, call_attrs: None, prepared: Prepared::default() }
+        Frame {
+            graph,
+            values: vec![None; graph.values.len()],
+            parent: None,
+            call_attrs: None,
+            prepared: Prepared::default(),
+        }
     }
 
     /// The value named `name` here or in an enclosing frame.

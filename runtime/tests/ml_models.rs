@@ -145,7 +145,8 @@ fn compare_all(case: &Case, got: &[(String, Value)], how: &str) -> Result<f64, S
 fn run_simd(case: &Case) -> Result<Vec<(String, Value)>, String> {
     let lowered = diamond_optimize::lower::lower(&case.model).ok_or("no main graph")?;
     let fed: Vec<(String, Fed)> = case.inputs.iter().map(|(n, v)| (n.clone(), Fed::of(v))).collect();
-    let mut session = Session::new(&case.model, &lowered, &fed, &Options { simd: true, ..Options::default() }).map_err(|e| e.to_string())?;
+    let mut session = Session::new(&case.model, &lowered, &fed, &Options { simd: true, ..Options::default() })
+        .map_err(|e| e.to_string())?;
     session.run(case.inputs.clone()).map(|r| r.outputs).map_err(|e| e.to_string())
 }
 

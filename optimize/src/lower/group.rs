@@ -384,7 +384,8 @@ impl Group {
 fn assumed_equal(axis: &DimReport, d: &DimReport) -> bool {
     matches!(
         (axis, d),
-        (DimReport::Symbolic(_), DimReport::Symbolic(_) | DimReport::Known(_)) | (DimReport::Known(_), DimReport::Symbolic(_))
+        (DimReport::Symbolic(_), DimReport::Symbolic(_) | DimReport::Known(_))
+            | (DimReport::Known(_), DimReport::Symbolic(_))
     )
 }
 

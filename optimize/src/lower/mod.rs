@@ -364,8 +364,9 @@ fn unfused(model: &Model, a: &Analysis, graph: &Graph, kinds: &[Kind]) -> Vec<Un
     kinds
         .iter()
         .filter_map(|k| match k {
-            Kind::Plain(n) => recipe::refusal(model, a, &graph.nodes[*n])
-                .map(|(refusal, float)| Unfused { node: *n, refusal, float }),
+            Kind::Plain(n) => {
+                recipe::refusal(model, a, &graph.nodes[*n]).map(|(refusal, float)| Unfused { node: *n, refusal, float })
+            }
             _ => None,
         })
         .collect()

@@ -91,13 +91,73 @@ fn axis(i: i64, rank: usize) -> Option<usize> {
 
 /// The operators fused groups compute (given types and shapes they take).
 const FUSIBLE: &[&str] = &[
-    "Identity", "Expand", "Neg", "Abs", "Sign", "Ceil", "Floor", "Round", "Sqrt", "Reciprocal", "Exp", "Log", "Sin",
-    "Cos", "Tan", "Tanh", "Erf", "Relu", "Sigmoid", "Softsign", "Softplus", "HardSwish", "Not", "IsNaN", "Mish",
-    "LeakyRelu", "Elu", "Selu", "HardSigmoid", "ThresholdedRelu", "Gelu", "Clip", "Pow", "Add", "Sub", "Mul", "Div",
-    "PRelu", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Max", "Min", "Sum", "Mean",
-    "Where", "Cast", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "ReduceL1",
-    "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "GlobalAveragePool", "GlobalMaxPool", "Softmax", "LogSoftmax",
-    "LayerNormalization", "RMSNormalization",
+    "Identity",
+    "Expand",
+    "Neg",
+    "Abs",
+    "Sign",
+    "Ceil",
+    "Floor",
+    "Round",
+    "Sqrt",
+    "Reciprocal",
+    "Exp",
+    "Log",
+    "Sin",
+    "Cos",
+    "Tan",
+    "Tanh",
+    "Erf",
+    "Relu",
+    "Sigmoid",
+    "Softsign",
+    "Softplus",
+    "HardSwish",
+    "Not",
+    "IsNaN",
+    "Mish",
+    "LeakyRelu",
+    "Elu",
+    "Selu",
+    "HardSigmoid",
+    "ThresholdedRelu",
+    "Gelu",
+    "Clip",
+    "Pow",
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "PRelu",
+    "Equal",
+    "Less",
+    "LessOrEqual",
+    "Greater",
+    "GreaterOrEqual",
+    "And",
+    "Or",
+    "Max",
+    "Min",
+    "Sum",
+    "Mean",
+    "Where",
+    "Cast",
+    "ReduceSum",
+    "ReduceMean",
+    "ReduceMax",
+    "ReduceMin",
+    "ReduceProd",
+    "ReduceSumSquare",
+    "ReduceL1",
+    "ReduceL2",
+    "ReduceLogSum",
+    "ReduceLogSumExp",
+    "GlobalAveragePool",
+    "GlobalMaxPool",
+    "Softmax",
+    "LogSoftmax",
+    "LayerNormalization",
+    "RMSNormalization",
 ];
 
 /// For a node of an operator fused groups compute that is left as a plain
@@ -110,9 +170,9 @@ pub(super) fn refusal(model: &Model, a: &Analysis, n: &Node) -> Option<(Refusal,
     let graph = a.graph(model);
     let outputs: Vec<ValueId> = n.outputs.iter().copied().filter(|&v| !graph.value_name(v).is_empty()).collect();
     let types: Vec<Option<ElemType>> = outputs.iter().map(|&v| a.dtype(model, v)).collect();
-    let float = types.iter().any(|t| {
-        matches!(t, Some(ElemType::Float | ElemType::Float16 | ElemType::Bfloat16 | ElemType::Double))
-    });
+    let float = types
+        .iter()
+        .any(|t| matches!(t, Some(ElemType::Float | ElemType::Float16 | ElemType::Bfloat16 | ElemType::Double)));
     let fits = |t: &Option<ElemType>| matches!(t, Some(ElemType::Float | ElemType::Bool));
     let odd = types.iter().find(|t| !fits(t));
     let odd_input = n
@@ -124,7 +184,10 @@ pub(super) fn refusal(model: &Model, a: &Analysis, n: &Node) -> Option<(Refusal,
     let refusal = if let Some(t) = odd_input.filter(|_| odd.is_none() && n.op_type() != "Cast") {
         Refusal::new(
             FallbackReason::OperandType,
-            format!("it reads {}, and the fused kernels read float and bool only", t.map_or("?".into(), |t| t.to_string())),
+            format!(
+                "it reads {}, and the fused kernels read float and bool only",
+                t.map_or("?".into(), |t| t.to_string())
+            ),
         )
     } else if let Some(t) = odd {
         let ty = t.map_or_else(|| "a type the check could not infer".to_string(), |t| t.to_string());

@@ -234,7 +234,10 @@ impl<'a> NodeCtx<'a> {
     /// What `make` derives from this node's attributes, made once per frame
     /// ([`crate::exec::Frame::prepared`]: once per session for a SIMD
     /// session's nodes). `make` must read nothing but the attributes.
-    pub fn prepared<T: std::any::Any + Send + Sync>(&self, make: impl FnOnce() -> Result<T>) -> Result<std::sync::Arc<T>> {
+    pub fn prepared<T: std::any::Any + Send + Sync>(
+        &self,
+        make: impl FnOnce() -> Result<T>,
+    ) -> Result<std::sync::Arc<T>> {
         let key = self.node as *const Node as usize;
         let held = self.frame.prepared.lock().ok().and_then(|m| m.get(&key).cloned());
         if let Some(done) = held.and_then(|d| d.downcast::<T>().ok()) {

@@ -48,9 +48,7 @@ pub(crate) fn cast(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -> O
         (ElemType::Float, Data::U8(v)) => Data::F32(map(take, v, |&a| f32::from(a))),
         (ElemType::Float, Data::Bool(v)) => Data::F32(map(take, v, |&a| f32::from(u8::from(a)))),
         (ElemType::Float16, Data::F32(v)) => Data::F16(from_f32(v, |s, d: &mut [f16]| d.convert_from_f32_slice(s))),
-        (ElemType::Bfloat16, Data::F32(v)) => {
-            Data::Bf16(from_f32(v, |s, d: &mut [bf16]| d.convert_from_f32_slice(s)))
-        }
+        (ElemType::Bfloat16, Data::F32(v)) => Data::Bf16(from_f32(v, |s, d: &mut [bf16]| d.convert_from_f32_slice(s))),
         _ => return None,
     };
     Some(Tensor { shape: x.shape.clone(), data })

@@ -53,8 +53,12 @@ impl Plan {
             Some(r) => r.chars().collect(),
             // implicit output: the letters that appear once, in alphabetical order
             None => {
-                let mut once: Vec<char> =
-                    a.iter().chain(&b).copied().filter(|c| a.iter().chain(&b).filter(|d| *d == c).count() == 1).collect();
+                let mut once: Vec<char> = a
+                    .iter()
+                    .chain(&b)
+                    .copied()
+                    .filter(|c| a.iter().chain(&b).filter(|d| *d == c).count() == 1)
+                    .collect();
                 once.sort_unstable();
                 once
             }
@@ -97,7 +101,8 @@ pub(crate) fn einsum(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) ->
     let batch: Vec<char> = plan.out.iter().copied().filter(|c| plan.a.contains(c) && plan.b.contains(c)).collect();
     let left: Vec<char> = plan.out.iter().copied().filter(|c| plan.a.contains(c) && !plan.b.contains(c)).collect();
     let right: Vec<char> = plan.out.iter().copied().filter(|c| plan.b.contains(c) && !plan.a.contains(c)).collect();
-    let contracted: Vec<char> = plan.a.iter().copied().filter(|c| plan.b.contains(c) && !plan.out.contains(c)).collect();
+    let contracted: Vec<char> =
+        plan.a.iter().copied().filter(|c| plan.b.contains(c) && !plan.out.contains(c)).collect();
     let (bt, m, k, n) = (plan.product(&batch), plan.product(&left), plan.product(&contracted), plan.product(&right));
     let a_order: Vec<char> = batch.iter().chain(&left).chain(&contracted).copied().collect();
     let b_order: Vec<char> = batch.iter().chain(&contracted).chain(&right).copied().collect();
@@ -123,7 +128,12 @@ pub(crate) fn einsum(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) ->
 
 /// `data` (axes lettered `from`) with its axes in the order `to`: the data
 /// itself when the orders agree, else a copy.
-fn laid_out<'d>(data: &'d [f32], from: &[char], to: &[char], size: &HashMap<char, usize>) -> std::borrow::Cow<'d, [f32]> {
+fn laid_out<'d>(
+    data: &'d [f32],
+    from: &[char],
+    to: &[char],
+    size: &HashMap<char, usize>,
+) -> std::borrow::Cow<'d, [f32]> {
     if from == to {
         return std::borrow::Cow::Borrowed(data);
     }
@@ -202,9 +212,7 @@ mod tests {
                 letters.push(*c);
             }
         }
-        let offset = |term: &[char], at: &HashMap<char, usize>| {
-            term.iter().fold(0, |o, c| o * plan.size[c] + at[c])
-        };
+        let offset = |term: &[char], at: &HashMap<char, usize>| term.iter().fold(0, |o, c| o * plan.size[c] + at[c]);
         let total: usize = plan.product(&letters);
         let mut out = vec![0f32; plan.product(&plan.out)];
         for flat in 0..total {

@@ -43,7 +43,13 @@ fn broadcast(a: &[usize], b: &[usize]) -> Option<(Vec<usize>, Vec<usize>, Vec<us
 }
 
 /// `f(a[i], b[j])` over the broadcast of `a` (dims `sa`) and `b` (dims `sb`).
-fn map2<T: Copy, U>(a: &[T], sa: &[usize], b: &[T], sb: &[usize], f: impl Fn(T, T) -> U) -> Option<(Vec<usize>, Vec<U>)> {
+fn map2<T: Copy, U>(
+    a: &[T],
+    sa: &[usize],
+    b: &[T],
+    sb: &[usize],
+    f: impl Fn(T, T) -> U,
+) -> Option<(Vec<usize>, Vec<U>)> {
     let (shape, ta, tb) = broadcast(sa, sb)?;
     let len: usize = shape.iter().product();
     let mut out = Vec::with_capacity(len);

@@ -16,8 +16,8 @@ use super::bind::{bind, Bound};
 use super::branch::PreparedBranch;
 use super::conv::Prepared;
 use super::epilogue::{Bias, Epilogue};
-use super::fold::{fold, Fold};
 use super::fallback::{of_bind_error, Fallback, FallbackReason, Refusal};
+use super::fold::{fold, Fold};
 use super::profile::{first_names, op_list, StepKind, StepTime};
 use super::tile::{Dst, Src};
 use super::{contraction, elementwise, fused_post, hot_pool, native, norm_lanes, reduce, relayout, Options};
@@ -506,7 +506,8 @@ impl<'m> Session<'m> {
         free.sort();
         let (mut dynamic, mut constants) = (Vec::new(), Vec::new());
         for name in free {
-            let missing = || Refusal::new(FallbackReason::Operator, format!("the branch reads '{name}', which is not there"));
+            let missing =
+                || Refusal::new(FallbackReason::Operator, format!("the branch reads '{name}', which is not there"));
             let id = graph.value_named(&name).ok_or_else(missing)?;
             let overridden = self.fed.iter().any(|(n, _)| *n == name);
             let stored = graph.initializers.iter().find(|t| t.name.as_deref() == Some(name.as_str()));
@@ -536,11 +537,12 @@ impl<'m> Session<'m> {
     fn late_refusal(&self, step: &Planned) -> Refusal {
         let graph = self.frame.graph;
         let node = step_nodes(step).first().map(|&n| &graph.nodes[n]);
-        let odd_type = node.into_iter().flat_map(|n| &n.inputs).find_map(|&v| match self.frame.values[idx(v)].as_ref() {
-            Some(Value::Tensor(t)) if !matches!(t.data, Data::F32(_) | Data::Bool(_)) => Some(t.elem().to_string()),
-            Some(v) if !matches!(v, Value::Tensor(_)) => Some("a value that is not a tensor".to_string()),
-            _ => None,
-        });
+        let odd_type =
+            node.into_iter().flat_map(|n| &n.inputs).find_map(|&v| match self.frame.values[idx(v)].as_ref() {
+                Some(Value::Tensor(t)) if !matches!(t.data, Data::F32(_) | Data::Bool(_)) => Some(t.elem().to_string()),
+                Some(v) if !matches!(v, Value::Tensor(_)) => Some("a value that is not a tensor".to_string()),
+                _ => None,
+            });
         match odd_type {
             Some(ty) => Refusal::new(
                 FallbackReason::OperandType,
@@ -619,8 +621,7 @@ impl<'m> Session<'m> {
             }
         }
         let mut peak = live;
-        let result =
-            super::denormals::flushing(|| hot_pool::while_hot(|| self.run_steps(&mut live, &mut peak)));
+        let result = super::denormals::flushing(|| hot_pool::while_hot(|| self.run_steps(&mut live, &mut peak)));
         let mut outputs = Vec::new();
         if result.is_ok() {
             for &id in &self.outputs {
@@ -688,9 +689,10 @@ impl<'m> Session<'m> {
                 let why = branch_refusal.unwrap_or_else(|| self.late_refusal(step));
                 // Float work: what the step made (not yet freed) holds floats.
                 let graph = self.frame.graph;
-                let float = step_nodes(step).iter().flat_map(|&n| &graph.nodes[n].outputs).any(|&v| {
-                    matches!(&self.frame.values[idx(v)], Some(Value::Tensor(t)) if is_float(t.elem()))
-                });
+                let float = step_nodes(step)
+                    .iter()
+                    .flat_map(|&n| &graph.nodes[n].outputs)
+                    .any(|&v| matches!(&self.frame.values[idx(v)], Some(Value::Tensor(t)) if is_float(t.elem())));
                 self.late[s] = Some(self.fallback(s, step, why, float, true));
             }
             *live += made;
