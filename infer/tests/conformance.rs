@@ -212,10 +212,10 @@ fn node_suite_conformance() {
         wrong.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n")
     );
     if filter.is_empty() {
-        // The figures recorded in the README: a drop is a regression.
+        // The figures recorded in docs/testing.md: a drop is a regression.
         let exact = |c: &Counts| c.by_class.get("exact").copied().unwrap_or(0);
-        assert!(exact(&alone) >= 1961, "model alone: {} exact, README records 1,961", exact(&alone));
-        assert!(exact(&bound) >= 2292, "inputs bound: {} exact, README records 2,292", exact(&bound));
+        assert!(exact(&alone) >= 1961, "model alone: {} exact, docs/testing.md records 1,961", exact(&alone));
+        assert!(exact(&bound) >= 2292, "inputs bound: {} exact, docs/testing.md records 2,292", exact(&bound));
     }
 }
 
