@@ -3,7 +3,7 @@
 //! `--bind` reads; the kind is chosen by the `.npy` extension.
 //!
 //! A sequence of tensors (what `diamond run` feeds a sequence-typed input)
-//! is read from a serialized `SequenceProto` (`.pb`, as the backend test
+//! is read, through [`crate::value_file`], from a serialized `SequenceProto` (`.pb`, as the backend test
 //! data stores sequence inputs) or from a directory of tensor files, one
 //! tensor each, in the order of their names. A map (`ai.onnx.ml`'s inputs
 //! and `ZipMap`'s outputs) is read from a serialized `MapProto`, a sequence
@@ -11,10 +11,8 @@
 
 use crate::error::ImportError;
 use crate::value_file::{read_value_file, Kind, StoredValue};
-use bytes::Bytes;
 use diamond_ir::Tensor;
-use prost::Message;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Reads the tensor in `path`; external data of a `.pb` tensor resolves
 /// against the file's directory.
@@ -26,22 +24,6 @@ pub fn read_tensor_file(path: &Path) -> Result<Tensor, ImportError> {
     let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     crate::onnx::decode_tensor(bytes, path, &base_dir)
 }
-
-/// The fields of ONNX's `SequenceProto` this reader uses (diamond's schema
-/// leaves the message out): the name, the element kind and the tensors,
-/// kept as bytes to be decoded as `TensorProto`s.
-#[derive(Clone, PartialEq, Message)]
-struct SequenceProto {
-    #[prost(string, optional, tag = "1")]
-    name: Option<String>,
-    #[prost(int32, optional, tag = "2")]
-    elem_type: Option<i32>,
-    #[prost(bytes = "bytes", repeated, tag = "3")]
-    tensor_values: Vec<Bytes>,
-}
-
-/// `SequenceProto.DataType.TENSOR`.
-const SEQUENCE_OF_TENSORS: i32 = 1;
 
 /// The keys of a stored map.
 #[derive(Clone, Debug, PartialEq)]
@@ -115,41 +97,18 @@ pub struct TensorSequence {
 /// sorted by name, or a `.pb` file holding a `SequenceProto` of tensors.
 pub fn read_sequence(path: &Path) -> Result<TensorSequence, ImportError> {
     let fail = |problem: String| ImportError::InvalidTensor { path: path.to_path_buf(), problem };
-    if path.is_dir() {
-        let entries = std::fs::read_dir(path).map_err(|source| ImportError::Io { path: path.to_path_buf(), source })?;
-        let mut files: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "npy" || x == "pb"))
-            .collect();
-        files.sort();
-        let tensors = files.iter().map(|f| read_tensor_file(f)).collect::<Result<Vec<_>, _>>()?;
-        return Ok(TensorSequence { name: None, tensors });
-    }
-    if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("npy")) {
-        return Err(fail(
-            "one .npy file is one tensor; a sequence is a directory of tensor files or a .pb SequenceProto".into(),
-        ));
-    }
-    let bytes = crate::onnx::read_file(path)?;
-    if bytes.is_empty() {
-        return Err(fail("the file is empty".into()));
-    }
-    let proto = SequenceProto::decode(bytes).map_err(|e| fail(format!("SequenceProto decoding failed: {e}")))?;
-    match proto.elem_type {
-        Some(SEQUENCE_OF_TENSORS) => {}
-        None if !proto.tensor_values.is_empty() => {}
-        other => {
-            return Err(fail(format!(
-                "the SequenceProto holds elements of kind {} (only tensors are read)",
-                other.unwrap_or(0)
-            )))
-        }
-    }
-    let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    let tensors = proto
-        .tensor_values
+    let stored = read_value_file(path, Kind::Sequence)?;
+    let StoredValue::Sequence(items) = stored.value else {
+        return Err(fail(format!("the file holds a {}, not a sequence", stored.value.kind())));
+    };
+    let tensors = items
         .into_iter()
-        .map(|b| crate::onnx::decode_tensor(b, path, &base_dir))
+        .map(|v| match v {
+            StoredValue::Tensor(t) => Ok(t),
+            other => {
+                Err(fail(format!("the SequenceProto holds elements of kind {} (only tensors are read)", other.kind())))
+            }
+        })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(TensorSequence { name: proto.name, tensors })
+    Ok(TensorSequence { name: stored.name, tensors })
 }
