@@ -11,7 +11,7 @@
 //! from [`portable_gemm`](super::portable_gemm) instead; a tile of at most
 //! four rows from [`few_rows`](super::few_rows), which packs nothing.
 
-use super::epilogue::{Epilogue, Tile};
+use super::epilogue::{Bias, Epilogue, Tile};
 use super::{cpu, few_rows, portable_gemm};
 use rayon::prelude::*;
 
@@ -230,6 +230,18 @@ pub fn batched_matmul(a: &[f32], a_shape: &[usize], b: &[f32], b_shape: &[usize]
     let count = plan.batch.iter().product::<usize>();
     assert!(out.len() >= count * m * n, "batched_matmul: out holds {} values, not {}", out.len(), count * m * n);
     if m * n == 0 {
+        return;
+    }
+    // One right matrix for every left one (a weight shared over a batch,
+    // as `[seq, batch, d] × [d, e]` in sequence-first attention): the left
+    // matrices lie one after another, so they are one `count·m × k` matrix and
+    // the product is one GEMM that reads the weight once — as `count`
+    // products of `m` rows each it is read `count` times (a GEMV per row
+    // when m = 1). A per-row bias repeats per matrix, so it keeps the loop.
+    if count > 1 && plan.b_items == 1 && plan.a_items == count && !matches!(ep.bias, Bias::PerRow(_)) {
+        let av = MatRef::row_major(&a[..count * m * k], count * m, k);
+        let bv = MatRef::row_major(&b[..k * n], k, n);
+        sgemm(av, bv, &mut out[..count * m * n], ep);
         return;
     }
     let item = |i: usize, c: &mut [f32]| {

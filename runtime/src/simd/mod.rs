@@ -56,6 +56,7 @@ pub mod norm_lanes;
 pub mod pool;
 pub mod portable_gemm;
 pub mod profile;
+pub mod recurrent;
 pub mod reduce;
 pub mod reduce_flat;
 pub mod reduce_lanes;

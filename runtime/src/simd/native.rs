@@ -11,7 +11,9 @@
 //!   mapping ([`axis_taps`]): each output row mixes at most two input rows
 //!   into one row, then each output column at most two of its columns.
 //! - **LRN** and inference **BatchNormalization** ([`norm`]), 2-D
-//!   **MaxPool** and **AveragePool** ([`pool`]), **Concat** ([`concat`]).
+//!   **MaxPool** and **AveragePool** ([`pool`]), **Concat** ([`concat`]),
+//!   **LSTM**, **GRU** and **RNN** ([`recurrent`], several outputs: the
+//!   session calls it itself).
 //!
 //! Anything else about these operators — other ranks, element types,
 //! `auto_pad`, `output_shape`, cubic or antialiased resizing, a crop box,
@@ -21,7 +23,7 @@
 use super::contraction::{floats, int_attr, overwritten, sized, Take};
 use super::epilogue::Epilogue;
 use super::gemm::{sgemm, MatRef};
-use super::{cast, concat, einsum, integer, norm, pool, relayout};
+use super::{cast, concat, einsum, integer, norm, pool, recurrent, relayout};
 use crate::ops::resize::axis_taps;
 use crate::tensor::{Data, Tensor};
 use diamond_ir::{AttrValue, Node};
@@ -46,6 +48,7 @@ pub(crate) fn covers(node: &Node) -> bool {
     ) && node.domain.as_deref().unwrap_or("").is_empty()
         || relayout::relabels(node)
         || cast::covers(node)
+        || recurrent::covers(node)
 }
 
 /// Computes `node` on `inputs` (`None` where omitted) into a tensor whose

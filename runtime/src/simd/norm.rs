@@ -172,12 +172,68 @@ pub fn batch_norm(node: &Node, inputs: &[Option<&Tensor>], take: &mut dyn FnMut(
     }
     let factor: Vec<f32> = (0..c).map(|ch| (f64::from(gamma[ch]) / (f64::from(var[ch]) + eps).sqrt()) as f32).collect();
     let mut out = sized(take, xd.len());
+    if inner < SMALL_PLANE {
+        affine_rows(xd, c, inner, (mean, &factor, beta), &mut out);
+        return Tensor::new(x.shape.clone(), Data::F32(out));
+    }
     planes(&mut out, inner, |p, dst| {
         let ch = p % c;
         let src = &xd[p * inner..][..inner];
         affine_plane(src, mean[ch], factor[ch], beta[ch], dst);
     });
     Tensor::new(x.shape.clone(), Data::F32(out))
+}
+
+/// Planes shorter than this go by image rows ([`affine_rows`]): one plane per
+/// task or per call costs more than its few floats (a BatchNormalization over
+/// `[tokens, channels]`, as LeViT's linear layers export, has planes of one).
+const SMALL_PLANE: usize = 32;
+
+/// BatchNormalization's `(x − mean)·factor + beta` over each image's row of
+/// `c · inner` floats at once, with the per-channel values spread to a row
+/// first, so that the loop runs along the row (vectorized) instead of one
+/// short plane at a time. Rows go in parallel in chunks of enough work.
+fn affine_rows(src: &[f32], c: usize, inner: usize, (mean, factor, beta): (&[f32], &[f32], &[f32]), out: &mut [f32]) {
+    let row = c * inner;
+    let spread = |v: &[f32]| -> Vec<f32> { v.iter().flat_map(|&x| std::iter::repeat_n(x, inner)).collect() };
+    let (mean, factor, beta) = (spread(&mean[..c]), spread(&factor[..c]), spread(&beta[..c]));
+    let rows_per_task = PARALLEL_FLOATS.div_ceil(row).max(1);
+    let each = |(i, dst): (usize, &mut [f32])| {
+        let first = i * rows_per_task * row;
+        for (j, d) in dst.chunks_mut(row).enumerate() {
+            affine_row(&src[first + j * row..][..row], (&mean, &factor, &beta), d);
+        }
+    };
+    if rayon::current_num_threads() > 1 && out.len() >= 2 * PARALLEL_FLOATS {
+        out.par_chunks_mut(rows_per_task * row).enumerate().for_each(each);
+    } else {
+        out.chunks_mut(rows_per_task * row).enumerate().for_each(each);
+    }
+}
+
+fn affine_row(src: &[f32], spread: (&[f32], &[f32], &[f32]), dst: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if cpu::avx2_fma() {
+        // SAFETY: the processor has AVX2 and FMA.
+        return unsafe { affine_row_avx2(src, spread, dst) };
+    }
+    affine_row_body(src, spread, dst)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn affine_row_avx2(src: &[f32], spread: (&[f32], &[f32], &[f32]), dst: &mut [f32]) {
+    affine_row_body(src, spread, dst)
+}
+
+/// `dst = (src − mean)·factor + beta`, element by element.
+#[inline(always)]
+fn affine_row_body(src: &[f32], (mean, factor, beta): (&[f32], &[f32], &[f32]), dst: &mut [f32]) {
+    let n = dst.len();
+    let (src, mean, factor, beta) = (&src[..n], &mean[..n], &factor[..n], &beta[..n]);
+    for i in 0..n {
+        dst[i] = (src[i] - mean[i]) * factor[i] + beta[i];
+    }
 }
 
 fn affine_plane(src: &[f32], mean: f32, factor: f32, shift: f32, dst: &mut [f32]) {

@@ -20,7 +20,7 @@ use super::fallback::{of_bind_error, Fallback, FallbackReason, Refusal};
 use super::fold::{fold, Fold};
 use super::profile::{first_names, op_list, StepKind, StepTime};
 use super::tile::{Dst, Src};
-use super::{contraction, elementwise, fused_post, hot_pool, native, norm_lanes, reduce, relayout, Options};
+use super::{contraction, elementwise, fused_post, hot_pool, native, norm_lanes, recurrent, reduce, relayout, Options};
 use crate::error::{Result, RunError};
 use crate::exec::{run_one, Frame};
 use crate::kernel::{verify::verify, ContractionOp, Inst, LoweredModel, Program, Step};
@@ -950,6 +950,9 @@ impl<'m> Session<'m> {
         if relayout::relabels(&self.frame.graph.nodes[n]) {
             return self.run_relabel(n, step, peak, live);
         }
+        if recurrent::covers(&self.frame.graph.nodes[n]) {
+            return self.run_recurrent(n, peak, live);
+        }
         self.run_on_own_kernels(n, peak, live, &mut native::compute)
     }
 
@@ -991,6 +994,26 @@ impl<'m> Session<'m> {
             made -= old.byte_size();
         }
         Ok(made.saturating_sub(moved))
+    }
+
+    /// Runs recurrent node `n` (LSTM, GRU, RNN) on [`recurrent`]'s kernels,
+    /// or on the reference kernels where they do not cover it; the bytes it
+    /// added. Outputs the graph leaves unnamed are dropped.
+    fn run_recurrent(&mut self, n: NodeId, peak: &mut u64, live: u64) -> Result<u64> {
+        let node = &self.frame.graph.nodes[n];
+        let Some(inputs) = node_inputs(&self.frame, node) else { return self.run_nodes(&[n], peak, live) };
+        let Some(outs) = recurrent::compute(node, &inputs) else { return self.run_nodes(&[n], peak, live) };
+        let mut made = 0u64;
+        for (&id, t) in node.outputs.iter().zip(outs) {
+            if self.frame.graph.value_name(id).is_empty() {
+                continue;
+            }
+            let value = Value::Tensor(t);
+            let added = value.byte_size();
+            let old = self.frame.values[idx(id)].replace(value).map_or(0, |v| v.byte_size());
+            made += added.saturating_sub(old);
+        }
+        Ok(made)
     }
 
     /// Runs node `n` through `compute` (its inputs, and buffers from the

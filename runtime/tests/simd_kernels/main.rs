@@ -13,6 +13,7 @@ mod elementwise;
 mod norm;
 mod oracle;
 mod pool;
+mod recurrent;
 mod reductions;
 mod relayout;
 
@@ -317,8 +318,9 @@ fn conv_spec() -> impl Strategy<Value = ConvSpec> {
         // widths past 16 reach im2col's row copies, narrower ones its gather table
         (1usize..10, 1usize..24, 1usize..4, 1usize..4),
         ([1usize..3, 1usize..3], [1usize..3, 1usize..3], [0usize..3, 0usize..3, 0usize..3, 0usize..3]),
-        // 0: as drawn; 1: made depthwise (group = c_in = c_out); 2: made pointwise (1×1, stride 1, no pad)
-        0u8..3,
+        // 0: as drawn; 1: made depthwise (group = c_in = c_out); 2: made pointwise (1×1, stride 1, no pad);
+        // 3: made a column convolution (kh × 1 over tall planes one column wide, run as a row one)
+        0u8..4,
     )
         .prop_map(|((n, group, group_in, group_out), (h, w, kh, kw), (stride, dilation, pads), shape)| {
             let mut s = ConvSpec { n, group, group_in, group_out, h, w, kh, kw, stride, dilation, pads };
@@ -329,6 +331,9 @@ fn conv_spec() -> impl Strategy<Value = ConvSpec> {
                 }
                 2 => {
                     (s.kh, s.kw, s.stride, s.pads) = (1, 1, [1, 1], [0; 4]);
+                }
+                3 => {
+                    (s.h, s.w, s.kw, s.pads[1], s.pads[3]) = (s.h * 7, 1, 1, 0, 0);
                 }
                 _ => {}
             }

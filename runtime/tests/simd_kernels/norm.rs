@@ -3,7 +3,8 @@
 //! operators: random shapes (size-1 axes included), odd and even LRN
 //! window sizes, the exponents with their own arithmetic (0.75, 0.5, 1)
 //! and another, and scales large enough that the window's sum of squares
-//! moves the result; one thread and several (planes in parallel).
+//! moves the result; one thread and several (planes, or rows of short
+//! planes, in parallel).
 
 use super::oracle::{float, int, Net};
 use super::{on_threads, values};
@@ -118,6 +119,10 @@ fn large_normalizations_match_the_reference_on_one_and_several_threads() {
             check_lrn(&[2, 16, 40, 40], 5, 0.5, 0.75, 1.0, 21);
             check_lrn(&[1, 24, 37, 45], 4, 2.0, 0.6, 2.0, 22);
             check_batch_norm(&[2, 16, 40, 40], None, 23);
+            // short planes go by rows, these in parallel chunks: a token-major
+            // [tokens, channels] input (planes of one) and planes of 3×5
+            check_batch_norm(&[300, 256], Some(1e-3), 24);
+            check_batch_norm(&[7, 1000, 3, 5], None, 25);
         });
     }
 }

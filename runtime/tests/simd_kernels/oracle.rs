@@ -3,7 +3,7 @@
 //! `Mul(alpha)`, `Add(Mul(bias, beta))`, the activation's own ONNX
 //! operator(s) and `Add(residual)` — run by `run_model` in f64.
 
-use diamond_ir::{AttrType, Attribute, Graph, GraphOwner, Model, Node, OpsetImport, ValueInfo};
+use diamond_ir::{AttrRare, AttrType, Attribute, Graph, GraphOwner, Model, Node, OpsetImport, ValueInfo};
 use diamond_runtime::simd::epilogue::{Activation, Bias, Epilogue};
 use diamond_runtime::{run_model, Data, RunOptions, Tensor, Value};
 
@@ -32,6 +32,26 @@ impl Net {
         let tensor = Tensor::new(shape.to_vec(), Data::F32(data.to_vec())).expect("shape and data agree");
         self.fed.push((name.clone(), Value::Tensor(tensor)));
         name
+    }
+
+    /// A graph input fed with `data` (int32) of `shape`.
+    pub fn input_i32(&mut self, shape: &[usize], data: &[i32]) -> String {
+        let name = self.fresh("in");
+        let id = self.graph.intern(&name);
+        self.graph.inputs.push(ValueInfo { value: Some(id), ..ValueInfo::default() });
+        let tensor = Tensor::new(shape.to_vec(), Data::I32(data.to_vec())).expect("shape and data agree");
+        self.fed.push((name.clone(), Value::Tensor(tensor)));
+        name
+    }
+
+    /// A node of `op` over `inputs` (`""` for an omitted one) with `count`
+    /// outputs; returns their names.
+    pub fn node_with_outputs(&mut self, op: &str, inputs: &[&str], attributes: Vec<Attribute>, count: usize) -> Vec<String> {
+        let names: Vec<String> = (0..count).map(|_| self.fresh("v")).collect();
+        let inputs = inputs.iter().map(|n| self.graph.intern(n)).collect();
+        let outputs = names.iter().map(|n| self.graph.intern(n)).collect();
+        self.graph.nodes.push(Node { op_type: Some(op.to_string()), inputs, outputs, attributes, ..Node::default() });
+        names
     }
 
     /// A node of `op` over `inputs`; returns its output's name.
@@ -134,7 +154,7 @@ pub fn ints(name: &str, values: &[usize]) -> Attribute {
     }
 }
 
-fn string(name: &str, value: &str) -> Attribute {
+pub fn string(name: &str, value: &str) -> Attribute {
     Attribute {
         name: Some(name.into()),
         attr_type: Some(AttrType::String),
@@ -152,5 +172,18 @@ pub fn assert_close(got: &[f32], want: &[f64], reduction: usize, what: &str) {
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
         let err = (f64::from(g) - w).abs();
         assert!(err <= tol * (1.0 + w.abs()), "{what}: element {i}: {g} vs {w} (error {err:e}, tolerance {tol:e})");
+    }
+}
+
+pub fn strings(name: &str, values: &[&str]) -> Attribute {
+    Attribute {
+        name: Some(name.into()),
+        attr_type: Some(AttrType::Strings),
+        rare: AttrRare {
+            strings: values.iter().map(|v| bytes::Bytes::from(v.to_string())).collect(),
+            ..AttrRare::default()
+        }
+        .boxed(),
+        ..Attribute::default()
     }
 }
