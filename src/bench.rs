@@ -54,6 +54,8 @@ pub struct Args {
     pub profile: bool,
     /// Fail (exit 1) when a float step of a fused group falls back to the reference kernels.
     pub strict: bool,
+    /// Measure tract beside diamond.
+    pub tract: bool,
 }
 
 fn bad(message: impl std::fmt::Display) -> Failure {
@@ -184,7 +186,10 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         })
         .map_err(refused)?;
     #[cfg(feature = "tract")]
-    let tract = bench_tract::measure(path, &fed, args.warmup, args.runs);
+    let tract = match args.tract {
+        true => bench_tract::measure(path, &fed, args.warmup, args.runs),
+        false => Err("--no-tract".to_string()),
+    };
     #[cfg(not(feature = "tract"))]
     let tract: Result<Latency, String> = {
         let _ = &fed;

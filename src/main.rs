@@ -288,6 +288,9 @@ enum Command {
         /// (as onnxruntime and tract optimize a model they load); the reference backend never does.
         #[arg(long)]
         no_optimize: bool,
+        /// Measure diamond alone, without tract beside it (for profiling many runs of a model tract is slow on)
+        #[arg(long)]
+        no_tract: bool,
     },
 }
 
@@ -415,6 +418,7 @@ fn main() -> ExitCode {
             profile,
             strict,
             no_optimize,
+            no_tract,
         } => bench::run(&bench::Args {
             inputs: with_bound(inputs, &bind),
             model,
@@ -428,6 +432,7 @@ fn main() -> ExitCode {
             json,
             profile,
             strict,
+            tract: !no_tract,
         }),
         Command::Check {
             model,
