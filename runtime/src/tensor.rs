@@ -305,6 +305,20 @@ impl Data {
         each_data!(self, v => Elem::wrap(indices.iter().map(|&i| v[i].clone()).collect()))
     }
 
+    /// The elements of the runs `(start, length)`, one run after another, as
+    /// [`Data::take`] of every index of each run (copied a run at a time).
+    /// Every run must be in range.
+    pub fn take_runs(&self, runs: &[(usize, usize)]) -> Data {
+        let total = runs.iter().map(|&(_, len)| len).sum();
+        each_data!(self, v => {
+            let mut out = Vec::with_capacity(total);
+            for &(start, len) in runs {
+                out.extend_from_slice(&v[start..start + len]);
+            }
+            Elem::wrap(out)
+        })
+    }
+
     /// An empty vector of `elem`, or `None` for types without storage here.
     pub fn empty(elem: ElemType) -> Option<Data> {
         Data::from_f64s(elem, &[]).or_else(|| (elem == ElemType::String).then(|| Data::Str(Vec::new())))

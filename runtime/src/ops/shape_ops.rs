@@ -349,14 +349,10 @@ pub(crate) fn narrow(x: &Tensor, axis: usize, start: usize, len: usize) -> Tenso
     let outer: usize = x.shape[..axis].iter().product();
     let inner: usize = x.shape[axis + 1..].iter().product();
     let dim = x.shape[axis];
-    let mut idx = Vec::with_capacity(outer * len * inner);
-    for o in 0..outer {
-        let base = (o * dim + start) * inner;
-        idx.extend(base..base + len * inner);
-    }
+    let runs: Vec<(usize, usize)> = (0..outer).map(|o| ((o * dim + start) * inner, len * inner)).collect();
     let mut shape = x.shape.clone();
     shape[axis] = len;
-    taken(x, shape, &idx)
+    Tensor { shape, data: x.data.take_runs(&runs) }
 }
 
 fn split(ctx: &NodeCtx<'_>) -> Result<Outs> {

@@ -188,6 +188,9 @@ unsafe fn run_tile(a: View, b: View, k: usize, c: OutPtr, t: &Tile, ep: &Epilogu
     } else if cpu::avx2_fma() && few_rows::covers(t.rows, a, b) {
         let (lhs, rhs) = (View { ptr: lhs, ..a }, View { ptr: rhs, ..b });
         few_rows::product(t.rows, t.cols, k, dst, t.n, read, lhs, rhs, ep.alpha);
+    } else if cpu::avx2_fma() && few_rows::covers_by_rows(t.rows, k, t.cols, b) {
+        let (lhs, rhs) = (View { ptr: lhs, ..a }, View { ptr: rhs, ..b });
+        few_rows::product_by_rows(t.rows, t.cols, k, dst, t.n, read, lhs, rhs, ep.alpha);
     } else if cpu::avx2_fma() {
         gemm::gemm(
             t.rows,

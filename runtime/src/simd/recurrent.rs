@@ -1,7 +1,7 @@
 //! The recurrent operators `LSTM`, `GRU` and `RNN` on `f32`, the way
 //! onnxruntime computes them: the input's contribution to every gate at
 //! every time step is one product for the whole sequence (`X · Wᵀ` plus the
-//! biases, [`sgemm`]), and each step then multiplies only the previous hidden
+//! biases, [`sgemm_on`](super::gemm::sgemm_on)), and each step then multiplies only the previous hidden
 //! state by the recurrence weight (`H · Rᵀ`: a GEMV per batch row, with no
 //! packing, through the few-rows product) and applies the gates
 //! element by element with the vectorized [`math`](super::math) functions.
@@ -18,7 +18,7 @@
 use super::contraction::floats;
 use super::cpu;
 use super::epilogue::{Bias, Epilogue};
-use super::gemm::{sgemm, MatRef};
+use super::gemm::{sgemm_on, MatRef};
 use super::math::{clamp, sigmoid_in, tanh_in, Arith, Fused, Split};
 use crate::tensor::{Data, Tensor};
 use diamond_ir::{AttrValue, Node};
@@ -236,10 +236,9 @@ pub fn compute(node: &Node, inputs: &[Option<&Tensor>]) -> Option<Vec<Tensor>> {
         return None;
     }
 
-    let mut y = vec![0f32; s.seq * s.dirs * s.batch * h];
-    let mut y_h = vec![0f32; s.dirs * s.batch * h];
-    let mut y_c = vec![0f32; if cell == Cell::Lstm { s.dirs * s.batch * h } else { 0 }];
-    for d in 0..s.dirs {
+    // One direction: its hidden state at every step (time-major rows of
+    // `hidden`, zeros past a row's length) and its final states.
+    let direction = |d: usize, threads: usize| {
         let weights = Direction {
             w: &wd[d * g * s.input..][..g * s.input],
             r: &rd[d * g * h..][..g * h],
@@ -258,7 +257,28 @@ pub fn compute(node: &Node, inputs: &[Option<&Tensor>]) -> Option<Vec<Tensor>> {
             state
         };
         let (mut hs, mut cs) = (start(initial_h), start(initial_c));
-        run_direction(&s, d, &weights, xd, &lens, (&mut hs, &mut cs), &mut y);
+        let mut steps = vec![0f32; s.seq * s.batch * h];
+        run_direction(&s, &weights, xd, &lens, (&mut hs, &mut cs), &mut steps, threads);
+        (steps, hs, cs)
+    };
+    // Two directions on two threads or more run side by side, each on half
+    // the pool: a step's product is too small to share out well.
+    let threads = rayon::current_num_threads();
+    let runs = if s.dirs == 2 && threads > 1 {
+        let (a, b) = rayon::join(|| direction(0, threads / 2), || direction(1, threads - threads / 2));
+        vec![a, b]
+    } else {
+        (0..s.dirs).map(|d| direction(d, threads)).collect()
+    };
+    let mut y = vec![0f32; s.seq * s.dirs * s.batch * h];
+    let mut y_h = vec![0f32; s.dirs * s.batch * h];
+    let mut y_c = vec![0f32; if cell == Cell::Lstm { s.dirs * s.batch * h } else { 0 }];
+    for (d, (steps, hs, cs)) in runs.iter().enumerate() {
+        for t in 0..s.seq {
+            for b in 0..s.batch {
+                y[s.y_at(t, d, b)..][..h].copy_from_slice(&steps[(t * s.batch + b) * h..][..h]);
+            }
+        }
         for b in 0..s.batch {
             y_h[s.state_at(d, b)..][..h].copy_from_slice(&hs[b * h..][..h]);
             if cell == Cell::Lstm {
@@ -284,17 +304,18 @@ struct Direction<'a> {
     reverse: bool,
 }
 
-/// Runs direction `d` over the sequence from states `hs`, `cs` (batch rows
+/// Runs one direction over the sequence from states `hs`, `cs` (batch rows
 /// of `hidden`), leaving the final states there and each step's hidden
-/// state in `y`.
+/// state in `steps` (row `t · batch + b`); its products on at most
+/// `threads` threads of the pool.
 fn run_direction(
     s: &Spec,
-    d: usize,
     dir: &Direction<'_>,
     x: &[f32],
     lens: &[usize],
     (hs, cs): (&mut [f32], &mut [f32]),
-    y: &mut [f32],
+    steps: &mut [f32],
+    threads: usize,
 ) {
     let (h, g) = (s.hidden, s.cell.gates() * s.hidden);
     let gru = s.cell == Cell::Gru;
@@ -310,7 +331,7 @@ fn run_direction(
     let rows = s.seq * s.batch;
     let mut projected = vec![0f32; rows * g];
     let ep = Epilogue { bias: Bias::PerCol(&input_bias), ..Epilogue::default() };
-    sgemm(MatRef::row_major(x, rows, s.input), MatRef::row_major(dir.w, g, s.input).t(), &mut projected, &ep);
+    sgemm_on(MatRef::row_major(x, rows, s.input), MatRef::row_major(dir.w, g, s.input).t(), &mut projected, &ep, threads);
 
     // GRU's candidate recurrence bias, and the gates the first product covers:
     // all of them, except GRU's candidate without `linear_before_reset`
@@ -331,11 +352,11 @@ fn run_direction(
     let mut recurrent = vec![0f32; s.batch * recurrent_gates];
     let mut reset_hidden = vec![0f32; if gru { s.batch * h } else { 0 }];
     let mut candidate = vec![0f32; if gru { s.batch * h } else { 0 }];
-    let steps = lens.iter().copied().max().unwrap_or(0);
+    let count = lens.iter().copied().max().unwrap_or(0);
     let fma = cpu::avx2_fma();
-    for step in 0..steps {
+    for step in 0..count {
         let ep = Epilogue { bias: Bias::PerCol(&recurrent_bias), ..Epilogue::default() };
-        sgemm(MatRef::row_major(hs, s.batch, h), r_first, &mut recurrent, &ep);
+        sgemm_on(MatRef::row_major(hs, s.batch, h), r_first, &mut recurrent, &ep, threads);
         let time = |b: usize| if dir.reverse { lens[b] - 1 - step } else { step };
         let live = |b: usize| step < lens[b];
         if let (Some(r_candidate), false) = (r_candidate, s.linear_before_reset) {
@@ -346,7 +367,7 @@ fn run_direction(
                 reset_times_hidden(fma, &gates, h, &hs[b * h..][..h], &mut reset_hidden[b * h..][..h]);
             }
             let ep = Epilogue { bias: Bias::PerCol(&candidate_bias), ..Epilogue::default() };
-            sgemm(MatRef::row_major(&reset_hidden, s.batch, h), r_candidate, &mut candidate, &ep);
+            sgemm_on(MatRef::row_major(&reset_hidden, s.batch, h), r_candidate, &mut candidate, &ep, threads);
         }
         for b in (0..s.batch).filter(|&b| live(b)) {
             let t = time(b);
@@ -364,7 +385,7 @@ fn run_direction(
                 }
                 Cell::Rnn => rnn_step(fma, &gates, state),
             }
-            y[s.y_at(t, d, b)..][..h].copy_from_slice(state);
+            steps[(t * s.batch + b) * h..][..h].copy_from_slice(state);
         }
     }
 }

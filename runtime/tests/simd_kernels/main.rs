@@ -553,6 +553,11 @@ fn large_products_cut_into_tiles_match_the_reference_on_one_and_several_threads(
             check_sgemm(600, 16, 520, (Layout::RowMajor, Layout::RowMajor), &full, 3);
             // wide but of little work per row (SqueezeNet's 1×1 32→128 on 27²): cut along its rows
             check_sgemm(200, 40, 700, (Layout::RowMajor, Layout::RowMajor), &per_row, 9);
+            // a few rows by a weight past 1 MiB laid out k × n: B streamed row by row,
+            // over several column chunks and a partial one; and by its transpose, four columns at a time
+            check_sgemm(1, 70, 9000, (Layout::RowMajor, Layout::RowMajor), &full, 10);
+            check_sgemm(3, 300, 1001, (Layout::RowMajor, Layout::RowMajor), &per_row, 11);
+            check_sgemm(4, 301, 1003, (Layout::RowMajor, Layout::Transposed), &full, 12);
             let conv = ConvSpec {
                 n: 2,
                 group: 1,

@@ -6,7 +6,7 @@
 //! to the reference.
 
 use super::oracle::{float, int, string, strings, Net};
-use super::values;
+use super::{on_threads, values};
 use diamond_ir::{Attribute, Node};
 use diamond_runtime::simd::recurrent;
 use diamond_runtime::{Data, Tensor};
@@ -192,7 +192,10 @@ fn a_long_bidirectional_lstm_matches_the_reference() {
         linear_before_reset: false,
         clip: None,
     };
-    check(&s, 11);
+    // one thread: the directions one after the other; several: side by side
+    for threads in [1, 3] {
+        on_threads(threads, || check(&s, 11));
+    }
 }
 
 #[test]
