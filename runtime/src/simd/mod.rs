@@ -45,6 +45,7 @@ pub mod fallback;
 pub mod few_rows;
 pub mod fold;
 pub mod fused_post;
+pub mod gather;
 pub mod gemm;
 pub mod hot_pool;
 pub mod im2col;

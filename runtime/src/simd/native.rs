@@ -13,7 +13,7 @@
 //! - **LRN** and inference **BatchNormalization** ([`norm`]), 2-D
 //!   **MaxPool** and **AveragePool** ([`pool`]), **Concat** ([`concat`]),
 //!   **LSTM**, **GRU** and **RNN** ([`recurrent`], several outputs: the
-//!   session calls it itself).
+//!   session calls it itself), **GatherElements** ([`gather`]).
 //!
 //! Anything else about these operators — other ranks, element types,
 //! `auto_pad`, `output_shape`, cubic or antialiased resizing, a crop box,
@@ -23,7 +23,7 @@
 use super::contraction::{floats, int_attr, overwritten, sized, Take};
 use super::epilogue::Epilogue;
 use super::gemm::{sgemm, MatRef};
-use super::{cast, concat, einsum, integer, norm, pool, recurrent, relayout};
+use super::{cast, concat, einsum, gather, integer, norm, pool, recurrent, relayout};
 use crate::ops::resize::axis_taps;
 use crate::tensor::{Data, Tensor};
 use diamond_ir::{AttrValue, Node};
@@ -44,6 +44,7 @@ pub(crate) fn covers(node: &Node) -> bool {
                 | "Transpose"
                 | "Einsum"
                 | "InstanceNormalization"
+                | "GatherElements"
         )
     ) && node.domain.as_deref().unwrap_or("").is_empty()
         || relayout::relabels(node)
@@ -66,6 +67,7 @@ pub(crate) fn compute(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -
         "Cast" => cast::cast(node, inputs, take),
         "Einsum" => einsum::einsum(node, inputs, take),
         "InstanceNormalization" => norm::instance_norm(node, inputs, take),
+        "GatherElements" => gather::gather_elements(node, inputs, take),
         op if integer::OPS.contains(&op) => integer::binary(node, inputs),
         _ => None,
     }

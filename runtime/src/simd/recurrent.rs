@@ -97,11 +97,8 @@ impl Spec {
 
     /// Offset in Y of time `t`, direction `d`, batch row `b`.
     fn y_at(&self, t: usize, d: usize, b: usize) -> usize {
-        let row = if self.batch_major {
-            (b * self.seq + t) * self.dirs + d
-        } else {
-            (t * self.dirs + d) * self.batch + b
-        };
+        let row =
+            if self.batch_major { (b * self.seq + t) * self.dirs + d } else { (t * self.dirs + d) * self.batch + b };
         row * self.hidden
     }
 
@@ -331,7 +328,13 @@ fn run_direction(
     let rows = s.seq * s.batch;
     let mut projected = vec![0f32; rows * g];
     let ep = Epilogue { bias: Bias::PerCol(&input_bias), ..Epilogue::default() };
-    sgemm_on(MatRef::row_major(x, rows, s.input), MatRef::row_major(dir.w, g, s.input).t(), &mut projected, &ep, threads);
+    sgemm_on(
+        MatRef::row_major(x, rows, s.input),
+        MatRef::row_major(dir.w, g, s.input).t(),
+        &mut projected,
+        &ep,
+        threads,
+    );
 
     // GRU's candidate recurrence bias, and the gates the first product covers:
     // all of them, except GRU's candidate without `linear_before_reset`

@@ -10,6 +10,7 @@
 
 mod activations;
 mod elementwise;
+mod gather;
 mod norm;
 mod oracle;
 mod pool;

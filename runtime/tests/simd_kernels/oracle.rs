@@ -46,7 +46,13 @@ impl Net {
 
     /// A node of `op` over `inputs` (`""` for an omitted one) with `count`
     /// outputs; returns their names.
-    pub fn node_with_outputs(&mut self, op: &str, inputs: &[&str], attributes: Vec<Attribute>, count: usize) -> Vec<String> {
+    pub fn node_with_outputs(
+        &mut self,
+        op: &str,
+        inputs: &[&str],
+        attributes: Vec<Attribute>,
+        count: usize,
+    ) -> Vec<String> {
         let names: Vec<String> = (0..count).map(|_| self.fresh("v")).collect();
         let inputs = inputs.iter().map(|n| self.graph.intern(n)).collect();
         let outputs = names.iter().map(|n| self.graph.intern(n)).collect();

@@ -79,7 +79,8 @@ fn spec() -> impl Strategy<Value = Spec> {
         .prop_map(
             |(op, (seq, batch, input, hidden), (direction, batch_major, bias, with_lens, initial), flags, seed)| {
                 let (peepholes, input_forget, linear_before_reset, clip) = flags;
-                let lens = with_lens.then(|| (0..batch).map(|b| ((seed >> (4 * b)) as usize % (seq + 1)) as i32).collect());
+                let lens =
+                    with_lens.then(|| (0..batch).map(|b| ((seed >> (4 * b)) as usize % (seq + 1)) as i32).collect());
                 Spec {
                     op,
                     seq,

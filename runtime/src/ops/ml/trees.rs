@@ -237,7 +237,13 @@ impl Forest {
             distinct_targets: distinct.len(),
             all_positive: weight_value.iter().all(|&w| w >= 0.0),
             plain_leq: (0..n).all(|i| mode[i] == Mode::Leaf || (mode[i] == Mode::Leq && !missing_true[i])),
-            widest: (0..n).filter(|&i| mode[i] != Mode::Leaf).map(|i| (i, feature[i])).reduce(|a, b| if b.1 > a.1 { b } else { a }),
+            widest: (0..n).filter(|&i| mode[i] != Mode::Leaf).map(|i| (i, feature[i])).reduce(|a, b| {
+                if b.1 > a.1 {
+                    b
+                } else {
+                    a
+                }
+            }),
             leaf_start,
             weight_target,
             weight_value,
@@ -340,7 +346,8 @@ impl Forest {
             }
         };
         let block = |first: usize, count: usize| {
-            let mut out: Vec<(Vec<f64>, Vec<bool>)> = (0..count).map(|_| (vec![0.0; targets], vec![false; targets])).collect();
+            let mut out: Vec<(Vec<f64>, Vec<bool>)> =
+                (0..count).map(|_| (vec![0.0; targets], vec![false; targets])).collect();
             let lanes = count / LANES * LANES;
             for &root in &self.packed_roots {
                 for k in (0..lanes).step_by(LANES) {
