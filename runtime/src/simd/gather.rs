@@ -24,23 +24,35 @@ pub fn gather_elements(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) 
     if (0..rank).any(|a| a != axis && idx.shape[a] > x.shape[a]) {
         return None;
     }
-    let indices: Vec<i64> = match &idx.data {
-        Data::I64(v) => v.clone(),
-        Data::I32(v) => v.iter().map(|&k| i64::from(k)).collect(),
-        _ => return None,
-    };
-    let dim = x.shape[axis] as i64;
+    match &idx.data {
+        Data::I64(v) => gather(data, &x.shape, axis, v, &idx.shape, take),
+        Data::I32(v) => gather(data, &x.shape, axis, v, &idx.shape, take),
+        _ => None,
+    }
+}
+
+/// The gather itself, for indices of either integer type.
+fn gather<K: Copy + Into<i64>>(
+    data: &[f32],
+    data_shape: &[usize],
+    axis: usize,
+    indices: &[K],
+    index_shape: &[usize],
+    take: Take<'_>,
+) -> Option<Tensor> {
+    let rank = data_shape.len();
+    let dim = data_shape[axis] as i64;
     let mut stride = vec![1usize; rank];
     for a in (0..rank - 1).rev() {
-        stride[a] = stride[a + 1] * x.shape[a + 1];
+        stride[a] = stride[a + 1] * data_shape[a + 1];
     }
     let len = indices.len();
     let mut out = overwritten(take, len);
     if len == 0 {
-        return Tensor::new(idx.shape.clone(), Data::F32(out));
+        return Tensor::new(index_shape.to_vec(), Data::F32(out));
     }
     let last = rank - 1;
-    let row = idx.shape[last];
+    let row = index_shape[last];
     // the offset of each row's first element, the gathered axis left out
     let mut at = vec![0usize; last];
     for (r, (dst, ks)) in out.chunks_mut(row).zip(indices.chunks(row)).enumerate() {
@@ -48,7 +60,7 @@ pub fn gather_elements(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) 
             // next row: the odometer over the leading axes
             for a in (0..last).rev() {
                 at[a] += 1;
-                if at[a] < idx.shape[a] {
+                if at[a] < index_shape[a] {
                     break;
                 }
                 at[a] = 0;
@@ -56,6 +68,7 @@ pub fn gather_elements(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) 
         }
         let base: usize = (0..last).filter(|&a| a != axis).map(|a| at[a] * stride[a]).sum();
         for (j, (o, &k)) in dst.iter_mut().zip(ks).enumerate() {
+            let k: i64 = k.into();
             let k = if k < 0 { k + dim } else { k };
             if !(0..dim).contains(&k) {
                 return None;
@@ -64,5 +77,5 @@ pub fn gather_elements(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) 
             *o = data[base + along];
         }
     }
-    Tensor::new(idx.shape.clone(), Data::F32(out))
+    Tensor::new(index_shape.to_vec(), Data::F32(out))
 }

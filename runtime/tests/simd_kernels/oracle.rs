@@ -26,22 +26,21 @@ impl Net {
 
     /// A graph input fed with `data` (f32) of `shape`.
     pub fn input(&mut self, shape: &[usize], data: &[f32]) -> String {
+        self.fed_input(shape, Data::F32(data.to_vec()))
+    }
+
+    fn fed_input(&mut self, shape: &[usize], data: Data) -> String {
         let name = self.fresh("in");
         let id = self.graph.intern(&name);
         self.graph.inputs.push(ValueInfo { value: Some(id), ..ValueInfo::default() });
-        let tensor = Tensor::new(shape.to_vec(), Data::F32(data.to_vec())).expect("shape and data agree");
+        let tensor = Tensor::new(shape.to_vec(), data).expect("shape and data agree");
         self.fed.push((name.clone(), Value::Tensor(tensor)));
         name
     }
 
     /// A graph input fed with `data` (int32) of `shape`.
     pub fn input_i32(&mut self, shape: &[usize], data: &[i32]) -> String {
-        let name = self.fresh("in");
-        let id = self.graph.intern(&name);
-        self.graph.inputs.push(ValueInfo { value: Some(id), ..ValueInfo::default() });
-        let tensor = Tensor::new(shape.to_vec(), Data::I32(data.to_vec())).expect("shape and data agree");
-        self.fed.push((name.clone(), Value::Tensor(tensor)));
-        name
+        self.fed_input(shape, Data::I32(data.to_vec()))
     }
 
     /// A node of `op` over `inputs` (`""` for an omitted one) with `count`

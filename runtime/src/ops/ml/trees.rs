@@ -97,6 +97,24 @@ struct Packed {
     missing_true: bool,
 }
 
+impl Packed {
+    /// Whether a branch sends feature value `v` to its true child: the
+    /// comparison holds, or `v` is NaN and the node tracks missing values as true.
+    #[inline(always)]
+    fn goes_true(&self, v: f64) -> bool {
+        let s = self.threshold;
+        let holds = match self.mode {
+            Mode::Leq => v <= s,
+            Mode::Lt => v < s,
+            Mode::Gte => v >= s,
+            Mode::Gt => v > s,
+            Mode::Eq => v == s,
+            Mode::Neq | Mode::Leaf => v != s,
+        };
+        holds || (self.missing_true && v.is_nan())
+    }
+}
+
 /// The nodes in depth-first order from each root, false child first, each
 /// node once (a node two parents share keeps its first place); the packed
 /// records and the roots' places. Node counts fit `u32` (checked by the caller).
@@ -260,19 +278,10 @@ impl Forest {
         let mut i = root as usize;
         loop {
             let node = &self.packed[i];
-            let v = x[node.feature as usize];
-            let s = node.threshold;
-            let holds = match node.mode {
-                Mode::Leaf => return node.children[0] as usize,
-                Mode::Leq => v <= s,
-                Mode::Lt => v < s,
-                Mode::Gte => v >= s,
-                Mode::Gt => v > s,
-                Mode::Eq => v == s,
-                Mode::Neq => v != s,
-            };
-            let go = holds || (node.missing_true && v.is_nan());
-            i = node.children[go as usize] as usize;
+            if node.mode == Mode::Leaf {
+                return node.children[0] as usize;
+            }
+            i = node.children[node.goes_true(x[node.feature as usize]) as usize] as usize;
         }
     }
 
@@ -307,18 +316,7 @@ impl Forest {
                 if node.mode == Mode::Leaf {
                     continue;
                 }
-                let v = xs[l][node.feature as usize];
-                let s = node.threshold;
-                let holds = match node.mode {
-                    Mode::Leq => v <= s,
-                    Mode::Lt => v < s,
-                    Mode::Gte => v >= s,
-                    Mode::Gt => v > s,
-                    Mode::Eq => v == s,
-                    Mode::Neq | Mode::Leaf => v != s,
-                };
-                let go = holds || (node.missing_true && v.is_nan());
-                at[l] = node.children[go as usize] as usize;
+                at[l] = node.children[node.goes_true(xs[l][node.feature as usize]) as usize] as usize;
                 moved = true;
             }
             if !moved {
