@@ -32,18 +32,25 @@ const UNIT_POSITIONS: usize = 48;
 /// Below this many multiply-adds the units run on one thread.
 const PARALLEL_MACS: usize = 1 << 18;
 
-/// Whether `p` goes this way: AVX-512, one group, not pointwise, at least
-/// 64 output channels, a plane under 256 positions (larger ones are the
-/// positions kernel's), and patches of 256 values or more (each position's
-/// 64 results are stored one by one, paid back over the patch).
+/// Whether `p` goes this way: AVX-512, one group, a kernel wider than
+/// 1×1, at least 64 output channels, a plane under 256 positions (larger
+/// ones are the positions kernel's), and patches of 256 values or more
+/// (each position's 64 results are stored one by one, paid back over the
+/// patch) but under [`LONG_PATCH`](super::direct::LONG_PATCH): a block's
+/// weights, read again for every run of positions, then outgrow L2 (the
+/// zoo's 512→512 3×3/2 on 16², `probe_conv` timing both routes in turn:
+/// 54 here vs 122 GFLOP/s by im2col). A strided 1×1 kernel goes to
+/// im2col too, whose copy is then a quarter of the input (ResNet's
+/// strided shortcut 512→1024 on 28²: 56 vs 112).
 pub(crate) fn suits(p: &Conv2d, (oh, ow): (usize, usize)) -> bool {
+    let patch = p.c_in * p.kh * p.kw;
     cpu::avx512()
         && cpu::direct_conv() != Some(false)
         && p.group == 1
-        && !p.is_pointwise()
+        && p.kh * p.kw > 1
         && p.c_out >= BLOCK
         && oh * ow < 256
-        && p.c_in * p.kh * p.kw >= 256
+        && (256..super::direct::LONG_PATCH).contains(&patch)
 }
 
 /// The weight laid out for the kernel: per block of 64 output channels,

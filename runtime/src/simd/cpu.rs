@@ -3,6 +3,7 @@
 //! `off`, else the portable code (the same loops compiled for the baseline
 //! target, and a plain blocked GEMM in place of the `gemm` crate).
 
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 /// True when the AVX2+FMA versions of the kernels may run.
@@ -30,14 +31,44 @@ pub fn winograd() -> bool {
 /// `DIAMOND_DIRECT=on|off`: every non-depthwise convolution that is not
 /// Winograd's goes to the direct kernel, or none does (to compare it with
 /// im2col and to test it on every shape); unset, the shape decides.
+/// [`force_direct_conv`] changes the choice while the process runs.
 pub fn direct_conv() -> Option<bool> {
-    static CHOSEN: OnceLock<Option<bool>> = OnceLock::new();
-    *CHOSEN.get_or_init(|| match std::env::var("DIAMOND_DIRECT") {
-        Ok(v) if v.eq_ignore_ascii_case("on") => Some(true),
-        Ok(v) if v.eq_ignore_ascii_case("off") => Some(false),
+    match DIRECT.load(Ordering::Relaxed) {
+        DIRECT_UNREAD => {
+            let chosen = match std::env::var("DIAMOND_DIRECT") {
+                Ok(v) if v.eq_ignore_ascii_case("on") => Some(true),
+                Ok(v) if v.eq_ignore_ascii_case("off") => Some(false),
+                _ => None,
+            };
+            force_direct_conv(chosen);
+            chosen
+        }
+        DIRECT_ON => Some(true),
+        DIRECT_OFF => Some(false),
         _ => None,
-    })
+    }
 }
+
+/// Sets what [`direct_conv`] answers from now on, in place of
+/// `DIAMOND_DIRECT` — for benchmarks that time both routes in turn in one
+/// process (this machine's speed drifts by tens of percent between runs
+/// seconds apart) and for tests.
+pub fn force_direct_conv(chosen: Option<bool>) {
+    let v = match chosen {
+        Some(true) => DIRECT_ON,
+        Some(false) => DIRECT_OFF,
+        None => DIRECT_SHAPE,
+    };
+    DIRECT.store(v, Ordering::Relaxed);
+}
+
+/// [`direct_conv`]'s state: not read from the environment yet, forced on,
+/// forced off, or left to the shape.
+static DIRECT: AtomicU8 = AtomicU8::new(DIRECT_UNREAD);
+const DIRECT_UNREAD: u8 = 0;
+const DIRECT_ON: u8 = 1;
+const DIRECT_OFF: u8 = 2;
+const DIRECT_SHAPE: u8 = 3;
 
 #[cfg(target_arch = "x86_64")]
 fn detected_avx512() -> bool {

@@ -79,8 +79,44 @@ pub(crate) fn suits(p: &Conv2d, (oh, ow): (usize, usize)) -> bool {
         // the depthwise kernels' blocked route is faster on narrow or column-strided outputs
         return cpu::avx2_fma() && plane >= 16 && p.stride[1] == 1 && ow >= super::im2col::NARROW;
     }
-    cpu::avx2_fma() && !p.is_pointwise() && plane >= 16 && (cog <= 32 || plane >= 256)
+    if !cpu::avx2_fma() || p.is_pointwise() || plane < 16 || !(cog <= 32 || plane >= 256) {
+        return false;
+    }
+    // Each block of output channels reads every input channel of its
+    // group over the whole plane, so the input is read once per block:
+    // from L2 while the image-group's input fits there, else from L3 or
+    // memory, where im2col's GEMM, which packs what it reads, wins once
+    // there are enough output channels to pay for its copy (the zoo's
+    // strided convolutions, `probe_conv` timing both routes in turn:
+    // ResNet-50's 3×3/2 128→128 on 56² 98 vs 120 GFLOP/s, RetinaNet's
+    // 256→256 on 80² 65 vs 114, FCN's dilated 256→256 on 40² 63 vs 106).
+    // Short patches keep the direct kernel whatever the input (the stems:
+    // 3→64 7×7/2 on 640² 85 vs 61, where the GEMM's depth is 147).
+    let patch = p.group_in() * p.kh * p.kw;
+    let input_bytes = p.group_in() * p.h * p.w * std::mem::size_of::<f32>();
+    let rereads_fit = cog <= 32 || patch < SHORT_PATCH || input_bytes <= CACHED_INPUT;
+    // A 1×1 kernel at a stride reads each input value for one tap: the
+    // direct kernel's phase split copies the whole input to use a quarter
+    // of it, and its patch is too short to hide that (ResNet's strided
+    // shortcuts, 1024→2048 on 14²: 72 vs 121).
+    let strided_pointwise = p.kh == 1 && p.kw == 1;
+    // Long patches (512 input channels of a 3×3) outgrow L2 in the
+    // kernel's inner loop: 512→512 3×3/2 on 16² 65 vs 104.
+    rereads_fit && !strided_pointwise && patch < LONG_PATCH
 }
+
+/// Input bytes of one image-group that stay in L2 while each block of
+/// output channels reads them again (L2 is 512 KiB–2 MiB a core on the
+/// machines this runs on).
+const CACHED_INPUT: usize = 1 << 20;
+
+/// Patches shorter than this keep the direct kernel: im2col's GEMM runs
+/// far from its peak at such depths.
+const SHORT_PATCH: usize = 256;
+
+/// Patches of this length and more go to im2col, from this kernel and
+/// from [`channel_vector`](super::channel_vector)'s.
+pub(crate) const LONG_PATCH: usize = 3072;
 
 /// The layout of one image-group's phase planes and of the wide output.
 #[derive(Clone, Copy, Debug)]
