@@ -24,6 +24,8 @@
 //! per-row bias is per output channel, a per-column one per output
 //! position; a full bias and the residual have the whole output's layout.
 
+#[cfg(target_arch = "x86_64")]
+use super::depthwise_rows;
 use super::epilogue::Epilogue;
 use super::gemm::{sgemm_on, MatRef};
 use super::{channel_vector, dead_taps, depthwise, depthwise_lanes, direct, im2col, small_plane, winograd};
@@ -212,6 +214,10 @@ pub fn conv2d_keeping(
             }
             let Some(Prepared::DepthwiseLanes(taps)) = slot else { unreachable!("filled above") };
             return depthwise_lanes::conv(input, taps, p, (oh, ow), out, ep);
+        }
+        #[cfg(target_arch = "x86_64")]
+        if depthwise_rows::suits(p, (oh, ow)) {
+            return depthwise_rows::conv(input, weight, p, (oh, ow), out, ep);
         }
         return match direct::suits(p, (oh, ow)) {
             true => direct::conv(input, packed_for_direct(slot, weight, p), p, (oh, ow), out, ep),

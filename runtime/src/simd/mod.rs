@@ -36,6 +36,8 @@ pub mod dead_taps;
 pub mod denormals;
 pub mod depthwise;
 mod depthwise_lanes;
+#[cfg(target_arch = "x86_64")]
+mod depthwise_rows;
 pub mod direct;
 mod direct_store;
 pub mod einsum;

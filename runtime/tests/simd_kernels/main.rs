@@ -473,6 +473,42 @@ proptest! {
     }
 }
 
+/// Depthwise convolutions over planes larger than the channels-in-lanes
+/// route takes, kernels up to 7×7, row strides 1 to 3 and column strides
+/// 1 and 2, one-sided padding and every epilogue: the rows route
+/// (`simd::depthwise_rows`, on AVX-512), its masked last vectors, its
+/// blocks of one to four rows, and rows whose padding reaches past the
+/// input (wide pads on narrow planes).
+fn depthwise_rows_spec() -> impl Strategy<Value = ConvSpec> {
+    (
+        (1usize..3, 1usize..20),
+        (25usize..60, 25usize..75, 1usize..8, 1usize..8),
+        ([1usize..4, 1usize..3], [0usize..4, 0usize..4, 0usize..4, 0usize..4]),
+    )
+        .prop_map(|((n, channels), (h, w, kh, kw), (stride, pads))| ConvSpec {
+            n,
+            group: channels.max(2),
+            group_in: 1,
+            group_out: 1,
+            h,
+            w,
+            kh,
+            kw,
+            stride,
+            dilation: [1, 1],
+            pads,
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn depthwise_rows_convolutions_match_the_reference(spec in depthwise_rows_spec(), ep in epilogue_spec(), seed in any::<u64>()) {
+        check_conv(&spec, &ep, seed);
+    }
+}
+
 /// 3×3 convolutions at stride 1 with at least 16 channels each way: the
 /// Winograd route (`simd::winograd`), with odd and even output sizes,
 /// symmetric, one-sided and no padding, and every epilogue (outputs of
