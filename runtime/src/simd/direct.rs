@@ -82,6 +82,13 @@ pub(crate) fn suits(p: &Conv2d, (oh, ow): (usize, usize)) -> bool {
     if !cpu::avx2_fma() || p.is_pointwise() || plane < 16 || !(cog <= 32 || plane >= 256) {
         return false;
     }
+    // Undilated wide kernels waste positions the same way: a 1×7 on a
+    // 17-wide map computes rows of 23 for 17 (Inception-v3's 160→192 1×7
+    // on 17², `probe_conv` timing both routes in turn: 87 vs 117
+    // GFLOP/s by im2col); with few output channels im2col's copy costs more.
+    if reach * 3 > ow && cog > 32 {
+        return false;
+    }
     // Each block of output channels reads every input channel of its
     // group over the whole plane, so the input is read once per block:
     // from L2 while the image-group's input fits there, else from L3 or
