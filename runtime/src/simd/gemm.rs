@@ -191,6 +191,8 @@ unsafe fn run_tile(a: View, b: View, k: usize, c: OutPtr, t: &Tile, ep: &Epilogu
     } else if cpu::avx2_fma() && few_rows::covers_by_rows(t.rows, k, t.cols, b) {
         let (lhs, rhs) = (View { ptr: lhs, ..a }, View { ptr: rhs, ..b });
         few_rows::product_by_rows(t.rows, t.cols, k, dst, t.n, read, lhs, rhs, ep.alpha);
+    } else if cpu::avx2_fma() && short_and_wide(t.rows, k, t.cols, b) {
+        by_column_panels(t.rows, t.cols, k, dst, t.n, read, View { ptr: lhs, ..a }, View { ptr: rhs, ..b }, ep.alpha);
     } else if cpu::avx2_fma() {
         gemm::gemm(
             t.rows,
@@ -219,6 +221,90 @@ unsafe fn run_tile(a: View, b: View, k: usize, c: OutPtr, t: &Tile, ep: &Epilogu
         portable_gemm::gemm(t.rows, t.cols, k, dst, t.n, read, lhs, rhs, ep.alpha);
     }
     ep.finish(c.0, t);
+}
+
+/// Whether a product is short and wide over a row-major B with long rows:
+/// 8 to 63 rows of C (under a microkernel's 64; with fewer, copying B costs
+/// as much as the product), rows of B of [`LONG_B_ROWS`] or more, and B
+/// too large for L2. The
+/// `gemm` crate does not pack B for so few rows of A and reads it in place,
+/// `k` rows a panel, each row a page or more from the last — the T5
+/// decoder's head, 16 × 512 · 512 × 32128, ran at 20 GFLOP/s where 64
+/// rows ran at 98 ([`by_column_panels`]).
+fn short_and_wide(rows: usize, k: usize, cols: usize, b: View) -> bool {
+    (8..64).contains(&rows)
+        && b.cs == 1
+        && b.rs as usize >= LONG_B_ROWS
+        && cols >= 2 * PANEL_COLUMNS
+        && k * cols >= 1 << 20
+}
+
+/// B rows at least this long (32 KiB) make the `gemm` crate's in-place
+/// reads stride across pages: 16 × 512 · 512 × 8192 ran at 34 GFLOP/s in
+/// place and 77 by panels, while rows of 4096 (1024 × 4096, 6 rows of A)
+/// ran at 49 in place and 25 by panels, where copying B costs as much as
+/// the few rows' multiply-adds.
+const LONG_B_ROWS: usize = 8192;
+
+/// Columns of B copied at a time by [`by_column_panels`]: with `k` = 512,
+/// 512 KiB, in L2.
+const PANEL_COLUMNS: usize = 256;
+
+/// C = A·B (+ C when `read`) with B copied [`PANEL_COLUMNS`] columns at a
+/// time into a contiguous panel that stays in cache while the `gemm` crate
+/// multiplies it, so that B streams through once in long runs.
+///
+/// # Safety
+/// As [`run_tile`]: `a` is `m × k`, `b` is `k × n` with unit column stride,
+/// `dst` holds `m` rows of `n` values `ldc` apart.
+#[allow(clippy::too_many_arguments)]
+unsafe fn by_column_panels(
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: *mut f32,
+    ldc: usize,
+    read: bool,
+    a: View,
+    b: View,
+    alpha: f32,
+) {
+    let mut panel = PANEL.with(|p| p.take());
+    panel.resize(k * PANEL_COLUMNS, 0.0);
+    for col0 in (0..n).step_by(PANEL_COLUMNS) {
+        let w = PANEL_COLUMNS.min(n - col0);
+        for kk in 0..k {
+            let from = std::slice::from_raw_parts(b.ptr.offset(kk as isize * b.rs).add(col0), w);
+            panel[kk * w..(kk + 1) * w].copy_from_slice(from);
+        }
+        gemm::gemm(
+            m,
+            w,
+            k,
+            dst.add(col0),
+            1,
+            ldc as isize,
+            read,
+            a.ptr,
+            a.cs,
+            a.rs,
+            panel.as_ptr(),
+            1,
+            w as isize,
+            1.0,
+            alpha,
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        );
+    }
+    PANEL.with(|p| p.set(panel));
+}
+
+thread_local! {
+    /// The column panel of B of the last short, wide product on this thread.
+    static PANEL: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// ONNX MatMul (NumPy `matmul`) of `a` and `b` with the epilogue: rank-1 operands are promoted

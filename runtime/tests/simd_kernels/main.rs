@@ -242,6 +242,24 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
+
+    /// Products of 8 to 63 rows over a row-major B with rows of 8192 values
+    /// or more and a million values in all: B copied a panel of columns at a
+    /// time (`gemm::by_column_panels`), the last panel partial, padded rows
+    /// of B included, every epilogue.
+    #[test]
+    fn short_wide_sgemm_matches_the_reference(
+        m in 8usize..20, k in 260usize..270, n in 8192usize..8500,
+        la in layout(), row_pad in prop_oneof![Just(None), (1usize..5).prop_map(Some)],
+        spec in epilogue_spec(), seed in any::<u64>(),
+    ) {
+        let lb = row_pad.map_or(Layout::RowMajor, Layout::Padded);
+        check_sgemm(m, k, n, (la, lb), &spec, seed);
+    }
+}
+
 /// The batch axes of one operand: `batch` less its first `drop` axes, with the axes whose bit is
 /// set in `ones` made 1 (broadcast).
 fn operand_batch(batch: &[usize], drop: usize, ones: u8) -> Vec<usize> {
