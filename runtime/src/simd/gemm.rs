@@ -226,15 +226,15 @@ unsafe fn run_tile(a: View, b: View, k: usize, c: OutPtr, t: &Tile, ep: &Epilogu
 /// Whether a product is short and wide over a row-major B with long rows:
 /// 8 to 63 rows of C (under a microkernel's 64; with fewer, copying B costs
 /// as much as the product), rows of B of [`LONG_B_ROWS`] or more, and B
-/// too large for L2. The
-/// `gemm` crate does not pack B for so few rows of A and reads it in place,
-/// `k` rows a panel, each row a page or more from the last — the T5
+/// too large for L2. The `gemm` crate does not pack B for so few rows of A
+/// and reads it in place, `k` rows a panel, each row a page or more from
+/// the last — the T5
 /// decoder's head, 16 × 512 · 512 × 32128, ran at 20 GFLOP/s where 64
 /// rows ran at 98 ([`by_column_panels`]).
 fn short_and_wide(rows: usize, k: usize, cols: usize, b: View) -> bool {
     (8..64).contains(&rows)
         && b.cs == 1
-        && b.rs as usize >= LONG_B_ROWS
+        && b.rs >= LONG_B_ROWS as isize
         && cols >= 2 * PANEL_COLUMNS
         && k * cols >= 1 << 20
 }
