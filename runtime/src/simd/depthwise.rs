@@ -43,12 +43,22 @@ pub(crate) fn conv(
         accumulate(src, taps, p, ow, dst);
         ep.shifted(c, index * plane).apply(dst, 1, plane);
     };
-    if rayon::current_num_threads() > 1 && out.len() >= 1 << 14 {
+    each_plane(out, plane, one);
+}
+
+/// Calls `one(index, plane)` for each `plane`-long output plane of `out`,
+/// on the current rayon pool when there are [`PARALLEL_OUTPUTS`] values or
+/// more (the per-plane routes here and in `depthwise_rows`).
+pub(crate) fn each_plane(out: &mut [f32], plane: usize, one: impl Fn(usize, &mut [f32]) + Sync + Send) {
+    if rayon::current_num_threads() > 1 && out.len() >= PARALLEL_OUTPUTS {
         out.par_chunks_mut(plane).enumerate().for_each(|(i, dst)| one(i, dst));
     } else {
         out.chunks_mut(plane).enumerate().for_each(|(i, dst)| one(i, dst));
     }
 }
+
+/// Below this many output values the planes run on one thread.
+const PARALLEL_OUTPUTS: usize = 1 << 14;
 
 /// One output plane from one input plane and its `kh × kw` taps.
 fn accumulate(src: &[f32], taps: &[f32], p: &Conv2d, ow: usize, dst: &mut [f32]) {

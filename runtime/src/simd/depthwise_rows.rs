@@ -12,7 +12,7 @@
 //! multiply-adds per vector, up to four vectors at once (more work per
 //! broadcast), the last vector of a row stored under a mask. The plane's
 //! [`Epilogue`] runs while the plane is in cache; planes run in parallel
-//! on the current rayon pool when there is enough work.
+//! on the current rayon pool when there is enough work ([`each_plane`](super::depthwise::each_plane)).
 //!
 //! The blocked route this replaces for these shapes kept eight channels
 //! in an AVX2 register and spent its time interleaving planes
@@ -22,16 +22,12 @@
 use super::conv::Conv2d;
 use super::cpu;
 use super::epilogue::Epilogue;
-use rayon::prelude::*;
 
 /// Output columns per vector.
 const LANES: usize = 16;
 
 /// The largest kernel side taken (a 7×7 holds 49 taps).
 const MAX_SIDE: usize = 7;
-
-/// Below this many output values the planes run on one thread.
-const PARALLEL_OUTPUTS: usize = 1 << 14;
 
 /// Whether `p` goes this way: AVX-512, depthwise, no dilation, column
 /// stride 1 or 2, kernels up to 7×7, and output rows of at least half a
@@ -101,11 +97,7 @@ pub(crate) fn conv(
         ep.shifted(c, index * plane).apply(dst, 1, plane);
     };
     let out = &mut out[..p.n * channels * plane];
-    if rayon::current_num_threads() > 1 && out.len() >= PARALLEL_OUTPUTS {
-        out.par_chunks_mut(plane).enumerate().for_each(|(i, dst)| one(i, dst));
-    } else {
-        out.chunks_mut(plane).enumerate().for_each(|(i, dst)| one(i, dst));
-    }
+    super::depthwise::each_plane(out, plane, one);
 }
 
 thread_local! {
