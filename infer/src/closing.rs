@@ -300,9 +300,18 @@ impl Solver {
     /// closes `ones` to `[2, 7]`). `None` when no such row is waiting.
     fn known_axes_above(&mut self, rho: RowVar, cause: CauseId) -> Option<R> {
         let root = self.store.find_row(rho);
+        // Closing an earlier leaf may have woken a constraint without running
+        // it again: it still waits, and counts, or the result would depend on
+        // the order the constraints came in.
+        let waiting: Vec<(R, R)> = self
+            .unsettled()
+            .filter_map(|c| match *c {
+                Item::RowLe(a, b, _) => Some((a, b)),
+                _ => None,
+            })
+            .collect();
         let mut found = false;
-        for slot in 0..self.pending.len() {
-            let Some(Item::RowLe(a, b, _)) = self.pending[slot] else { continue };
+        for (a, b) in waiting {
             let sub = self.store.row(a);
             if !sub.dims.is_empty() || sub.var.map(|v| self.store.find_row(v)) != Some(root) {
                 continue;

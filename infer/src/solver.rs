@@ -454,6 +454,14 @@ impl Solver {
         self.pending.iter().flatten()
     }
 
+    /// Every constraint not yet settled: the parked ones and those a binding
+    /// woke that have not run again. Which of the two holds a constraint
+    /// depends on the order bindings happened in, so a question about what
+    /// still waits asks both.
+    pub(crate) fn unsettled(&self) -> impl Iterator<Item = &Item> {
+        self.parked().chain(self.queue.iter())
+    }
+
     pub(crate) fn enqueue(&mut self, c: Item) {
         self.queue.push_back(c);
     }
