@@ -86,7 +86,12 @@ pub fn run(r: &Request<'_>) -> Result<(), Failure> {
     if r.stats {
         text += "\npass runs (round, pass, rewrites, nodes after):\n";
         for run in &outcome.runs {
-            let _ = writeln!(text, "  {:>2}  {:<12} {:>6}  {:>6}", run.round, run.pass, run.rewrites, run.nodes_after);
+            let scope = if run.graph.is_empty() { String::new() } else { format!("  (in {})", run.graph) };
+            let _ = writeln!(
+                text,
+                "  {:>2}  {:<12} {:>6}  {:>6}{scope}",
+                run.round, run.pass, run.rewrites, run.nodes_after
+            );
         }
         let _ = writeln!(text, "\nones-vectors inlined (inline-ones rewrites): {ones_inlined}");
         text += "\noperators (before -> after):\n";

@@ -797,3 +797,97 @@ fn light_models_optimized_run_in_tract_to_their_stored_outputs_and_match_onnxsli
     }
     assert!(ours <= theirs, "{ours} nodes in all, OnnxSlim {theirs}");
 }
+
+/// Runs one pass on a control-flow fixture: the rewritten model (bodies
+/// included), verified on the reference executor at every setting tried.
+fn pass_on_bodies(name: &str, passes: &[&str], expected: Expect) -> diamond_optimize::Outcome {
+    let model = load(&fixture(name));
+    let outcome = run_passes(&model, passes);
+    expected.assert_eq(&graph_text(&outcome.model));
+    assert!(matches!(outcome.verdict, Some(Verdict::Agrees(_))), "{:?}", outcome.verdict);
+    outcome
+}
+
+#[test]
+fn fold_if_inlines_the_branch_the_shapes_choose() {
+    // x is [batch, 4]: `Shape(x)[1] == 4` holds whatever the batch.
+    pass_on_bodies(
+        "if_decided.onnx",
+        &["fold-if", "dead-code"],
+        expect![[r#"
+            input x: float [batch, 4]
+            init two: float []
+            Relu(x) -> t_relu
+            Mul(t_relu, two) -> t_out
+            Identity(t_out) -> y
+            output y
+        "#]],
+    );
+}
+
+#[test]
+fn bodies_are_optimized_and_keep_reading_outer_values() {
+    // Both branches lose what the passes remove; the then-branch reads `r`,
+    // whose producer `noop` rewires in the main graph, and still finds it.
+    let outcome = pass_on_bodies(
+        "if_branches.onnx",
+        &["constants", "noop", "dead-code"],
+        expect![[r#"
+            input x: float [batch, 4]
+            input flag: bool []
+            Relu(x) -> r
+            If(flag) {else_branch=<graph>, then_branch=<graph>} -> y
+              else_branch:
+                Neg(x) -> e_out
+                output e_out
+              then_branch:
+                Sigmoid(r) -> t_out
+                output t_out
+            output y
+        "#]],
+    );
+    // Verification ran both branches: the flag false and true, at each symbol setting.
+    assert!(matches!(outcome.verdict, Some(Verdict::Agrees(n)) if n >= 4), "{:?}", outcome.verdict);
+    assert!(outcome.runs.iter().any(|r| r.graph == "if/then_branch" && r.pass == "constants"), "{:?}", outcome.runs);
+    assert_eq!(outcome.before.values().sum::<usize>(), 10, "nodes are counted in bodies too");
+    assert_eq!(outcome.after.values().sum::<usize>(), 4);
+}
+
+#[test]
+fn verification_runs_both_branches_a_flag_picks() {
+    // One branch computes something else: whichever it is, a run takes it
+    // (verification gives a one-element flag both values).
+    let model = load(&fixture("if_branches.onnx"));
+    for (op, other) in [("Sigmoid", "Tanh"), ("Neg", "Relu")] {
+        let mut tampered = model.clone();
+        let node = tampered.graphs.values_mut().flat_map(|g| g.nodes.values_mut()).find(|n| n.op_type() == op).unwrap();
+        node.op_type = Some(other.into());
+        assert!(matches!(verify(&model, &tampered, 7), Verdict::Differs(_)), "{op} -> {other} not caught");
+    }
+}
+
+#[test]
+fn hoist_invariants_moves_what_every_iteration_recomputes() {
+    pass_on_bodies(
+        "loop_invariant.onnx",
+        &["hoist-invariants"],
+        expect![[r#"
+            input x: float [batch, 4]
+            input w: float [4]
+            init trips: int64 []
+            init two: float []
+            Mul(w, two) -> w2
+            Exp(w2) -> w2_exp
+            Loop(trips, , x) {body=<graph>} -> y
+              body:
+                input i: int64 []
+                input cond_in: bool []
+                input acc_in: float [batch, 4]
+                Add(acc_in, w2_exp) -> acc_out
+                Identity(cond_in) -> cond_out
+                output cond_out
+                output acc_out
+            output y
+        "#]],
+    );
+}

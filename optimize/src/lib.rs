@@ -6,12 +6,17 @@
 //! propagation knows) and the main graph's def-use tables — and rewrites the
 //! main graph. The driver ([`optimize`]) re-analyses after each pass that
 //! changed something and repeats the pass list until a round changes
-//! nothing. Subgraphs are left as they are; a value they read by name from
-//! the main graph is never rewired or removed. Graph inputs, outputs and
-//! their names are the model's interface and are never changed.
+//! nothing. Then it runs the same passes over every `If` branch and
+//! `Loop`/`Scan` body, at any depth, each made the main graph for the time
+//! (`bodies`: its outer values become its typed inputs, or initializers
+//! where they are known constants), and the main graph again while the
+//! bodies changed. A value a body reads by name from an enclosing graph is
+//! never rewired or removed there. Graph inputs, outputs and their names are
+//! the model's interface and are never changed.
 
 pub mod analysis;
 pub mod audit;
+mod bodies;
 pub mod lower;
 pub mod opset;
 pub mod passes;
@@ -65,11 +70,15 @@ impl Default for Options {
 pub struct PassRun {
     /// The pass's name.
     pub pass: &'static str,
+    /// The graph it ran on: empty for the main graph, `node/attribute` (under
+    /// the enclosing body's label) for a control-flow body.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub graph: String,
     /// The round (from 1).
     pub round: usize,
     /// How many rewrites it made.
     pub rewrites: usize,
-    /// Main-graph nodes after it.
+    /// Nodes of the graph it ran on, after it.
     pub nodes_after: usize,
 }
 
@@ -78,9 +87,9 @@ pub struct PassRun {
 pub struct Outcome {
     /// The result.
     pub model: Model,
-    /// Main-graph nodes per operator before.
+    /// Nodes per operator before (every graph and function, [`op_counts`]).
     pub before: BTreeMap<String, usize>,
-    /// Main-graph nodes per operator after.
+    /// Nodes per operator after.
     pub after: BTreeMap<String, usize>,
     /// Every pass run that rewrote something.
     pub runs: Vec<PassRun>,
@@ -113,23 +122,30 @@ pub enum OptimizeError {
     },
 }
 
-/// Main-graph nodes per operator (`domain::op` outside the default domain).
+/// Nodes per operator (`domain::op` outside the default domain), counting
+/// every node: the main graph's, those of the bodies their attributes hold
+/// at any depth, and those of the model-local functions.
 pub fn op_counts(model: &Model) -> BTreeMap<String, usize> {
     let mut counts = BTreeMap::new();
-    if let Some(g) = model.main_graph() {
-        for (_, n) in g.nodes.iter() {
+    let mut stack: Vec<diamond_ir::GraphId> = model.graph.into_iter().collect();
+    stack.extend(model.functions.iter().map(|f| f.body));
+    while let Some(g) = stack.pop() {
+        for (_, n) in model.graphs[g].nodes.iter() {
             let key = if n.domain().is_empty() {
                 n.op_type().to_string()
             } else {
                 format!("{}::{}", n.domain(), n.op_type())
             };
             *counts.entry(key).or_insert(0) += 1;
+            stack.extend(n.subgraphs());
         }
     }
     counts
 }
 
-/// Runs the passes of `options` over `model` until a round changes nothing.
+/// Runs the passes of `options` over `model` until a round changes nothing,
+/// then over every control-flow body, and again over the main graph while
+/// the bodies changed.
 pub fn optimize(model: &Model, options: &Options) -> Result<Outcome, OptimizeError> {
     let passes: Vec<&'static dyn Pass> = options
         .passes
@@ -141,48 +157,145 @@ pub fn optimize(model: &Model, options: &Options) -> Result<Outcome, OptimizeErr
         Some(target) => opset::upgrade(model, target).map_err(OptimizeError::Upgrade)?,
         None => model.clone(),
     };
-    let analyse = |model: &Model| {
-        Analysis::new(model).map(|mut a| {
-            a.fold_limit = options.fold_limit;
-            a
-        })
-    };
-    let first = analyse(&model).ok_or(OptimizeError::NoGraph)?;
+    let first = analyse(&model, options).ok_or(OptimizeError::NoGraph)?;
     if first.report.errors() > 0 {
         return Err(OptimizeError::ModelErrors(first.report.errors()));
     }
+    let main = first.main;
     let before = op_counts(&original);
-    let mut snapshots: Vec<(&'static str, Model)> = Vec::new();
-    let mut runs = Vec::new();
-    let mut analysis = Some(first);
-    for round in 1..=options.max_rounds.max(1) {
-        let mut changed = false;
-        for pass in &passes {
-            let current = match analysis.take() {
-                Some(a) => a,
-                None => analyse(&model).ok_or(OptimizeError::NoGraph)?,
-            };
-            let rewrites = pass.run(&mut model, &current);
-            if rewrites == 0 {
-                analysis = Some(current);
-                continue;
-            }
-            changed = true;
-            let nodes_after = model.main_graph().map_or(0, |g| g.nodes.len());
-            runs.push(PassRun { pass: pass.name(), round, rewrites, nodes_after });
-            if options.verify && options.bisect {
-                snapshots.push((pass.name(), model.clone()));
-            }
-        }
-        if !changed {
+    let mut driver = Driver { passes: &passes, options, runs: Vec::new(), snapshots: Vec::new(), frames: Vec::new() };
+    let mut analysis = first;
+    for _ in 0..3 {
+        let current = driver.run_passes(&mut model, analysis, "")?;
+        if driver.optimize_bodies(&mut model, &current, "", &[main], 0)? == 0 {
             break;
         }
+        analysis = analyse(&model, options).ok_or(OptimizeError::NoGraph)?;
     }
     // Rewiring can leave a reader before its producer in the node list; ONNX requires the order.
     rewrite::sort_topologically(&mut model);
     let after = op_counts(&model);
+    let Driver { runs, snapshots, .. } = driver;
     let verdict = if options.verify { Some(check_numerics(&original, &model, &snapshots)?) } else { None };
     Ok(Outcome { model, before, after, runs, verdict })
+}
+
+/// Checks `model` and indexes its main graph, with the fold limit of `options`.
+fn analyse(model: &Model, options: &Options) -> Option<Analysis<'static>> {
+    Analysis::new(model).map(|mut a| {
+        a.fold_limit = options.fold_limit;
+        a
+    })
+}
+
+/// The state of one optimization: the passes, what they did, and the bodies
+/// currently made the main graph ([`bodies::Frame`]), innermost last.
+struct Driver<'p> {
+    passes: &'p [&'static dyn Pass],
+    options: &'p Options,
+    runs: Vec<PassRun>,
+    /// With `--bisect`: the whole model after each pass run that changed it.
+    snapshots: Vec<(String, Model)>,
+    frames: Vec<(bodies::Frame, Vec<diamond_ir::GraphId>)>,
+}
+
+impl Driver<'_> {
+    /// Runs the passes over the current main graph until a round changes
+    /// nothing; returns the analysis of the result.
+    fn run_passes(
+        &mut self,
+        model: &mut Model,
+        first: Analysis<'static>,
+        graph: &str,
+    ) -> Result<Analysis<'static>, OptimizeError> {
+        let mut analysis = Some(first);
+        for round in 1..=self.options.max_rounds.max(1) {
+            let mut changed = false;
+            for pass in self.passes {
+                let current = match analysis.take() {
+                    Some(a) => a,
+                    None => analyse(model, self.options).ok_or(OptimizeError::NoGraph)?,
+                };
+                let rewrites = pass.run(model, &current);
+                if rewrites == 0 {
+                    analysis = Some(current);
+                    continue;
+                }
+                changed = true;
+                let nodes_after = model.main_graph().map_or(0, |g| g.nodes.len());
+                self.runs.push(PassRun { pass: pass.name(), graph: graph.to_string(), round, rewrites, nodes_after });
+                if self.options.verify && self.options.bisect {
+                    let whole =
+                        if self.frames.is_empty() { model.clone() } else { bodies::restored(model, &self.frames) };
+                    let label =
+                        if graph.is_empty() { pass.name().to_string() } else { format!("{} on {graph}", pass.name()) };
+                    self.snapshots.push((label, whole));
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        match analysis {
+            Some(a) => Ok(a),
+            None => analyse(model, self.options).ok_or(OptimizeError::NoGraph),
+        }
+    }
+
+    /// Optimizes every body held by the nodes of the current main graph
+    /// (which `analysis` describes), and the bodies nested in them;
+    /// `ancestors` are the graphs around the current main graph and itself,
+    /// outermost first. Returns how many rewrites were made.
+    fn optimize_bodies(
+        &mut self,
+        model: &mut Model,
+        analysis: &Analysis,
+        within: &str,
+        ancestors: &[diamond_ir::GraphId],
+        depth: usize,
+    ) -> Result<usize, OptimizeError> {
+        if depth >= bodies::MAX_DEPTH {
+            return Ok(0);
+        }
+        let mut total = 0;
+        for (nid, attr, body) in bodies::bodies_of(model, analysis.main) {
+            let label = bodies::label(model, analysis.main, nid, &attr, within);
+            let Some(frame) = bodies::Frame::enter(model, analysis, body) else {
+                if std::env::var("DBG").is_ok() {
+                    eprintln!("enter failed {label}");
+                }
+                continue;
+            };
+            let inner = match analyse(model, self.options) {
+                Some(a) if a.report.errors() == 0 => a,
+                x => {
+                    if std::env::var("DBG").is_ok() {
+                        if let Some(a) = x {
+                            eprintln!(
+                                "errors in {label}: {:?}",
+                                a.report.diagnostics.iter().map(|d| d.message.clone()).collect::<Vec<_>>()
+                            );
+                        }
+                    }
+                    frame.leave(model, ancestors);
+                    continue;
+                }
+            };
+            self.frames.push((frame, ancestors.to_vec()));
+            let before = self.runs.len();
+            let result = self.run_passes(model, inner, &label).and_then(|current| {
+                let mut nested = ancestors.to_vec();
+                nested.push(body);
+                self.optimize_bodies(model, &current, &label, &nested, depth + 1)
+            });
+            rewrite::sort_topologically(model);
+            let (frame, around) = self.frames.pop().expect("the frame pushed above");
+            frame.leave(model, &around);
+            result?;
+            total += self.runs[before..].iter().map(|r| r.rewrites).sum::<usize>();
+        }
+        Ok(total)
+    }
 }
 
 /// Verifies `result` against `original`; on a difference, names the first
@@ -190,7 +303,7 @@ pub fn optimize(model: &Model, options: &Options) -> Result<Outcome, OptimizeErr
 fn check_numerics(
     original: &Model,
     result: &Model,
-    snapshots: &[(&'static str, Model)],
+    snapshots: &[(String, Model)],
 ) -> Result<verify::Verdict, OptimizeError> {
     const SEED: u64 = 0x5eed_d1a0;
     match verify::verify(original, result, SEED) {

@@ -1,6 +1,6 @@
 //! A readable text form of a model's main graph, for tests and `--stats`:
 //! one line per input, initializer (type and shape, not the data), node (in
-//! file order) and output.
+//! file order) and output; a control-flow node's bodies follow it, indented.
 //!
 //! ```text
 //! input x: float [batch, 8]
@@ -13,19 +13,27 @@
 use diamond_ir::{AttrValue, Attribute, Model, TypeValue};
 use std::fmt::Write;
 
-/// The main graph of `model` as text.
+/// The main graph of `model` as text, with the bodies of its control-flow
+/// nodes below each (indented, under the attribute's name).
 pub fn graph_text(model: &Model) -> String {
-    let Some(graph) = model.main_graph() else { return String::new() };
     let mut out = String::new();
+    if let Some(g) = model.graph {
+        graph_lines(model, g, "", &mut out);
+    }
+    out
+}
+
+fn graph_lines(model: &Model, g: diamond_ir::GraphId, indent: &str, out: &mut String) {
+    let graph = &model.graphs[g];
     for vi in &graph.inputs {
         let Some(v) = vi.value else { continue };
         let ty = vi.ty.as_ref().and_then(|t| t.value.as_ref());
-        let _ = writeln!(out, "input {}: {}", graph.value_name(v), type_text(ty));
+        let _ = writeln!(out, "{indent}input {}: {}", graph.value_name(v), type_text(ty));
     }
     for t in &graph.initializers {
         let dims: Vec<String> = t.dims.iter().map(|d| d.to_string()).collect();
-        let _ =
-            writeln!(out, "init {}: {} [{}]", t.name.as_deref().unwrap_or(""), t.elem_type().name(), dims.join(", "));
+        let name = t.name.as_deref().unwrap_or("");
+        let _ = writeln!(out, "{indent}init {name}: {} [{}]", t.elem_type().name(), dims.join(", "));
     }
     for (_, node) in graph.nodes.iter() {
         let names =
@@ -37,14 +45,19 @@ pub fn graph_text(model: &Model) -> String {
         };
         let attrs: Vec<String> = node.attributes.iter().map(attribute_text).collect();
         let attrs = if attrs.is_empty() { String::new() } else { format!(" {{{}}}", attrs.join(", ")) };
-        let _ = writeln!(out, "{op}({}){attrs} -> {}", names(&node.inputs), names(&node.outputs));
+        let _ = writeln!(out, "{indent}{op}({}){attrs} -> {}", names(&node.inputs), names(&node.outputs));
+        for a in &node.attributes {
+            for body in a.subgraphs() {
+                let _ = writeln!(out, "{indent}  {}:", a.name());
+                graph_lines(model, body, &format!("{indent}    "), out);
+            }
+        }
     }
     for vi in &graph.outputs {
         if let Some(v) = vi.value {
-            let _ = writeln!(out, "output {}", graph.value_name(v));
+            let _ = writeln!(out, "{indent}output {}", graph.value_name(v));
         }
     }
-    out
 }
 
 fn type_text(ty: Option<&TypeValue>) -> String {

@@ -7,11 +7,13 @@ mod conv_bn;
 mod cse;
 mod dead_code;
 mod fold_constants;
+mod fold_if;
 mod fold_shapes;
 mod fuse_attention;
 mod fuse_gelu;
 mod fuse_layer_norm;
 mod fuse_rms_norm;
+mod hoist_invariants;
 mod inline_ones;
 mod matmul_add;
 
@@ -47,6 +49,8 @@ pub const PASS_NAMES: &[&str] = &[
     "noop",
     "inline-ones",
     "fold-constants",
+    "fold-if",
+    "hoist-invariants",
     "fuse-conv-bn",
     "fuse-conv-affine",
     "fuse-gemm",
@@ -73,6 +77,8 @@ pub fn pass_named(name: &str) -> Option<&'static dyn Pass> {
         "noop" => &noop::Noop,
         "inline-ones" => &inline_ones::InlineOnes,
         "fold-constants" => &fold_constants::FoldConstants,
+        "fold-if" => &fold_if::FoldIf,
+        "hoist-invariants" => &hoist_invariants::HoistInvariants,
         "cse" => &cse::Cse,
         "merge-reshapes" => &merge_reshapes::MergeReshapes,
         "merge-slices" => &merge_slices::MergeSlices,

@@ -8,8 +8,9 @@
 //! (and GlobalAveragePool/GlobalMaxPool over a 1×1 map),
 //! Mul/Div by a uniform 1 and Add/Sub of a uniform 0 that broadcast
 //! nothing, a Where whose condition is constant. Readers of the output read
-//! the input instead. An output that is a graph output or that a subgraph
-//! reads keeps its node.
+//! the input instead. When the output is a graph output, the node producing
+//! the input writes it under the output's name instead (where nothing else
+//! reads the input); an output that a subgraph reads keeps its node.
 
 use super::{uniform, Pass};
 use crate::rewrite::{remove_nodes, replace_uses};
@@ -27,22 +28,54 @@ impl Pass for Noop {
     fn run(&self, model: &mut Model, a: &Analysis) -> usize {
         let ids: Vec<NodeId> = a.graph(model).nodes.ids().collect();
         let mut dead = HashSet::new();
+        let mut renamed: HashSet<ValueId> = HashSet::new();
         for nid in ids {
             let Some((out, to)) = passthrough(model, a, nid) else { continue };
-            replace_uses(&mut model.graphs[a.main], out, to);
-            dead.insert(nid);
+            if a.is_internal(model, out) {
+                replace_uses(&mut model.graphs[a.main], out, to);
+                dead.insert(nid);
+            } else if let Some(producer) = renamable(model, a, nid, to).filter(|_| renamed.insert(to)) {
+                // A graph output: the input's producer writes it under the output's name.
+                let graph = &mut model.graphs[a.main];
+                for o in &mut graph.nodes[producer].outputs {
+                    if *o == to {
+                        *o = out;
+                    }
+                }
+                graph.value_info.retain(|vi| vi.value != Some(to));
+                dead.insert(nid);
+            }
         }
         remove_nodes(&mut model.graphs[a.main], &dead);
         dead.len()
     }
 }
 
-/// `(output, input)` when node `nid`'s output 0 is its input and may be replaced by it.
+/// The node producing `input` when node `nid` (which passes `input` through
+/// to a graph output) is its only reader and its producer may write the
+/// output instead: `input` is internal, and a node's result.
+fn renamable(model: &Model, a: &Analysis, nid: NodeId, input: ValueId) -> Option<NodeId> {
+    let graph = a.graph(model);
+    let out = graph.nodes[nid].outputs[0];
+    // The output must not be a graph input too, nor read by a subgraph from here.
+    if a.inputs.contains(&out) || a.outer_refs.contains(graph.value_name(out)) {
+        return None;
+    }
+    if !a.is_internal(model, input) || a.consumers.get(&input).map_or(0, Vec::len) != 1 {
+        return None;
+    }
+    let producer = *a.producer.get(&input)?;
+    // Two outputs of one graph from one node: each keeps its own name.
+    (!graph.nodes[producer].outputs.contains(&out)).then_some(producer)
+}
+
+/// `(output, input)` when node `nid`'s output 0 is its input: readers may
+/// read the input instead when the output is internal.
 fn passthrough(model: &Model, a: &Analysis, nid: NodeId) -> Option<(ValueId, ValueId)> {
     let graph = a.graph(model);
     let n = &graph.nodes[nid];
     let out = *n.outputs.first()?;
-    if !a.is_internal(model, out) || graph.value_name(out).is_empty() {
+    if graph.value_name(out).is_empty() || a.inputs.contains(&out) {
         return None;
     }
     // Any other output (Dropout's mask, Split's others) must be unread.
@@ -62,7 +95,9 @@ fn passthrough(model: &Model, a: &Analysis, nid: NodeId) -> Option<(ValueId, Val
         return None;
     }
     let to = match n.op_type() {
-        "Identity" | "Cast" | "CastLike" | "Reshape" | "Expand" | "Squeeze" | "Unsqueeze" | "Flatten" => pass(x),
+        // Whatever its type, an Identity's output is its input.
+        "Identity" => x,
+        "Cast" | "CastLike" | "Reshape" | "Expand" | "Squeeze" | "Unsqueeze" | "Flatten" => pass(x),
         "Dropout" => pass(x).filter(|_| input(2).is_none() || constant_is(2, 0.0)),
         "Transpose" => pass(x).filter(|_| identity_perm(n)),
         "Slice" => pass(x).filter(|_| {
