@@ -71,6 +71,7 @@ pub fn run(r: &Request<'_>) -> Result<(), Failure> {
             "ops_before": outcome.before,
             "ops_after": outcome.after,
             "passes": outcome.runs,
+            "bodies_skipped": outcome.skipped,
             "ones_inlined": ones_inlined,
             "verification": verdict_text(outcome.verdict.as_ref()),
         });
@@ -92,6 +93,12 @@ pub fn run(r: &Request<'_>) -> Result<(), Failure> {
                 "  {:>2}  {:<12} {:>6}  {:>6}{scope}",
                 run.round, run.pass, run.rewrites, run.nodes_after
             );
+        }
+        if !outcome.skipped.is_empty() {
+            text += "\ncontrol-flow bodies left as they were:\n";
+            for s in &outcome.skipped {
+                let _ = writeln!(text, "  {}: {}", s.graph, s.why);
+            }
         }
         let _ = writeln!(text, "\nones-vectors inlined (inline-ones rewrites): {ones_inlined}");
         text += "\noperators (before -> after):\n";

@@ -68,9 +68,9 @@ const LENT_FOLDED_BYTES: u64 = 1 << 16;
 
 impl Frame {
     /// Makes `body` (held by a node of the current main graph, which
-    /// `analysis` describes) the main graph. `None`, changing nothing, when a
-    /// value the body reads is not a tensor, or not a value of the enclosing graph.
-    pub(crate) fn enter(model: &mut Model, analysis: &crate::Analysis, body: GraphId) -> Option<Frame> {
+    /// `analysis` describes) the main graph. An error, changing nothing, when
+    /// a value the body reads is not a tensor, or not a value of the enclosing graph.
+    pub(crate) fn enter(model: &mut Model, analysis: &crate::Analysis, body: GraphId) -> Result<Frame, String> {
         let outer = analysis.main;
         let mut free = HashSet::default();
         collect_refs(model, body, &mut free);
@@ -81,7 +81,9 @@ impl Frame {
         let mut borrowed_inputs: Vec<(String, Option<TypeInfo>)> = Vec::new();
         for name in &free {
             let graph = &model.graphs[outer];
-            let v = graph.value_named(name)?;
+            let Some(v) = graph.value_named(name) else {
+                return Err(format!("it reads '{name}', which the enclosing graph does not define"));
+            };
             if let Some(&i) = analysis.initializers.get(&v) {
                 if !analysis.inputs.contains(&v) || analysis.initializers_are_constants {
                     let mut t = graph.initializers[i].clone();
@@ -101,7 +103,7 @@ impl Frame {
             // A value of unknown type is lent untyped (what reads it stays as it is);
             // a sequence, map or optional is not a graph input the passes expect.
             if ty.as_ref().is_some_and(|t| !is_tensor(t)) {
-                return None;
+                return Err(format!("it reads '{name}', which is not a tensor"));
             }
             borrowed_inputs.push((name.clone(), ty));
         }
@@ -130,7 +132,7 @@ impl Frame {
             graph.initializers.push(t);
         }
         model.graph = Some(body);
-        Some(Frame { outer, body, owner, inputs: own, lent })
+        Ok(Frame { outer, body, owner, inputs: own, lent })
     }
 
     /// Gives the main graph back to the enclosing graph; `ancestors` are the

@@ -82,6 +82,15 @@ pub struct PassRun {
     pub nodes_after: usize,
 }
 
+/// A control-flow body the passes did not run on.
+#[derive(Clone, Debug, Serialize)]
+pub struct SkippedBody {
+    /// The body, labelled as in [`PassRun::graph`].
+    pub graph: String,
+    /// Why it was left as it was.
+    pub why: String,
+}
+
 /// The optimized model and what was done to it.
 #[derive(Clone, Debug)]
 pub struct Outcome {
@@ -93,6 +102,8 @@ pub struct Outcome {
     pub after: BTreeMap<String, usize>,
     /// Every pass run that rewrote something.
     pub runs: Vec<PassRun>,
+    /// The control-flow bodies left as they were, and why.
+    pub skipped: Vec<SkippedBody>,
     /// How verification went, when asked for.
     pub verdict: Option<verify::Verdict>,
 }
@@ -163,7 +174,14 @@ pub fn optimize(model: &Model, options: &Options) -> Result<Outcome, OptimizeErr
     }
     let main = first.main;
     let before = op_counts(&original);
-    let mut driver = Driver { passes: &passes, options, runs: Vec::new(), snapshots: Vec::new(), frames: Vec::new() };
+    let mut driver = Driver {
+        passes: &passes,
+        options,
+        runs: Vec::new(),
+        snapshots: Vec::new(),
+        frames: Vec::new(),
+        skipped: Vec::new(),
+    };
     let mut analysis = first;
     for _ in 0..3 {
         let current = driver.run_passes(&mut model, analysis, "")?;
@@ -175,9 +193,9 @@ pub fn optimize(model: &Model, options: &Options) -> Result<Outcome, OptimizeErr
     // Rewiring can leave a reader before its producer in the node list; ONNX requires the order.
     rewrite::sort_topologically(&mut model);
     let after = op_counts(&model);
-    let Driver { runs, snapshots, .. } = driver;
+    let Driver { runs, snapshots, skipped, .. } = driver;
     let verdict = if options.verify { Some(check_numerics(&original, &model, &snapshots)?) } else { None };
-    Ok(Outcome { model, before, after, runs, verdict })
+    Ok(Outcome { model, before, after, runs, skipped, verdict })
 }
 
 /// Checks `model` and indexes its main graph, with the fold limit of `options`.
@@ -197,6 +215,7 @@ struct Driver<'p> {
     /// With `--bisect`: the whole model after each pass run that changed it.
     snapshots: Vec<(String, Model)>,
     frames: Vec<(bodies::Frame, Vec<diamond_ir::GraphId>)>,
+    skipped: Vec<SkippedBody>,
 }
 
 impl Driver<'_> {
@@ -260,23 +279,19 @@ impl Driver<'_> {
         let mut total = 0;
         for (nid, attr, body) in bodies::bodies_of(model, analysis.main) {
             let label = bodies::label(model, analysis.main, nid, &attr, within);
-            let Some(frame) = bodies::Frame::enter(model, analysis, body) else {
-                if std::env::var("DBG").is_ok() {
-                    eprintln!("enter failed {label}");
+            let frame = match bodies::Frame::enter(model, analysis, body) {
+                Ok(frame) => frame,
+                Err(why) => {
+                    self.skipped.push(SkippedBody { graph: label, why });
+                    continue;
                 }
-                continue;
             };
             let inner = match analyse(model, self.options) {
                 Some(a) if a.report.errors() == 0 => a,
-                x => {
-                    if std::env::var("DBG").is_ok() {
-                        if let Some(a) = x {
-                            eprintln!(
-                                "errors in {label}: {:?}",
-                                a.report.diagnostics.iter().map(|d| d.message.clone()).collect::<Vec<_>>()
-                            );
-                        }
-                    }
+                found => {
+                    let errors = found.map_or(0, |a| a.report.errors());
+                    let why = format!("checked on its own, the body has {errors} error(s)");
+                    self.skipped.push(SkippedBody { graph: label, why });
                     frame.leave(model, ancestors);
                     continue;
                 }
