@@ -891,3 +891,23 @@ fn hoist_invariants_moves_what_every_iteration_recomputes() {
         "#]],
     );
 }
+
+#[test]
+fn inline_functions_puts_a_call_s_nodes_in_its_place() {
+    // The call's alpha reaches the Constant the body takes it through; the
+    // function, called nowhere else, is gone, and its nodes are optimized
+    // with the graph's own.
+    let outcome = pass_on_bodies(
+        "function_call.onnx",
+        &["inline-functions", "constants", "noop", "dead-code"],
+        expect![[r#"
+            input x: float [batch, 4]
+            init call/scale: float []
+            Relu(x) -> call/r
+            Mul(call/r, call/scale) -> y
+            output y
+        "#]],
+    );
+    assert!(outcome.model.functions.is_empty());
+    assert_eq!(outcome.before.values().sum::<usize>(), 5, "the function's nodes are counted");
+}

@@ -14,6 +14,7 @@ mod fuse_gelu;
 mod fuse_layer_norm;
 mod fuse_rms_norm;
 mod hoist_invariants;
+mod inline_functions;
 mod inline_ones;
 mod matmul_add;
 
@@ -42,6 +43,7 @@ pub trait Pass: Sync {
 
 /// The passes in their default order.
 pub const PASS_NAMES: &[&str] = &[
+    "inline-functions",
     "constants",
     "fold-shapes",
     "reshape-targets",
@@ -70,6 +72,7 @@ pub const PASS_NAMES: &[&str] = &[
 /// The pass called `name`.
 pub fn pass_named(name: &str) -> Option<&'static dyn Pass> {
     Some(match name {
+        "inline-functions" => &inline_functions::InlineFunctions,
         "constants" => &constants::Constants,
         "fold-shapes" => &fold_shapes::FoldShapes,
         "reshape-targets" => &reshape_targets::ReshapeTargets,
