@@ -91,6 +91,17 @@ fn passthrough(model: &Model, a: &Analysis, nid: NodeId) -> Option<(ValueId, Val
     let constant_is = |i: usize, c: f64| input(i).and_then(|v| a.constant(model, v)).is_some_and(|k| uniform(&k, c));
     let x = input(0);
     let pass = |v: Option<ValueId>| v.filter(|&v| same(v));
+    // `v` combined with operand `c`, a constant of size-1 axes no more than
+    // `v` has: broadcasting it changes no shape, whatever `v`'s sizes are.
+    let beside = |v: Option<ValueId>, c: usize| {
+        let unit = input(c).and_then(|c| a.constant(model, c)).is_some_and(|k| k.shape.iter().all(|&d| d == 1));
+        let rank_c = input(c).and_then(|c| a.rank(model, c));
+        v.filter(|&v| {
+            let typed = a.dtype(model, v).is_some() && a.dtype(model, v) == a.dtype(model, out);
+            let ranked = rank_c.zip(a.rank(model, v)).is_some_and(|(rc, rv)| rc <= rv);
+            same(v) || (unit && typed && ranked)
+        })
+    };
     if !n.domain().is_empty() {
         return None;
     }
@@ -122,12 +133,12 @@ fn passthrough(model: &Model, a: &Analysis, nid: NodeId) -> Option<(ValueId, Val
         // reduced), and the sum, mean, max, min or product of one element is it.
         "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd" => pass(x),
         "GlobalAveragePool" | "GlobalMaxPool" => pass(x),
-        "Mul" if constant_is(1, 1.0) => pass(x),
-        "Mul" if constant_is(0, 1.0) => pass(input(1)),
-        "Add" if constant_is(1, 0.0) => pass(x),
-        "Add" if constant_is(0, 0.0) => pass(input(1)),
-        "Sub" if constant_is(1, 0.0) => pass(x),
-        "Div" if constant_is(1, 1.0) => pass(x),
+        "Mul" if constant_is(1, 1.0) => beside(x, 1),
+        "Mul" if constant_is(0, 1.0) => beside(input(1), 0),
+        "Add" if constant_is(1, 0.0) => beside(x, 1),
+        "Add" if constant_is(0, 0.0) => beside(input(1), 0),
+        "Sub" if constant_is(1, 0.0) => beside(x, 1),
+        "Div" if constant_is(1, 1.0) => beside(x, 1),
         "Where" if constant_is(0, 1.0) => pass(input(1)),
         "Where" if constant_is(0, 0.0) => pass(input(2)),
         _ => None,
