@@ -92,3 +92,23 @@ pub(crate) fn is_int_elem_type(t: ElemType) -> bool {
             | ElemType::Uint64
     )
 }
+
+/// Whether input `i` holds more than `limit` float (or string) elements by
+/// its known shape: value propagation keeps no float result that large
+/// ([`crate::rule::MAX_FLOAT_ELEMS`]), so a rule skips decoding and
+/// computing such an operand — a weight — rather than discard the result.
+pub(crate) fn large_float_operand(ctx: &mut OpCtx, i: usize, limit: u64) -> bool {
+    let float = ctx.dtype(i).is_some_and(|t| !is_int_elem_type(t) && t != ElemType::Bool);
+    if !float {
+        return false;
+    }
+    let Some(dims) = ctx.dims(i) else { return false };
+    let mut count: u64 = 1;
+    for d in &dims {
+        match size_expr(ctx, d).and_then(|e| e.as_constant()) {
+            Some(n) => count = count.saturating_mul(n.max(0) as u64),
+            None => return false,
+        }
+    }
+    count > limit
+}

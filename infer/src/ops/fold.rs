@@ -30,6 +30,12 @@ pub(crate) fn fold_into(ctx: &mut OpCtx) {
     let Some(out_t) = ctx.out_dtype(0) else { return };
     let operands: Vec<usize> =
         if op == "CastLike" { vec![0] } else { (0..ctx.input_count()).filter(|&i| ctx.has_input(i)).collect() };
+    // A float operand larger than a kept float result: the result, at least
+    // as large, would be dropped (integers computing shapes are small).
+    let limit = if is_int(out_t) || out_t == ElemType::Bool { MAX_ELEMS } else { crate::rule::MAX_FLOAT_ELEMS };
+    if operands.iter().any(|&i| super::common::large_float_operand(ctx, i, limit as u64)) {
+        return;
+    }
     let mut values = Vec::with_capacity(operands.len());
     for i in operands {
         match ctx.value(i) {

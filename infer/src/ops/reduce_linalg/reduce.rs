@@ -13,6 +13,9 @@ use diamond_ir::ElemType;
 /// The most input elements a reduction folds.
 const MAX_FOLD: usize = 1 << 20;
 
+/// The most float elements a reduction's input may hold for its result to be computed.
+const FLOAT_FOLD_INPUT: u64 = 1 << 16;
+
 /// What the node says about the axes to reduce.
 enum Axes {
     /// Every axis.
@@ -101,6 +104,11 @@ pub(super) fn reduce(ctx: &mut OpCtx) -> Result<(), Defer> {
     };
     let out = reduced_dims(ctx, &dims, &mask, keepdims);
     set_tensor(ctx, 0, out, dtype);
+    // Reducing a float weight (weight standardization's mean) computes
+    // nothing a shape needs; the optimizer folds it on the executor.
+    if crate::ops::common::large_float_operand(ctx, 0, FLOAT_FOLD_INPUT) {
+        return Ok(());
+    }
     if let Some(v) = ctx.value(0) {
         if let Some(folded) = fold_reduce(ctx.op(), &v, &mask, keepdims) {
             ctx.set_value(0, folded);
