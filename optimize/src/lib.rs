@@ -169,8 +169,8 @@ pub fn optimize(model: &Model, options: &Options) -> Result<Outcome, OptimizeErr
         None => model.clone(),
     };
     let first = analyse(&model, options).ok_or(OptimizeError::NoGraph)?;
-    if first.report.errors() > 0 {
-        return Err(OptimizeError::ModelErrors(first.report.errors()));
+    if blocking_errors(&first) > 0 {
+        return Err(OptimizeError::ModelErrors(blocking_errors(&first)));
     }
     let main = first.main;
     let before = op_counts(&original);
@@ -196,6 +196,20 @@ pub fn optimize(model: &Model, options: &Options) -> Result<Outcome, OptimizeErr
     let Driver { runs, snapshots, skipped, .. } = driver;
     let verdict = if options.verify { Some(check_numerics(&original, &model, &snapshots)?) } else { None };
     Ok(Outcome { model, before, after, runs, skipped, verdict })
+}
+
+/// The errors that keep a model from being optimized: every error but a
+/// declaration the graph contradicts (`declared-shape-mismatch`: an
+/// exporter's stale output shape), which is a claim the passes never
+/// decide on — they read what the graph implies, and verification runs the
+/// graph.
+fn blocking_errors(a: &Analysis) -> usize {
+    use diamond_infer::{Code, Severity};
+    a.report
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error && d.code != Code::DeclaredShapeMismatch)
+        .count()
 }
 
 /// Checks `model` and indexes its main graph, with the fold limit of `options`.
@@ -287,9 +301,9 @@ impl Driver<'_> {
                 }
             };
             let inner = match analyse(model, self.options) {
-                Some(a) if a.report.errors() == 0 => a,
+                Some(a) if blocking_errors(&a) == 0 => a,
                 found => {
-                    let errors = found.map_or(0, |a| a.report.errors());
+                    let errors = found.map_or(0, |a| blocking_errors(&a));
                     let why = format!("checked on its own, the body has {errors} error(s)");
                     self.skipped.push(SkippedBody { graph: label, why });
                     frame.leave(model, ancestors);

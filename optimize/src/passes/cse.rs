@@ -67,26 +67,33 @@ fn merge_nodes(model: &mut Model, a: &Analysis) -> usize {
 }
 
 /// Readers of an initializer read an identical earlier one instead (the
-/// duplicate is left for `dead-code`).
+/// duplicate is left for `dead-code`). Only initializers of one element
+/// type and shape can be equal: the bytes of the others are never read.
 fn merge_initializers(model: &mut Model, a: &Analysis) -> usize {
     let graph = a.graph(model);
-    // Per content hash, the initializers kept so far (compared whole on a hit).
-    let mut seen: HashMap<u64, Vec<(ValueId, Tensor)>> = HashMap::new();
-    let mut merges = Vec::new();
+    let mut by_shape: HashMap<(Option<i32>, &[i64]), Vec<(ValueId, &Tensor)>> = HashMap::new();
     for t in &graph.initializers {
         let Some(v) = t.name.as_deref().and_then(|n| graph.value_named(n)) else { continue };
         if !a.may_rewire(model, v) || t.is_external() || a.consumers.get(&v).is_none_or(|c| c.is_empty()) {
             continue;
         }
-        let mut unnamed = t.clone();
-        unnamed.name = None;
-        if let Some(rare) = unnamed.rare.take() {
-            unnamed.rare = TensorRare { doc_string: None, metadata_props: Vec::new(), ..*rare }.boxed();
-        }
-        let kept = seen.entry(content_hash(&unnamed)).or_default();
-        match kept.iter().find(|(_, other)| *other == unnamed) {
-            Some(&(keep, _)) => merges.push((v, keep)),
-            None => kept.push((v, unnamed)),
+        by_shape.entry((t.data_type.map(|d| d.code()), t.dims.as_slice())).or_default().push((v, t));
+    }
+    let mut merges = Vec::new();
+    for group in by_shape.values().filter(|g| g.len() > 1) {
+        // Per content hash, the initializers kept so far (compared whole on a hit).
+        let mut seen: HashMap<u64, Vec<(ValueId, Tensor)>> = HashMap::new();
+        for &(v, t) in group {
+            let mut unnamed = t.clone();
+            unnamed.name = None;
+            if let Some(rare) = unnamed.rare.take() {
+                unnamed.rare = TensorRare { doc_string: None, metadata_props: Vec::new(), ..*rare }.boxed();
+            }
+            let kept = seen.entry(content_hash(&unnamed)).or_default();
+            match kept.iter().find(|(_, other)| *other == unnamed) {
+                Some(&(keep, _)) => merges.push((v, keep)),
+                None => kept.push((v, unnamed)),
+            }
         }
     }
     for &(dup, keep) in &merges {
@@ -98,7 +105,7 @@ fn merge_initializers(model: &mut Model, a: &Analysis) -> usize {
 /// A hash of everything that makes two unnamed tensors equal, floats by
 /// their bits (so `0.0` and `-0.0` never merge).
 fn content_hash(t: &Tensor) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let mut h = rustc_hash::FxHasher::default();
     t.data_type.map(|d| d.code()).hash(&mut h);
     t.dims.hash(&mut h);
     t.rare().segment.map(|s| (s.begin, s.end)).hash(&mut h);

@@ -108,7 +108,9 @@ fn passthrough(model: &Model, a: &Analysis, nid: NodeId) -> Option<(ValueId, Val
     let to = match n.op_type() {
         // Whatever its type, an Identity's output is its input.
         "Identity" => x,
-        "Cast" | "CastLike" | "Reshape" | "Expand" | "Squeeze" | "Unsqueeze" | "Flatten" => pass(x),
+        // A Cast to the type it has keeps the shape, whatever it is.
+        "Cast" | "CastLike" => x.filter(|&v| a.dtype(model, v).is_some() && a.dtype(model, v) == a.dtype(model, out)),
+        "Reshape" | "Expand" | "Squeeze" | "Unsqueeze" | "Flatten" => pass(x),
         "Dropout" => pass(x).filter(|_| input(2).is_none() || constant_is(2, 0.0)),
         "Transpose" => pass(x).filter(|_| identity_perm(n)),
         "Slice" => pass(x).filter(|_| {

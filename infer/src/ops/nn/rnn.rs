@@ -1,13 +1,51 @@
 //! Recurrent layers: `RNN`, `GRU`, `LSTM` — `Y`, `Y_h` (and `Y_c`) from the
-//! sequence, batch, direction count and hidden size, in either `layout`.
+//! sequence, batch, direction count and hidden size, in either `layout` —
+//! and onnxruntime's `com.microsoft` `DynamicQuantizeLSTM` (an LSTM over
+//! int8 weights stored `[dirs, input, 4·hidden]`; its `hidden_size` is
+//! required).
 
 use super::{dtype_from, settle};
-use crate::ops::{OpTable, ONNX};
+use crate::ops::{OpTable, MICROSOFT, ONNX};
 use crate::rule::{Defer, OpCtx};
 use diamond_ir::term::DimTerm;
 
 pub(super) fn register(t: &mut OpTable) {
     t.add_all(ONNX, &["RNN", "GRU", "LSTM"], 1, recurrent);
+    t.add(MICROSOFT, "DynamicQuantizeLSTM", 1, quantized_lstm);
+}
+
+/// `DynamicQuantizeLSTM`: the LSTM's outputs (layout 0) from X and `hidden_size`.
+fn quantized_lstm(ctx: &mut OpCtx) -> Result<(), Defer> {
+    let x = ctx.need_dims(0)?;
+    for j in 0..ctx.output_count() {
+        dtype_from(ctx, j, 0);
+    }
+    let stated = (|| {
+        if x.len() != 3 {
+            ctx.rank_conflict(0, format!("X has rank {}; it must be [seq_length, batch_size, input_size]", x.len()));
+            return None;
+        }
+        let dirs: u64 = match ctx.attr_str("direction").as_deref() {
+            None | Some("forward") | Some("reverse") => 1,
+            Some("bidirectional") => 2,
+            Some(other) => {
+                ctx.invalid(format!("attribute direction is '{other}'; expected forward, reverse or bidirectional"));
+                return None;
+            }
+        };
+        let hidden = match ctx.attr_int("hidden_size") {
+            Some(h) if h >= 1 => ctx.known(h as u64),
+            _ => return None,
+        };
+        let dirs = ctx.known(dirs);
+        ctx.set_dims(0, vec![x[0].clone(), dirs.clone(), x[1].clone(), hidden.clone()]);
+        let state = vec![dirs, x[1].clone(), hidden];
+        ctx.set_dims(1, state.clone());
+        ctx.set_dims(2, state);
+        Some(())
+    })()
+    .is_some();
+    settle(ctx, stated)
 }
 
 /// A recurrent layer: every output has X's type.

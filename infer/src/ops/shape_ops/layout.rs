@@ -367,8 +367,9 @@ fn squeeze_unknown_axes(ctx: &mut OpCtx, dims: &[DimTerm], n: usize) -> Vec<DimT
 
 /// `Unsqueeze`: inserts axes of size 1 at the listed output positions.
 fn unsqueeze(ctx: &mut OpCtx) -> Result<(), Defer> {
-    let dims = ctx.need_dims(0)?;
+    // The type is the input's whether or not its rank is ever known.
     dtype_from(ctx, 0, 0);
+    let dims = ctx.need_dims(0)?;
     let axes = match axes_operand(ctx) {
         Ok(Some(a)) => a,
         Ok(None) => {
