@@ -17,15 +17,16 @@ use super::Pass;
 use crate::rewrite::{add_initializer, float_tensor, int64_vector, int_attr, node, remove_nodes, unique_name};
 use crate::Analysis;
 use diamond_infer::graph::ConstData;
-use diamond_ir::{ElemType, Model, NodeId, ValueId};
+use diamond_ir::{ElemType, Model, NodeId, Tensor, ValueId};
 use std::collections::{HashMap, HashSet};
 
 pub(crate) struct ParallelMatMuls;
 
-/// One product of the group: the MatMul, its weight, and its bias Add.
+/// One product of the group: the MatMul, its stored weight, and its bias Add.
+/// Weights are read only for a group that merges.
 struct Member {
     matmul: NodeId,
-    weight: Vec<f64>,
+    weight: ValueId,
     width: usize,
     bias: Option<(NodeId, Vec<f64>)>,
 }
@@ -51,7 +52,8 @@ impl Pass for ParallelMatMuls {
             if a.dtype(model, x) != Some(ElemType::Float) || a.rank(model, x).is_none_or(|r| r < 1) {
                 continue;
             }
-            let Some((k, width, weight)) = matrix(model, a, n.inputs[1]) else { continue };
+            let Some((k, width)) = matrix_shape(model, a, n.inputs[1]) else { continue };
+            let weight = n.inputs[1];
             let bias = bias_add(model, a, n.outputs[0], width);
             let slot = *index.entry((x, k)).or_insert_with(|| {
                 groups.push(((x, k), Vec::new()));
@@ -67,24 +69,66 @@ impl Pass for ParallelMatMuls {
             if members.len() < 2 || saves < 1 {
                 continue;
             }
-            merge(model, a, x, k, &members, with_bias, &mut dead);
-            count += 1;
+            if merge(model, a, x, k, &members, with_bias, &mut dead).is_some() {
+                count += 1;
+            }
         }
         remove_nodes(&mut model.graphs[a.main], &dead);
         count
     }
 }
 
-/// A stored float32 matrix `[K, N]`: K, N and its elements.
-fn matrix(model: &Model, a: &Analysis, w: ValueId) -> Option<(usize, usize, Vec<f64>)> {
-    if !a.initializers.contains_key(&w) {
+/// K and N of a stored float32 matrix `[K, N]`, from its stored dims.
+fn matrix_shape(model: &Model, a: &Analysis, w: ValueId) -> Option<(usize, usize)> {
+    let t = &a.graph(model).initializers[*a.initializers.get(&w)?];
+    if a.inputs.contains(&w) && !a.initializers_are_constants {
         return None;
     }
-    let k = a.constant(model, w)?;
-    match (&k.data, k.shape.as_slice()) {
-        (ConstData::Floats(f), &[rows, cols]) if k.dtype == ElemType::Float => Some((rows, cols, f.clone())),
+    match t.dims.as_slice() {
+        &[k, n] if t.data_type == Some(ElemType::Float) && k > 0 && n > 0 => Some((k as usize, n as usize)),
         _ => None,
     }
+}
+
+/// The members' weights side by side, `[K, ΣNᵢ]` row-major: the stored
+/// little-endian bytes joined row by row (no element decoded), or, for a
+/// weight stored another way, from its decoded elements.
+fn joined_weight(model: &Model, a: &Analysis, name: &str, k: usize, members: &[Member]) -> Option<Tensor> {
+    let graph = a.graph(model);
+    let stored: Vec<&Tensor> = members.iter().map(|m| &graph.initializers[a.initializers[&m.weight]]).collect();
+    let raw: Option<Vec<&[u8]>> = stored
+        .iter()
+        .zip(members)
+        .map(|(t, m)| t.data.raw.as_deref().filter(|r| !t.is_external() && r.len() == k * m.width * 4))
+        .collect();
+    let total: usize = members.iter().map(|m| m.width).sum();
+    if let Some(raw) = raw {
+        let mut bytes = Vec::with_capacity(k * total * 4);
+        for r in 0..k {
+            for (data, m) in raw.iter().zip(members) {
+                bytes.extend_from_slice(&data[r * m.width * 4..(r + 1) * m.width * 4]);
+            }
+        }
+        let mut t = float_tensor(name, &[k, total], &[]);
+        t.data.raw = Some(bytes::Bytes::from(bytes));
+        return Some(t);
+    }
+    let mut weights = Vec::with_capacity(members.len());
+    for m in members {
+        let c = a.constant(model, m.weight)?;
+        match &c.data {
+            ConstData::Floats(f) if f.len() == k * m.width => weights.push(c.clone()),
+            _ => return None,
+        }
+    }
+    let mut joined = Vec::with_capacity(k * total);
+    for r in 0..k {
+        for (c, m) in weights.iter().zip(members) {
+            let ConstData::Floats(f) = &c.data else { return None };
+            joined.extend_from_slice(&f[r * m.width..(r + 1) * m.width]);
+        }
+    }
+    Some(float_tensor(name, &[k, total], &joined))
 }
 
 /// The Add of a stored `[width]` float32 bias that is the only reader of `product`.
@@ -115,24 +159,18 @@ fn merge(
     members: &[Member],
     with_bias: bool,
     dead: &mut HashSet<NodeId>,
-) {
+) -> Option<()> {
     let total: usize = members.iter().map(|m| m.width).sum();
-    // Row r of the joined weight is row r of each member's, side by side.
-    let mut joined = Vec::with_capacity(k * total);
-    for r in 0..k {
-        for m in members {
-            joined.extend_from_slice(&m.weight[r * m.width..(r + 1) * m.width]);
-        }
-    }
+    let base = a.graph(model).value_name(x).to_string();
+    let w_name = unique_name(a.graph(model), &format!("{base}_joined_weight"));
+    let joined = joined_weight(model, a, &w_name, k, members)?;
     let graph = &mut model.graphs[a.main];
     // What the group computes, read before any node is replaced.
     let adds: Vec<NodeId> = members.iter().filter_map(|m| m.bias.as_ref().map(|(id, _)| *id)).collect();
     let last: Vec<NodeId> = if with_bias { adds.clone() } else { members.iter().map(|m| m.matmul).collect() };
     let outputs: Vec<ValueId> = last.iter().map(|&id| graph.nodes[id].outputs[0]).collect();
     let label = |graph: &diamond_ir::Graph, id: NodeId| graph.nodes[id].name.clone().unwrap_or_default();
-    let base = graph.value_name(x).to_string();
-    let w_name = unique_name(graph, &format!("{base}_joined_weight"));
-    add_initializer(graph, float_tensor(&w_name, &[k, total], &joined), a.initializers_are_constants);
+    add_initializer(graph, joined, a.initializers_are_constants);
     let w = graph.intern(&w_name);
     let sizes_name = unique_name(graph, &format!("{base}_split_sizes"));
     let widths: Vec<i64> = members.iter().map(|m| m.width as i64).collect();
@@ -161,4 +199,5 @@ fn merge(
     let split = node("Split", &label(graph, split_slot), vec![split_input, sizes], outputs, vec![int_attr("axis", -1)]);
     graph.nodes[split_slot] = split;
     dead.extend(free);
+    Some(())
 }

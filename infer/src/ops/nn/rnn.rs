@@ -25,14 +25,7 @@ fn quantized_lstm(ctx: &mut OpCtx) -> Result<(), Defer> {
             ctx.rank_conflict(0, format!("X has rank {}; it must be [seq_length, batch_size, input_size]", x.len()));
             return None;
         }
-        let dirs: u64 = match ctx.attr_str("direction").as_deref() {
-            None | Some("forward") | Some("reverse") => 1,
-            Some("bidirectional") => 2,
-            Some(other) => {
-                ctx.invalid(format!("attribute direction is '{other}'; expected forward, reverse or bidirectional"));
-                return None;
-            }
-        };
+        let dirs = directions(ctx)?;
         let hidden = match ctx.attr_int("hidden_size") {
             Some(h) if h >= 1 => ctx.known(h as u64),
             _ => return None,
@@ -58,6 +51,18 @@ fn recurrent(ctx: &mut OpCtx) -> Result<(), Defer> {
     settle(ctx, stated)
 }
 
+/// The number of directions `direction` names; `None`, reported, for another word.
+fn directions(ctx: &mut OpCtx) -> Option<u64> {
+    match ctx.attr_str("direction").as_deref() {
+        None | Some("forward") | Some("reverse") => Some(1),
+        Some("bidirectional") => Some(2),
+        Some(other) => {
+            ctx.invalid(format!("attribute direction is '{other}'; expected forward, reverse or bidirectional"));
+            None
+        }
+    }
+}
+
 /// The number of gates of the layer's weight blocks.
 fn gate_count(op: &str) -> i64 {
     match op {
@@ -78,14 +83,7 @@ fn recurrent_shape(ctx: &mut OpCtx, x: &[DimTerm]) -> Option<()> {
         ctx.invalid(format!("attribute layout is {layout}; it must be 0 or 1"));
         return None;
     }
-    let dirs: u64 = match ctx.attr_str("direction").as_deref() {
-        None | Some("forward") | Some("reverse") => 1,
-        Some("bidirectional") => 2,
-        Some(other) => {
-            ctx.invalid(format!("attribute direction is '{other}'; expected forward, reverse or bidirectional"));
-            return None;
-        }
-    };
+    let dirs = directions(ctx)?;
     let (seq, batch) = if layout == 0 { (x[0].clone(), x[1].clone()) } else { (x[1].clone(), x[0].clone()) };
     let dirs = ctx.known(dirs);
     let hidden = hidden_size(ctx, &x[2], &dirs)?;
