@@ -32,7 +32,7 @@ pub fn inspect(path: &Path, json: bool) -> Result<(), Failure> {
         match &gain {
             Ok((before, after)) => {
                 text += &format!(
-                "optimize: would remove {} of {before} main-graph nodes ({after} left; `diamond optimize` verifies)\n",
+                "optimize: would remove {} of {before} nodes ({after} left; `diamond optimize` verifies)\n",
                 before - after
             )
             }
