@@ -32,9 +32,9 @@ pub fn inspect(path: &Path, json: bool) -> Result<(), Failure> {
         match &gain {
             Ok((before, after)) => {
                 text += &format!(
-                "optimize: would remove {} of {before} nodes ({after} left; `diamond optimize` verifies)\n",
-                before - after
-            )
+                    "optimize: would remove {} of {before} nodes ({after} left; `diamond optimize` verifies)\n",
+                    before - after
+                )
             }
             Err(why) => text += &format!("optimize: not possible: {why}\n"),
         }

@@ -35,11 +35,16 @@ fn run_passes(model: &diamond_ir::Model, passes: &[&str]) -> diamond_optimize::O
 /// Runs one pass on a fixture: the rewritten graph, and a check that tract
 /// computes the same outputs from both models at the given input shapes.
 fn pass_on(name: &str, pass: &str, shapes: &[&[usize]], expected: Expect) {
+    pass_on_within(name, pass, shapes, 0.0, expected)
+}
+
+/// [`pass_on`] for a rewrite that rounds differently: outputs within `tolerance`.
+fn pass_on_within(name: &str, pass: &str, shapes: &[&[usize]], tolerance: f32, expected: Expect) {
     let model = load(&fixture(name));
     let outcome = run_passes(&model, &[pass]);
     expected.assert_eq(&graph_text(&outcome.model));
     assert!(matches!(outcome.verdict, Some(Verdict::Agrees(_))), "{:?}", outcome.verdict);
-    same_outputs(&model, &outcome.model, shapes);
+    same_outputs_within(&model, &outcome.model, shapes, tolerance);
 }
 
 /// Runs both models under tract on the same random float inputs and compares every output.
@@ -910,4 +915,41 @@ fn inline_functions_puts_a_call_s_nodes_in_its_place() {
     );
     assert!(outcome.model.functions.is_empty());
     assert_eq!(outcome.before.values().sum::<usize>(), 5, "the function's nodes are counted");
+}
+
+#[test]
+fn fuse_hard_swish_finds_paddle_s_spelling() {
+    // Opset 12 has no HardSwish: x · HardSigmoid(x); the second activation is a HardSigmoid alone.
+    // (x + 3) / 6 and x / 6 + 0.5 round differently: within 1e-6.
+    pass_on_within(
+        "hard_swish_12.onnx",
+        "fuse-hard-swish",
+        &[&[3, 8]],
+        1e-6,
+        expect![[r#"
+            input x: float [batch, 8]
+            init three: float []
+            init zero: float []
+            init six: float []
+            HardSigmoid(x) {alpha=0.16666667, beta=0.5} -> x_hard_sigmoid
+            Mul(x, x_hard_sigmoid) -> hs
+            HardSigmoid(hs) {alpha=0.16666667, beta=0.5} -> y
+            output y
+        "#]],
+    );
+    pass_on_within(
+        "hard_swish_14.onnx",
+        "fuse-hard-swish",
+        &[&[3, 8]],
+        1e-6,
+        expect![[r#"
+            input x: float [batch, 8]
+            init three: float []
+            init zero: float []
+            init six: float []
+            HardSwish(x) -> hs
+            HardSigmoid(hs) {alpha=0.16666667, beta=0.5} -> y
+            output y
+        "#]],
+    );
 }

@@ -282,7 +282,8 @@ fn symbols_in_order(model: &Model) -> Vec<String> {
             for (axis, d) in s.dims.iter().enumerate() {
                 let symbol = match &d.value {
                     Some(DimValue::Param(p)) if !p.is_empty() => p.clone(),
-                    Some(DimValue::Known(_)) => continue,
+                    // A negative size (paddle's -1) is an unset axis.
+                    Some(DimValue::Known(n)) if *n >= 0 => continue,
                     _ => unset_axis(g.value_name(v), axis),
                 };
                 if !out.contains(&symbol) {
@@ -321,7 +322,7 @@ fn random_inputs(graph: &diamond_ir::Graph, sizes: &HashMap<String, usize>, seed
             .iter()
             .enumerate()
             .map(|(axis, d)| match &d.value {
-                Some(DimValue::Known(n)) => usize::try_from(*n).ok(),
+                Some(DimValue::Known(n)) if *n >= 0 => usize::try_from(*n).ok(),
                 Some(DimValue::Param(p)) if !p.is_empty() => sizes.get(p).copied(),
                 _ => Some(sizes.get(&unset_axis(name, axis)).copied().unwrap_or(1)),
             })

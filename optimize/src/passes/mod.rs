@@ -11,6 +11,7 @@ mod fold_if;
 mod fold_shapes;
 mod fuse_attention;
 mod fuse_gelu;
+mod fuse_hard_swish;
 mod fuse_layer_norm;
 mod fuse_rms_norm;
 mod hoist_invariants;
@@ -58,6 +59,7 @@ pub const PASS_NAMES: &[&str] = &[
     "fuse-gemm",
     "merge-parallel-matmuls",
     "fuse-pad",
+    "fuse-hard-swish",
     "fuse-gelu",
     "fuse-layer-norm",
     "fuse-rms-norm",
@@ -91,6 +93,7 @@ pub fn pass_named(name: &str) -> Option<&'static dyn Pass> {
         "fuse-gemm" => &matmul_add::MatMulAdd,
         "merge-parallel-matmuls" => &parallel_matmul::ParallelMatMuls,
         "fuse-pad" => &pad_conv::PadIntoConv,
+        "fuse-hard-swish" => &fuse_hard_swish::FuseHardSwish,
         "fuse-gelu" => &fuse_gelu::FuseGelu,
         "fuse-layer-norm" => &fuse_layer_norm::FuseLayerNorm,
         "fuse-rms-norm" => &fuse_rms_norm::FuseRmsNorm,
