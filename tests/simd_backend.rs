@@ -9,7 +9,9 @@ mod common;
 mod simd;
 
 use diamond_runtime::{Tensor, Value};
-use simd::{agree, export_inputs, modes, random_inputs, read, run_reference, run_simd, run_simd_counted};
+use simd::{
+    agree, export_inputs, modes, random_inputs, random_inputs_sized, read, run_reference, run_simd, run_simd_counted,
+};
 use std::path::PathBuf;
 
 /// Node-suite cases that pass on the SIMD backend; raise as it grows.
@@ -216,6 +218,50 @@ fn constant_steps_are_computed_once_when_the_session_is_prepared() {
     let session = Session::new(&model, &lowered, &fed2, &options).unwrap();
     assert!(readers >= 1);
     assert_eq!(session.coverage().hoisted_steps, constant_of_shape - readers);
+}
+
+/// A session prepared again for other input shapes (`replan`) keeps the
+/// weights it decoded and works out the rest anew: on a transformer whose
+/// batch and sequence are symbols, each shape set gives the reference
+/// executor's outputs and the coverage a fresh session at those shapes has,
+/// back and forth between the sizes.
+#[test]
+fn a_replanned_session_runs_new_shapes_as_a_fresh_one() {
+    use diamond_runtime::simd::{Options, Session};
+    use diamond_runtime::Fed;
+    let path = common::root().join("fixtures/exports/bert.legacy.onnx");
+    let model = diamond_importers::onnx::load_model(&path).unwrap();
+    let lowered = diamond_optimize::lower::lower(&model).unwrap();
+    let options = Options::from_env();
+    let fed_of = |inputs: &[(String, Value)]| -> Vec<(String, Fed)> {
+        inputs.iter().map(|(n, v)| (n.clone(), Fed::of(v))).collect()
+    };
+    // token ids, token types and the mask: 0 or 1 is in range for each
+    let inputs_at = |seed: u64, size: usize| -> Vec<(String, Value)> {
+        let mut inputs = random_inputs_sized(&model, seed, size).unwrap();
+        for (_, v) in &mut inputs {
+            if let Value::Tensor(Tensor { data: diamond_runtime::Data::I64(ids), .. }) = v {
+                ids.iter_mut().for_each(|i| *i %= 2);
+            }
+        }
+        inputs
+    };
+    let first = inputs_at(3, 2);
+    let mut session = Session::new(&model, &lowered, &fed_of(&first), &options).unwrap();
+    for (seed, size) in [(4, 5), (5, 1), (3, 2)] {
+        let inputs = inputs_at(seed, size);
+        let fed = fed_of(&inputs);
+        assert_ne!(session.fed(), fed.as_slice(), "size {size}: the shapes change");
+        session = session.replan(&lowered, &fed).unwrap();
+        let fresh = Session::new(&model, &lowered, &fed, &options).unwrap();
+        assert_eq!(session.coverage(), fresh.coverage(), "size {size}");
+        let got = session.run(inputs.clone()).unwrap();
+        let want = run_reference(&model, &inputs).unwrap();
+        assert_eq!(got.outputs.len(), want.len());
+        for ((name, g), (_, w)) in got.outputs.iter().zip(&want) {
+            agree(g, w, MODEL_RTOL, MODEL_ATOL).unwrap_or_else(|e| panic!("size {size}, output '{name}': {e}"));
+        }
+    }
 }
 
 /// A Shape node whose input's shape the fed shapes fix is computed when

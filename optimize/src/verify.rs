@@ -16,7 +16,8 @@
 //! not verified, and the outcome says why.
 
 use diamond_ir::{DimValue, ElemType, Model, TypeValue};
-use diamond_runtime::{run_model, Data, RunError, RunOptions, Tensor, Value};
+use diamond_runtime::simd::{Options, Session};
+use diamond_runtime::{run_model, Data, Fed, RunError, RunOptions, Tensor, Value};
 use std::collections::HashMap;
 
 /// How a verification went.
@@ -60,6 +61,11 @@ pub fn verify(original: &Model, result: &Model, seed: u64) -> Verdict {
             settings.push(symbols.iter().map(|s| (s.clone(), n)).collect());
         }
     }
+    let (wide_original, wide_result) = (crate::widen::compute_in_f32(original), crate::widen::compute_in_f32(result));
+    let mut runners = Runners {
+        original: Runner::new(original, wide_original.as_ref()),
+        result: Runner::new(result, wide_result.as_ref()),
+    };
     let mut compared = 0;
     let mut refused: Option<String> = None;
     let mut ran: Option<usize> = None;
@@ -70,7 +76,7 @@ pub fn verify(original: &Model, result: &Model, seed: u64) -> Verdict {
         let Some(inputs) = random_inputs(graph, sizes, seed.wrapping_add(k as u64)) else {
             return Verdict::Skipped("an input's type or shape is not stated".into());
         };
-        match compare(original, result, inputs, sizes) {
+        match runners.compare(inputs, sizes) {
             Compared::Same => {
                 compared += 1;
                 ran.get_or_insert(k);
@@ -103,7 +109,7 @@ pub fn verify(original: &Model, result: &Model, seed: u64) -> Verdict {
         };
         let Some(t) = Tensor::new(t.shape.clone(), data) else { continue };
         slot.1 = Value::Tensor(t);
-        match compare(original, result, inputs, &settings[k]) {
+        match runners.compare(inputs, &settings[k]) {
             Compared::Same => compared += 1,
             Compared::Differs(why) => return Verdict::Differs(format!("{why} ({input} = {value})")),
             Compared::Refused(_) | Compared::Unrunnable(_) => {}
@@ -124,53 +130,83 @@ enum Compared {
     Differs(String),
 }
 
-fn compare(original: &Model, result: &Model, inputs: Vec<(String, Value)>, sizes: &HashMap<String, usize>) -> Compared {
-    let want = match execute(original, &inputs) {
-        Ok(outputs) => outputs,
-        Err(e @ (RunError::Input { .. } | RunError::Binding { .. } | RunError::Kernel { .. })) => {
-            return Compared::Refused(format!("the executor cannot run the original: {e}"))
-        }
-        Err(e) => return Compared::Unrunnable(format!("the executor cannot run the original: {e}")),
-    };
-    let got = match execute(result, &inputs) {
-        Ok(outputs) => outputs,
-        Err(e) => return Compared::Differs(format!("at {}: the result fails: {e}", show(sizes))),
-    };
-    for ((name, w), (_, g)) in want.iter().zip(&got) {
-        if let Some(why) = differ(w, g) {
-            return Compared::Differs(format!("at {}: output '{name}' {why}", show(sizes)));
-        }
-    }
-    Compared::Same
+/// The original and the result, each with what running it needs.
+struct Runners<'m> {
+    original: Runner<'m>,
+    result: Runner<'m>,
 }
 
-/// Runs `model` on `inputs` on the SIMD backend (lowered as it is, its
-/// `If` branches likewise), or on the reference executor where the SIMD
-/// backend refuses it: verification costs what a run costs, not what the
-/// reference kernels cost, and each backend is held to the reference
-/// executor by its own tests.
-fn execute(model: &Model, inputs: &[(String, Value)]) -> Result<Vec<(String, Value)>, RunError> {
-    if let Some(outputs) = on_simd(model, inputs) {
-        return Ok(outputs);
+impl Runners<'_> {
+    /// Runs both on `inputs` and compares their outputs.
+    fn compare(&mut self, inputs: Vec<(String, Value)>, sizes: &HashMap<String, usize>) -> Compared {
+        let want = match self.original.execute(&inputs) {
+            Ok(outputs) => outputs,
+            Err(e @ (RunError::Input { .. } | RunError::Binding { .. } | RunError::Kernel { .. })) => {
+                return Compared::Refused(format!("the executor cannot run the original: {e}"))
+            }
+            Err(e) => return Compared::Unrunnable(format!("the executor cannot run the original: {e}")),
+        };
+        let got = match self.result.execute(&inputs) {
+            Ok(outputs) => outputs,
+            Err(e) => return Compared::Differs(format!("at {}: the result fails: {e}", show(sizes))),
+        };
+        for ((name, w), (_, g)) in want.iter().zip(&got) {
+            if let Some(why) = differ(w, g) {
+                return Compared::Differs(format!("at {}: output '{name}' {why}", show(sizes)));
+            }
+        }
+        Compared::Same
     }
-    run_model(model, inputs.to_vec(), &RunOptions::default()).map(|r| r.outputs)
 }
 
-fn on_simd(model: &Model, inputs: &[(String, Value)]) -> Option<Vec<(String, Value)>> {
-    use diamond_runtime::simd::{Options, Session};
-    use diamond_runtime::Fed;
-    let wide = crate::widen::compute_in_f32(model);
-    let model = wide.as_ref().unwrap_or(model);
-    let lowered = crate::lower::lower(model)?;
-    let mut options = Options::from_env();
-    options.prepare_body = Some(std::sync::Arc::new(|body: &Model| {
-        let wide = crate::widen::compute_in_f32(body).unwrap_or_else(|| body.clone());
-        let lowered = crate::lower::lower(&wide)?;
-        Some((wide, lowered))
-    }));
-    let fed: Vec<(String, Fed)> = inputs.iter().map(|(n, v)| (n.clone(), Fed::of(v))).collect();
-    let mut session = Session::new(model, &lowered, &fed, &options).ok()?;
-    session.run(inputs.to_vec()).ok().map(|r| r.outputs)
+/// Runs one model on the SIMD backend (lowered as it is, its `If` branches
+/// likewise), or on the reference executor where the SIMD backend refuses
+/// it: verification costs what a run costs, not what the reference kernels
+/// cost, and each backend is held to the reference executor by its own
+/// tests. The model is lowered once, and its session is kept from one
+/// setting to the next and prepared again for new shapes
+/// ([`Session::replan`]): the weights are decoded once per model, not once
+/// per run.
+struct Runner<'m> {
+    model: &'m Model,
+    /// The model the SIMD backend runs: half-precision work widened to `f32`.
+    simd_model: &'m Model,
+    /// Its lowering; `None` where it does not lower (the reference runs it).
+    lowered: Option<diamond_runtime::kernel::LoweredModel>,
+    session: Option<Session<'m>>,
+    options: Options,
+}
+
+impl<'m> Runner<'m> {
+    fn new(model: &'m Model, wide: Option<&'m Model>) -> Runner<'m> {
+        let simd_model = wide.unwrap_or(model);
+        let mut options = Options::from_env();
+        options.prepare_body = Some(std::sync::Arc::new(|body: &Model| {
+            let wide = crate::widen::compute_in_f32(body).unwrap_or_else(|| body.clone());
+            let lowered = crate::lower::lower(&wide)?;
+            Some((wide, lowered))
+        }));
+        Runner { model, simd_model, lowered: crate::lower::lower(simd_model), session: None, options }
+    }
+
+    fn execute(&mut self, inputs: &[(String, Value)]) -> Result<Vec<(String, Value)>, RunError> {
+        if let Some(outputs) = self.on_simd(inputs) {
+            return Ok(outputs);
+        }
+        run_model(self.model, inputs.to_vec(), &RunOptions::default()).map(|r| r.outputs)
+    }
+
+    fn on_simd(&mut self, inputs: &[(String, Value)]) -> Option<Vec<(String, Value)>> {
+        let lowered = self.lowered.as_ref()?;
+        let fed: Vec<(String, Fed)> = inputs.iter().map(|(n, v)| (n.clone(), Fed::of(v))).collect();
+        let session = match self.session.take() {
+            Some(s) if s.fed() == fed.as_slice() => s,
+            Some(s) => s.replan(lowered, &fed).ok()?,
+            None => Session::new(self.simd_model, lowered, &fed, &self.options).ok()?,
+        };
+        let session = self.session.insert(session);
+        session.run(inputs.to_vec()).ok().map(|r| r.outputs)
+    }
 }
 
 /// Values for one-element inputs that pick branches: each boolean input

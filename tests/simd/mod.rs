@@ -73,6 +73,11 @@ pub fn agree(got: &Value, want: &Value, rtol: f64, atol: f64) -> Result<(), Stri
 /// floats in [-1, 1), integers in [0, 10), symbols bound to 2 and
 /// unknown sizes to 1.
 pub fn random_inputs(model: &Model, seed: u64) -> Option<Vec<(String, Value)>> {
+    random_inputs_sized(model, seed, 2)
+}
+
+/// As [`random_inputs`], every symbol of the input shapes taking `size`.
+pub fn random_inputs_sized(model: &Model, seed: u64, size: usize) -> Option<Vec<(String, Value)>> {
     let graph = model.main_graph()?;
     let mut rng = SplitMix64(seed);
     let mut symbols: HashMap<String, usize> = HashMap::new();
@@ -90,7 +95,7 @@ pub fn random_inputs(model: &Model, seed: u64) -> Option<Vec<(String, Value)>> {
             .iter()
             .map(|d| match &d.value {
                 Some(DimValue::Known(n)) => *n as usize,
-                Some(DimValue::Param(p)) => *symbols.entry(p.clone()).or_insert(2),
+                Some(DimValue::Param(p)) => *symbols.entry(p.clone()).or_insert(size),
                 None => 1,
             })
             .collect();

@@ -8,6 +8,7 @@
 
 mod external;
 mod from_ir;
+mod stream;
 
 use diamond_ir::Model;
 use prost::Message;
@@ -71,10 +72,24 @@ pub fn encode_model(model: &Model) -> Result<Vec<u8>, ExportError> {
 /// Writes `model` to `path`, and the external data its tensors reference to
 /// the same relative locations beside it. Every file is written atomically;
 /// data files go first, so a model file never points at missing data.
+///
+/// The protobuf is encoded straight into the file ([`stream`]): no buffer of
+/// the model's size is built.
 pub fn write_model(model: &Model, path: &Path) -> Result<WriteSummary, ExportError> {
-    let bytes = encode_model(model)?;
+    let proto = from_ir::model(model);
+    let size = proto.encoded_len() as u64;
+    if size > MAX_PROTOBUF_BYTES {
+        return Err(ExportError::TooLarge { size });
+    }
     let out_dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let (data_files, data_bytes) = external::write_external_data(model, out_dir)?;
-    crate::atomic::write_bytes(path, &bytes).map_err(|source| ExportError::Io { path: path.to_path_buf(), source })?;
-    Ok(WriteSummary { model_bytes: bytes.len() as u64, data_files, data_bytes })
+    let mut model_bytes = 0;
+    crate::atomic::write_with(path, |file| {
+        let mut out = stream::StreamBuf::new(file);
+        proto.encode(&mut out).map_err(std::io::Error::other)?;
+        model_bytes = out.finish()?;
+        Ok(())
+    })
+    .map_err(|source| ExportError::Io { path: path.to_path_buf(), source })?;
+    Ok(WriteSummary { model_bytes, data_files, data_bytes })
 }

@@ -116,6 +116,28 @@ impl OpCtx<'_, '_> {
         }
     }
 
+    /// Output `j` is input `i` as it is (`Identity`): its facts, and its
+    /// value too. An initializer not decoded yet stays undecoded: the
+    /// output takes the same tensor to decode when a rule asks for it, so
+    /// that an alias of a weight costs nothing unless its elements matter.
+    pub fn pass_through(&mut self, i: usize, j: usize) {
+        let Some(key) = self.at.inputs.get(i).copied().flatten() else { return };
+        let Some(tensor) = self.st.lazy.get(&key).copied() else {
+            if let Some(f) = self.facts(i) {
+                self.set_facts(j, f);
+            }
+            return;
+        };
+        let Some(mut f) = self.st.facts.get(&key).cloned() else { return };
+        f.row = self.st.solver.resolve_row(&f.row);
+        self.set_facts(j, f);
+        if let Some(out) = self.at.outputs.get(j).copied().flatten() {
+            if self.st.facts.get(&out).is_some_and(|o| o.value.is_none()) {
+                self.st.lazy.insert(out, tensor);
+            }
+        }
+    }
+
     /// The facts of output `j`, when it is wanted.
     fn out_facts(&mut self, j: usize) -> Option<&mut Facts> {
         let key = self.at.outputs.get(j).copied().flatten()?;

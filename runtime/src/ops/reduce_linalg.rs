@@ -356,23 +356,9 @@ pub(crate) fn matmul(
     let ib = broadcast_index(&batch, bbatch);
     let mut out = vec![0.0; ia.len() * m * n];
     for (bi, (&pa, &pb)) in ia.iter().zip(&ib).enumerate() {
-        let (ao, bo, oo) = (pa * m * k, pb * k * n, bi * m * n);
-        for i in 0..m {
-            for kk in 0..k {
-                let x = av[ao + i * k + kk];
-                if x == 0.0 {
-                    // still propagate NaN/inf from b
-                    if bv[bo + kk * n..bo + kk * n + n].iter().all(|v| v.is_finite()) {
-                        continue;
-                    }
-                }
-                let row = &bv[bo + kk * n..bo + kk * n + n];
-                let o = &mut out[oo + i * n..oo + i * n + n];
-                for (oj, &y) in o.iter_mut().zip(row) {
-                    *oj += x * y;
-                }
-            }
-        }
+        let lhs = &av[pa * m * k..(pa + 1) * m * k];
+        let rhs = &bv[pb * k * n..(pb + 1) * k * n];
+        product(m, k, n, lhs, rhs, &mut out[bi * m * n..(bi + 1) * m * n]);
     }
     let mut shape = batch;
     if !a1 {
@@ -382,6 +368,55 @@ pub(crate) fn matmul(
         shape.push(n);
     }
     Ok((out, shape))
+}
+
+/// Products at least this many multiply-adds go through the `gemm` crate's
+/// blocked `f64` kernel; smaller ones through the plain loop.
+const BLOCKED_PRODUCT_WORK: usize = 1 << 15;
+
+/// `out = lhs · rhs` for row-major `m×k` and `k×n` matrices, in `f64`. Large
+/// products (a constant `MatMul` folded by `optimize`, a verification run)
+/// use the blocked kernel: the plain loop costs seconds on a 512×768×768
+/// product. Both follow IEEE arithmetic (`0 · ∞` is NaN); only the order of
+/// the additions differs, which `f64` makes invisible at the output types.
+fn product(m: usize, k: usize, n: usize, lhs: &[f64], rhs: &[f64], out: &mut [f64]) {
+    if m * k * n >= BLOCKED_PRODUCT_WORK {
+        // SAFETY: `lhs` holds m·k, `rhs` k·n and `out` m·n elements, all
+        // row-major with the strides given; the slices do not overlap.
+        unsafe {
+            gemm::gemm(
+                m,
+                n,
+                k,
+                out.as_mut_ptr(),
+                1,
+                n as isize,
+                false,
+                lhs.as_ptr(),
+                1,
+                k as isize,
+                rhs.as_ptr(),
+                1,
+                n as isize,
+                0.0,
+                1.0,
+                false,
+                false,
+                false,
+                gemm::Parallelism::None,
+            );
+        }
+        return;
+    }
+    for i in 0..m {
+        let o = &mut out[i * n..(i + 1) * n];
+        for (kk, &x) in lhs[i * k..(i + 1) * k].iter().enumerate() {
+            let row = &rhs[kk * n..(kk + 1) * n];
+            for (oj, &y) in o.iter_mut().zip(row) {
+                *oj += x * y;
+            }
+        }
+    }
 }
 
 fn matmul_op(ctx: &NodeCtx<'_>) -> Result<Outs> {

@@ -650,10 +650,14 @@ fn tile(ctx: &NodeCtx<'_>) -> Result<Outs> {
         .map(|(&d, &r)| d.checked_mul(r as usize).ok_or_else(|| ctx.err("the tiled size overflows")))
         .collect::<Result<_>>()?;
     ctx.check_size(&shape)?;
+    // Row-major over (r0, d0, r1, d1, …) with stride 0 on each repeat axis
+    // is the tiled tensor: rows are copied whole, nothing indexes an element.
     let st = strides(&x.shape);
-    let mut idx = Vec::new();
-    each_index(&shape, |m| idx.push(m.iter().enumerate().map(|(a, &i)| (i % x.shape[a]) * st[a]).sum()));
-    one(taken(x, shape, &idx))
+    let view: Vec<usize> = reps.iter().zip(&x.shape).flat_map(|(&r, &d)| [r as usize, d]).collect();
+    let stride: Vec<isize> = st.iter().flat_map(|&s| [0, s as isize]).collect();
+    let mut tiled = strided_tensor(x, view, &stride, 0);
+    tiled.shape = shape;
+    one(tiled)
 }
 
 fn pad(ctx: &NodeCtx<'_>) -> Result<Outs> {

@@ -168,23 +168,54 @@ impl<'m> Session<'m> {
     ) -> Result<Session<'m>> {
         let gid = model.graph.ok_or_else(|| RunError::InvalidModel("the model has no main graph".into()))?;
         let graph = &model.graphs[gid];
-        let plan = Plan::new(model, fed)?;
-        let bindings: HashMap<String, i64> =
-            plan.bindings().iter().filter_map(|b| Some((b.symbol.clone(), i64::try_from(b.size).ok()?))).collect();
-        let value_of = |s: &str| bindings.get(s).copied();
         let mut frame = Frame::main(graph);
-        let mut initializer = vec![false; graph.values.len()];
-        let mut resident = 0;
         for t in &graph.initializers {
             let name = t.name.as_deref().unwrap_or("");
             let Some(id) = graph.value_named(name) else { continue };
             let value = Tensor::from_ir(t).map_err(|problem| RunError::Tensor { name: name.to_string(), problem })?;
-            resident += value.byte_size();
-            if let Some(old) = frame.values[idx(id)].replace(Value::Tensor(value)) {
-                resident -= old.byte_size();
-            }
-            initializer[idx(id)] = true;
+            frame.values[idx(id)] = Some(Value::Tensor(value));
         }
+        Self::prepare(model, lowered, fed, options, frame)
+    }
+
+    /// The same model prepared for inputs shaped as `fed`, keeping the
+    /// initializers this session decoded: what a caller does when the input
+    /// shapes change (a new batch size, a longer sequence). Everything
+    /// derived from the old shapes (folded shapes, hoisted constants,
+    /// prepared filters and branches) is worked out again.
+    pub fn replan(self, lowered: &LoweredModel, fed: &[(String, Fed)]) -> Result<Session<'m>> {
+        let Session { model, mut frame, options, .. } = self;
+        let graph = frame.graph;
+        // attribute-derived kernel state (`frame.prepared`) does not depend on shapes: it stays
+        let mut keep = vec![false; frame.values.len()];
+        for t in &graph.initializers {
+            if let Some(id) = graph.value_named(t.name.as_deref().unwrap_or("")) {
+                keep[idx(id)] = true;
+            }
+        }
+        for (value, keep) in frame.values.iter_mut().zip(keep) {
+            if !keep {
+                *value = None;
+            }
+        }
+        Self::prepare(model, lowered, fed, &options, frame)
+    }
+
+    /// Plans and binds the steps over a frame holding the decoded initializers.
+    fn prepare(
+        model: &'m Model,
+        lowered: &LoweredModel,
+        fed: &[(String, Fed)],
+        options: &Options,
+        frame: Frame<'m>,
+    ) -> Result<Session<'m>> {
+        let graph = frame.graph;
+        let plan = Plan::new(model, fed)?;
+        let bindings: HashMap<String, i64> =
+            plan.bindings().iter().filter_map(|b| Some((b.symbol.clone(), i64::try_from(b.size).ok()?))).collect();
+        let value_of = |s: &str| bindings.get(s).copied();
+        let initializer: Vec<bool> = frame.values.iter().map(Option::is_some).collect();
+        let resident = frame.values.iter().flatten().map(Value::byte_size).sum();
         let mut coverage = Coverage::default();
         let mut steps = Vec::new();
         // A program bound (`Ok`) runs as a step; else its nodes, on the reference
@@ -397,6 +428,11 @@ impl<'m> Session<'m> {
             }
         }
         Ok(())
+    }
+
+    /// The input shapes and types this session was prepared for.
+    pub fn fed(&self) -> &[(String, Fed)] {
+        &self.fed
     }
 
     /// How the steps are carried out.

@@ -435,9 +435,7 @@ fn transpose(ctx: &mut OpCtx) -> Result<(), Defer> {
 
 /// `Identity`: the output is the input (tensor, sequence or optional).
 fn identity(ctx: &mut OpCtx) -> Result<(), Defer> {
-    if let Some(f) = ctx.facts(0) {
-        ctx.set_facts(0, f);
-    }
+    ctx.pass_through(0, 0);
     Ok(())
 }
 
