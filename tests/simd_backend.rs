@@ -224,7 +224,8 @@ fn constant_steps_are_computed_once_when_the_session_is_prepared() {
 /// weights it decoded and works out the rest anew: on a transformer whose
 /// batch and sequence are symbols, each shape set gives the reference
 /// executor's outputs and the coverage a fresh session at those shapes has,
-/// back and forth between the sizes.
+/// back and forth between the sizes; its decoded weights then prepare
+/// another session without decoding.
 #[test]
 fn a_replanned_session_runs_new_shapes_as_a_fresh_one() {
     use diamond_runtime::simd::{Options, Session};
@@ -261,6 +262,19 @@ fn a_replanned_session_runs_new_shapes_as_a_fresh_one() {
         for ((name, g), (_, w)) in got.outputs.iter().zip(&want) {
             agree(g, w, MODEL_RTOL, MODEL_ATOL).unwrap_or_else(|e| panic!("size {size}, output '{name}': {e}"));
         }
+    }
+    // Its decoded weights prepare another session of the same model: every
+    // one is taken, none decoded again, and the outputs are the same.
+    let inputs = inputs_at(3, 2);
+    let want = session.run(inputs.clone()).unwrap().outputs;
+    let mut decoded = session.into_decoded();
+    let initializers = model.main_graph().unwrap().initializers.len();
+    assert_eq!(decoded.len(), initializers);
+    let mut again = Session::new_reusing(&model, &lowered, &fed_of(&inputs), &options, &mut decoded).unwrap();
+    assert!(decoded.is_empty(), "{} weights left untaken", decoded.len());
+    let got = again.run(inputs).unwrap().outputs;
+    for ((name, g), (_, w)) in got.iter().zip(&want) {
+        agree(g, w, 0.0, 0.0).unwrap_or_else(|e| panic!("output '{name}' after reuse: {e}"));
     }
 }
 

@@ -6,7 +6,7 @@
 //! Symbols take the values 1, then 3, then 2 for the first symbol and 7 for
 //! the others: one size that hides broadcasting bugs, and sizes that differ
 //! from each other (a model without symbols runs once); when none of those
-//! runs (a model that needs a longer sequence), 16, 64, 512 and 1024 are
+//! runs (a model that needs a longer sequence), 16, 64, 256, 512 and 1024 are
 //! tried. An input axis the file leaves unset is a symbol too. A boolean
 //! input of one element also takes both values, and an integer one each
 //! constant the graph compares it with, so that each branch they pick runs.
@@ -16,7 +16,7 @@
 //! not verified, and the outcome says why.
 
 use diamond_ir::{DimValue, ElemType, Model, TypeValue};
-use diamond_runtime::simd::{Options, Session};
+use diamond_runtime::simd::{Decoded, Options, Session};
 use diamond_runtime::{run_model, Data, Fed, RunError, RunOptions, Tensor, Value};
 use std::collections::HashMap;
 
@@ -57,38 +57,36 @@ pub fn verify(original: &Model, result: &Model, seed: u64) -> Verdict {
     // A model that needs its symbols larger (a window over a sequence) gets
     // larger sizes, tried only when none of the usual ones runs.
     if !symbols.is_empty() {
-        for n in [16, 64, 512, 1024] {
+        for n in [16, 64, 256, 512, 1024] {
             settings.push(symbols.iter().map(|s| (s.clone(), n)).collect());
         }
     }
-    let (wide_original, wide_result) = (crate::widen::compute_in_f32(original), crate::widen::compute_in_f32(result));
-    let mut runners = Runners {
-        original: Runner::new(original, wide_original.as_ref()),
-        result: Runner::new(result, wide_result.as_ref()),
-    };
-    let mut compared = 0;
+    let mut widened = crate::widen::Widened::default();
+    let wide_original = crate::widen::compute_in_f32_sharing(original, &mut widened);
+    let wide_result = crate::widen::compute_in_f32_sharing(result, &mut widened);
+    drop(widened);
+    // The original runs every case first, then gives its decoded weights to
+    // the result, which runs the same cases: one decoded copy of the shared
+    // weights at a time instead of two.
+    let mut original_runner = Runner::new(original, wide_original.as_ref());
+    let mut cases: Vec<Case> = Vec::new();
     let mut refused: Option<String> = None;
-    let mut ran: Option<usize> = None;
     for (k, sizes) in settings.iter().enumerate() {
-        if k >= usual && compared > 0 {
+        if k >= usual && !cases.is_empty() {
             break;
         }
         let Some(inputs) = random_inputs(graph, sizes, seed.wrapping_add(k as u64)) else {
             return Verdict::Skipped("an input's type or shape is not stated".into());
         };
-        match runners.compare(inputs, sizes) {
-            Compared::Same => {
-                compared += 1;
-                ran.get_or_insert(k);
+        match original_runner.execute(&inputs) {
+            Ok(want) => cases.push(Case { inputs, want, sizes: k, decided_by: None }),
+            Err(e @ (RunError::Input { .. } | RunError::Binding { .. } | RunError::Kernel { .. })) => {
+                refused.get_or_insert(format!("the executor cannot run the original: {e}"));
             }
-            Compared::Refused(why) => {
-                refused.get_or_insert(why);
-            }
-            Compared::Differs(why) => return Verdict::Differs(why),
-            Compared::Unrunnable(why) => return Verdict::Skipped(why),
+            Err(e) => return Verdict::Skipped(format!("the executor cannot run the original: {e}")),
         }
     }
-    let Some(k) = ran else {
+    let Some(k) = cases.first().map(|c| c.sizes) else {
         return Verdict::Skipped(refused.unwrap_or_else(|| "no input setting ran".into()));
     };
     // An integer input the graph compares with constants (a sample rate
@@ -109,54 +107,37 @@ pub fn verify(original: &Model, result: &Model, seed: u64) -> Verdict {
         };
         let Some(t) = Tensor::new(t.shape.clone(), data) else { continue };
         slot.1 = Value::Tensor(t);
-        match runners.compare(inputs, &settings[k]) {
-            Compared::Same => compared += 1,
-            Compared::Differs(why) => return Verdict::Differs(format!("{why} ({input} = {value})")),
-            Compared::Refused(_) | Compared::Unrunnable(_) => {}
+        if let Ok(want) = original_runner.execute(&inputs) {
+            cases.push(Case { inputs, want, sizes: k, decided_by: Some((input, value)) });
         }
     }
-    Verdict::Agrees(compared)
-}
-
-/// What running original and result on one set of inputs showed.
-enum Compared {
-    /// Every output agreed.
-    Same,
-    /// The original cannot take these inputs (a size it needs larger).
-    Refused(String),
-    /// The executor cannot run the original at all.
-    Unrunnable(String),
-    /// The result differs or fails.
-    Differs(String),
-}
-
-/// The original and the result, each with what running it needs.
-struct Runners<'m> {
-    original: Runner<'m>,
-    result: Runner<'m>,
-}
-
-impl Runners<'_> {
-    /// Runs both on `inputs` and compares their outputs.
-    fn compare(&mut self, inputs: Vec<(String, Value)>, sizes: &HashMap<String, usize>) -> Compared {
-        let want = match self.original.execute(&inputs) {
+    let mut result_runner = Runner::new(result, wide_result.as_ref());
+    result_runner.decoded = original_runner.into_decoded();
+    for case in &cases {
+        let at = show(&settings[case.sizes]);
+        let decided =
+            case.decided_by.as_ref().map_or_else(String::new, |(input, value)| format!(" ({input} = {value})"));
+        let got = match result_runner.execute(&case.inputs) {
             Ok(outputs) => outputs,
-            Err(e @ (RunError::Input { .. } | RunError::Binding { .. } | RunError::Kernel { .. })) => {
-                return Compared::Refused(format!("the executor cannot run the original: {e}"))
-            }
-            Err(e) => return Compared::Unrunnable(format!("the executor cannot run the original: {e}")),
+            Err(e) => return Verdict::Differs(format!("at {at}: the result fails: {e}{decided}")),
         };
-        let got = match self.result.execute(&inputs) {
-            Ok(outputs) => outputs,
-            Err(e) => return Compared::Differs(format!("at {}: the result fails: {e}", show(sizes))),
-        };
-        for ((name, w), (_, g)) in want.iter().zip(&got) {
+        for ((name, w), (_, g)) in case.want.iter().zip(&got) {
             if let Some(why) = differ(w, g) {
-                return Compared::Differs(format!("at {}: output '{name}' {why}", show(sizes)));
+                return Verdict::Differs(format!("at {at}: output '{name}' {why}{decided}"));
             }
         }
-        Compared::Same
     }
+    Verdict::Agrees(cases.len())
+}
+
+/// One set of inputs the original ran, and what it gave.
+struct Case {
+    inputs: Vec<(String, Value)>,
+    want: Vec<(String, Value)>,
+    /// Which symbol setting the inputs follow.
+    sizes: usize,
+    /// The one-element input set to a value that picks a branch, if any.
+    decided_by: Option<(String, i64)>,
 }
 
 /// Runs one model on the SIMD backend (lowered as it is, its `If` branches
@@ -175,6 +156,8 @@ struct Runner<'m> {
     lowered: Option<diamond_runtime::kernel::LoweredModel>,
     session: Option<Session<'m>>,
     options: Options,
+    /// Weights another runner decoded, for this one's session to take.
+    decoded: Decoded,
 }
 
 impl<'m> Runner<'m> {
@@ -186,7 +169,14 @@ impl<'m> Runner<'m> {
             let lowered = crate::lower::lower(&wide)?;
             Some((wide, lowered))
         }));
-        Runner { model, simd_model, lowered: crate::lower::lower(simd_model), session: None, options }
+        Runner {
+            model,
+            simd_model,
+            lowered: crate::lower::lower(simd_model),
+            session: None,
+            options,
+            decoded: Decoded::default(),
+        }
     }
 
     fn execute(&mut self, inputs: &[(String, Value)]) -> Result<Vec<(String, Value)>, RunError> {
@@ -202,10 +192,15 @@ impl<'m> Runner<'m> {
         let session = match self.session.take() {
             Some(s) if s.fed() == fed.as_slice() => s,
             Some(s) => s.replan(lowered, &fed).ok()?,
-            None => Session::new(self.simd_model, lowered, &fed, &self.options).ok()?,
+            None => Session::new_reusing(self.simd_model, lowered, &fed, &self.options, &mut self.decoded).ok()?,
         };
         let session = self.session.insert(session);
         session.run(inputs.to_vec()).ok().map(|r| r.outputs)
+    }
+
+    /// The weights its session decoded (none where it ran on the reference).
+    fn into_decoded(self) -> Decoded {
+        self.session.map(Session::into_decoded).unwrap_or_default()
     }
 }
 

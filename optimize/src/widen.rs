@@ -28,6 +28,17 @@ fn is_half(e: ElemType) -> bool {
 /// sparse initializer, an external half initializer it cannot read, a
 /// half initializer that is itself a graph output).
 pub fn compute_in_f32(model: &Model) -> Option<Model> {
+    compute_in_f32_sharing(model, &mut Widened::default())
+}
+
+/// Half initializers already widened, by the stored bytes they came from:
+/// models that share weights (a model and its optimized result) widen each
+/// once and hold the same `f32` bytes.
+#[derive(Default)]
+pub struct Widened(std::collections::HashMap<(usize, usize, ElemType), bytes::Bytes>);
+
+/// [`compute_in_f32`], reusing the widened weights in `widened` and adding to it.
+pub fn compute_in_f32_sharing(model: &Model, widened: &mut Widened) -> Option<Model> {
     if !mentions_half(model) || !model.functions.is_empty() {
         return None;
     }
@@ -43,7 +54,7 @@ pub fn compute_in_f32(model: &Model) -> Option<Model> {
         let is_main = id == main;
         for t in &mut graph.initializers {
             if t.data_type.is_some_and(is_half) {
-                *t = widened_tensor(t)?;
+                *t = widened_tensor(t, widened)?;
             }
         }
         if !is_main {
@@ -84,22 +95,57 @@ fn widen_type(ty: Option<&mut TypeInfo>) {
     }
 }
 
-/// `t` (half precision) as an `f32` tensor of the same name and dims.
-fn widened_tensor(t: &Tensor) -> Option<Tensor> {
-    let decoded = diamond_runtime::Tensor::from_ir(t).ok()?;
-    let values: Vec<f32> = match &decoded.data {
-        diamond_runtime::Data::F16(v) => v.iter().map(|x| x.to_f32()).collect(),
-        diamond_runtime::Data::Bf16(v) => v.iter().map(|x| x.to_f32()).collect(),
-        _ => return None,
+/// `t` (half precision) as an `f32` tensor of the same name and dims. Raw
+/// bytes convert straight to `f32` bytes, once per stored buffer
+/// ([`Widened`]); other layouts go through the runtime's decoding.
+fn widened_tensor(t: &Tensor, widened: &mut Widened) -> Option<Tensor> {
+    let elem = t.data_type?;
+    let raw = match &t.data.raw {
+        Some(raw) if t.external().is_none() && t.rare().external_data.is_empty() => {
+            let key = (raw.as_ptr() as usize, raw.len(), elem);
+            match widened.0.get(&key) {
+                Some(bytes) => bytes.clone(),
+                None => {
+                    let bytes = bytes::Bytes::from(widen_raw(raw, elem)?);
+                    widened.0.insert(key, bytes.clone());
+                    bytes
+                }
+            }
+        }
+        _ => {
+            let decoded = diamond_runtime::Tensor::from_ir(t).ok()?;
+            let values: Vec<f32> = match &decoded.data {
+                diamond_runtime::Data::F16(v) => v.iter().map(|x| x.to_f32()).collect(),
+                diamond_runtime::Data::Bf16(v) => v.iter().map(|x| x.to_f32()).collect(),
+                _ => return None,
+            };
+            bytes::Bytes::from(values.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>())
+        }
     };
-    let raw: Vec<u8> = values.iter().flat_map(|x| x.to_le_bytes()).collect();
     Some(Tensor {
         name: t.name.clone(),
         dims: t.dims.clone(),
         data_type: Some(ElemType::Float),
-        data: TensorData { raw: Some(raw.into()), ..TensorData::default() },
+        data: TensorData { raw: Some(raw), ..TensorData::default() },
         rare: None,
     })
+}
+
+/// Little-endian half values as little-endian `f32` bytes.
+fn widen_raw(raw: &[u8], elem: ElemType) -> Option<Vec<u8>> {
+    if raw.len() % 2 != 0 {
+        return None;
+    }
+    let to_f32: fn([u8; 2]) -> f32 = match elem {
+        ElemType::Float16 => |b| half::f16::from_le_bytes(b).to_f32(),
+        ElemType::Bfloat16 => |b| half::bf16::from_le_bytes(b).to_f32(),
+        _ => return None,
+    };
+    let mut out = Vec::with_capacity(raw.len() * 2);
+    for pair in raw.chunks_exact(2) {
+        out.extend_from_slice(&to_f32([pair[0], pair[1]]).to_le_bytes());
+    }
+    Some(out)
 }
 
 /// Widens the half types `node`'s attributes name: `Cast`'s `to`, the
@@ -129,7 +175,7 @@ fn widen_attributes(node: &mut Node) -> Option<()> {
         }
         if let Some(t) = attr.t.as_mut() {
             if t.data_type.is_some_and(is_half) {
-                **t = widened_tensor(t)?;
+                **t = widened_tensor(t, &mut Widened::default())?;
             }
         }
     }

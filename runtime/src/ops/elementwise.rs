@@ -294,13 +294,32 @@ fn pair(ctx: &NodeCtx<'_>, a: &Tensor, b: &Tensor) -> Result<(Vec<usize>, Vec<us
     Ok((shape, ia, ib))
 }
 
-fn zip_typed<T: Scalar>(x: &[T], y: &[T], ia: &[usize], ib: &[usize], f: F2<'_>, i: Option<I2<'_>>) -> Option<Data> {
-    let pairs = ia.iter().zip(ib);
+/// Where each output element reads its two operands: by index, or (equal
+/// shapes, the common case) at its own position in both.
+enum Reads {
+    Indexed(Vec<usize>, Vec<usize>),
+    Aligned(usize),
+}
+
+fn zip_typed<T: Scalar>(x: &[T], y: &[T], reads: &Reads, f: F2<'_>, i: Option<I2<'_>>) -> Option<Data> {
+    match reads {
+        Reads::Indexed(ia, ib) => zip_pairs(x, y, ia.iter().copied().zip(ib.iter().copied()), f, i),
+        Reads::Aligned(n) => zip_pairs(x, y, (0..*n).map(|k| (k, k)), f, i),
+    }
+}
+
+fn zip_pairs<T: Scalar>(
+    x: &[T],
+    y: &[T],
+    pairs: impl Iterator<Item = (usize, usize)>,
+    f: F2<'_>,
+    i: Option<I2<'_>>,
+) -> Option<Data> {
     Some(if T::FLOAT {
-        T::wrap(pairs.map(|(&p, &q)| T::from_f64(f(x[p].to_f64(), y[q].to_f64()))).collect())
+        T::wrap(pairs.map(|(p, q)| T::from_f64(f(x[p].to_f64(), y[q].to_f64()))).collect())
     } else {
         let i = i?;
-        T::wrap(pairs.map(|(&p, &q)| T::from_i128(i(x[p].to_i128(), y[q].to_i128()))).collect())
+        T::wrap(pairs.map(|(p, q)| T::from_i128(i(x[p].to_i128(), y[q].to_i128()))).collect())
     })
 }
 
@@ -309,8 +328,13 @@ pub(crate) fn binary(ctx: &NodeCtx<'_>, a: &Tensor, b: &Tensor, f: F2<'_>, i: Op
     if a.elem() != b.elem() {
         return Err(ctx.err(format!("operand types differ: {} and {}", a.elem(), b.elem())));
     }
-    let (shape, ia, ib) = pair(ctx, a, b)?;
-    let data = each_num2!(&a.data, &b.data, x, y => zip_typed(x, y, &ia, &ib, f, i), _ => None)
+    let (shape, reads) = if a.shape == b.shape {
+        (a.shape.clone(), Reads::Aligned(a.len()))
+    } else {
+        let (shape, ia, ib) = pair(ctx, a, b)?;
+        (shape, Reads::Indexed(ia, ib))
+    };
+    let data = each_num2!(&a.data, &b.data, x, y => zip_typed(x, y, &reads, f, i), _ => None)
         .ok_or_else(|| ctx.unsupported(format!("element type {}", a.elem())))?;
     Ok(Tensor { shape, data })
 }

@@ -668,30 +668,29 @@ fn batch_norm(ctx: &NodeCtx<'_>) -> Result<Outs> {
         return one(Tensor { shape: x.shape.clone(), data: Data::F32(out) });
     }
     let xv = floats(ctx, x)?;
-    let channel = |k: usize| (k / inner.max(1)) % c;
+    // plane by plane: plane p holds channel p mod c
+    let planes = || xv.chunks(inner.max(1)).enumerate().map(|(p, plane)| (p % c.max(1), plane));
     // training normalizes with the batch's own statistics (population variance)
     let (mean, var) = if training {
         let count = (xv.len() / c.max(1)) as f64;
         let mut mean = vec![0.0; c];
-        for (k, &v) in xv.iter().enumerate() {
-            mean[channel(k)] += v / count;
+        for (ch, plane) in planes() {
+            mean[ch] += plane.iter().map(|&v| v / count).sum::<f64>();
         }
         let mut var = vec![0.0; c];
-        for (k, &v) in xv.iter().enumerate() {
-            var[channel(k)] += (v - mean[channel(k)]).powi(2) / count;
+        for (ch, plane) in planes() {
+            let m = mean[ch];
+            var[ch] += plane.iter().map(|&v| (v - m).powi(2) / count).sum::<f64>();
         }
         (mean, var)
     } else {
         (input_mean.clone(), input_var.clone())
     };
-    let out: Vec<f64> = xv
-        .iter()
-        .enumerate()
-        .map(|(k, &v)| {
-            let ch = channel(k);
-            scale[ch] * (v - mean[ch]) / (var[ch] + eps).sqrt() + bias[ch]
-        })
-        .collect();
+    let mut out: Vec<f64> = Vec::with_capacity(xv.len());
+    for (ch, plane) in planes() {
+        let (m, d, k, b) = (mean[ch], (var[ch] + eps).sqrt(), scale[ch], bias[ch]);
+        out.extend(plane.iter().map(|&v| k * (v - m) / d + b));
+    }
     let mut outs = vec![Some(Value::Tensor(from_f64s(ctx, x.elem(), x.shape.clone(), &out)?))];
     if ctx.node.outputs.len() > 1 {
         if !training {

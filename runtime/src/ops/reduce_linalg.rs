@@ -57,10 +57,13 @@ enum Red {
 fn groups(shape: &[usize], reduced: &[bool]) -> (Vec<usize>, Vec<usize>) {
     let kept: Vec<usize> = shape.iter().zip(reduced).map(|(&d, &r)| if r { 1 } else { d }).collect();
     let st = strides(&kept);
-    let mut g = Vec::new();
-    each_index(shape, |m| {
-        g.push(m.iter().zip(reduced).zip(&st).map(|((&i, &r), &s)| if r { 0 } else { i * s }).sum());
-    });
+    // Axis by axis, outermost first: each group index so far is followed by
+    // its offsets along the axis (all 0 along a reduced one), which is
+    // row-major order without indexing each element's coordinates.
+    let mut g = vec![0usize];
+    for ((&d, &r), &s) in shape.iter().zip(reduced).zip(&st) {
+        g = g.iter().flat_map(|&base| (0..d).map(move |i| if r { base } else { base + i * s })).collect();
+    }
     (g, kept)
 }
 

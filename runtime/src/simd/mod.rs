@@ -73,7 +73,7 @@ pub mod winograd;
 
 pub use fallback::{Fallback, FallbackReason, Refusal};
 pub use profile::{StepKind, StepTime};
-pub use session::{Coverage, Session, SessionRun};
+pub use session::{Coverage, Decoded, Session, SessionRun};
 
 /// How the backend runs.
 #[derive(Clone)]

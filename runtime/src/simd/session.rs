@@ -124,6 +124,34 @@ pub struct Coverage {
     pub fallbacks: Vec<Fallback>,
 }
 
+/// Initializers decoded by a session ([`Session::into_decoded`]), by the
+/// stored bytes they were decoded from, for another session of a model that
+/// holds the same bytes ([`Session::new_reusing`]). The bytes are known by
+/// their address: use it only while the model they came from is alive.
+#[derive(Default)]
+pub struct Decoded(HashMap<StoredBytes, Tensor>);
+
+impl Decoded {
+    /// How many decoded initializers it holds.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Which stored bytes a tensor was decoded from: the address and length of
+/// its raw data (alive as long as the model holding it), its type and dims.
+type StoredBytes = (usize, usize, Option<ElemType>, Vec<i64>);
+
+fn stored_bytes(t: &diamond_ir::Tensor) -> Option<StoredBytes> {
+    let raw = t.data.raw.as_ref().filter(|_| t.external().is_none())?;
+    Some((raw.as_ptr() as usize, raw.len(), t.data_type, t.dims.clone()))
+}
+
 /// A model prepared for repeated runs on inputs of fixed shapes.
 pub struct Session<'m> {
     model: &'m Model,
@@ -166,16 +194,49 @@ impl<'m> Session<'m> {
         fed: &[(String, Fed)],
         options: &Options,
     ) -> Result<Session<'m>> {
+        Self::new_reusing(model, lowered, fed, options, &mut Decoded::default())
+    }
+
+    /// [`Session::new`], taking the decoded initializers `decoded` holds
+    /// for the same stored bytes instead of decoding them again: a model and
+    /// its optimized form share most weights, and decoding them twice costs
+    /// a fresh copy of every weight.
+    pub fn new_reusing(
+        model: &'m Model,
+        lowered: &LoweredModel,
+        fed: &[(String, Fed)],
+        options: &Options,
+        decoded: &mut Decoded,
+    ) -> Result<Session<'m>> {
         let gid = model.graph.ok_or_else(|| RunError::InvalidModel("the model has no main graph".into()))?;
         let graph = &model.graphs[gid];
         let mut frame = Frame::main(graph);
         for t in &graph.initializers {
             let name = t.name.as_deref().unwrap_or("");
             let Some(id) = graph.value_named(name) else { continue };
-            let value = Tensor::from_ir(t).map_err(|problem| RunError::Tensor { name: name.to_string(), problem })?;
+            let value = match stored_bytes(t).and_then(|key| decoded.0.remove(&key)) {
+                Some(value) => value,
+                None => Tensor::from_ir(t).map_err(|problem| RunError::Tensor { name: name.to_string(), problem })?,
+            };
             frame.values[idx(id)] = Some(Value::Tensor(value));
         }
         Self::prepare(model, lowered, fed, options, frame)
+    }
+
+    /// The session's decoded initializers, for [`Session::new_reusing`].
+    pub fn into_decoded(self) -> Decoded {
+        let mut frame = self.frame;
+        let graph = frame.graph;
+        let mut decoded = Decoded::default();
+        for t in &graph.initializers {
+            let (Some(key), Some(id)) = (stored_bytes(t), graph.value_named(t.name.as_deref().unwrap_or(""))) else {
+                continue;
+            };
+            if let Some(Value::Tensor(value)) = frame.values[idx(id)].take() {
+                decoded.0.insert(key, value);
+            }
+        }
+        decoded
     }
 
     /// The same model prepared for inputs shaped as `fed`, keeping the
