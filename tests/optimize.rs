@@ -953,3 +953,52 @@ fn fuse_hard_swish_finds_paddle_s_spelling() {
         "#]],
     );
 }
+
+#[test]
+fn fuse_linear_bn_folds_batch_norm_after_linear_layers() {
+    // LeViT's Flatten(MatMul) normalized and reshaped back; a Gemm with transB and beta 0.5; a rank-2 MatMul.
+    pass_on_within(
+        "linear_bn.onnx",
+        "fuse-linear-bn",
+        &[&[3, 5, 8], &[3, 8], &[3, 8]],
+        1e-5,
+        expect![[r#"
+            input x: float [batch, 5, 8]
+            input h: float [batch, 8]
+            input z: float [batch, 8]
+            init w1: float [8, 6]
+            init w2: float [6, 8]
+            init c2: float [6]
+            init w3: float [8, 6]
+            init back: int64 [3]
+            init scale0: float [6]
+            init shift0: float [6]
+            init mean0: float [6]
+            init var0: float [6]
+            init scale1: float [6]
+            init shift1: float [6]
+            init mean1: float [6]
+            init var1: float [6]
+            init scale2: float [6]
+            init shift2: float [6]
+            init mean2: float [6]
+            init var2: float [6]
+            init n1_fused_weight: float [8, 6]
+            init n1_fused_bias: float [6]
+            init y2_fused_weight: float [6, 8]
+            init y2_fused_bias: float [6]
+            init y3_fused_weight: float [8, 6]
+            init y3_fused_bias: float [6]
+            MatMul(x, n1_fused_weight) -> n1_unbiased
+            Add(n1_unbiased, n1_fused_bias) -> m1
+            Flatten(m1) {axis=2} -> n1
+            Reshape(n1, back) -> y1
+            Gemm(h, y2_fused_weight, y2_fused_bias) {transB=1, beta=1} -> y2
+            MatMul(z, y3_fused_weight) -> y3_unbiased
+            Add(y3_unbiased, y3_fused_bias) -> y3
+            output y1
+            output y2
+            output y3
+        "#]],
+    );
+}

@@ -17,6 +17,7 @@ mod fuse_rms_norm;
 mod hoist_invariants;
 mod inline_functions;
 mod inline_ones;
+mod linear_bn;
 mod matmul_add;
 
 pub(crate) use cse::topological;
@@ -56,6 +57,7 @@ pub const PASS_NAMES: &[&str] = &[
     "hoist-invariants",
     "fuse-conv-bn",
     "fuse-conv-affine",
+    "fuse-linear-bn",
     "fuse-gemm",
     "merge-parallel-matmuls",
     "fuse-pad",
@@ -90,6 +92,7 @@ pub fn pass_named(name: &str) -> Option<&'static dyn Pass> {
         "merge-transposes" => &merge_transposes::MergeTransposes,
         "fuse-conv-bn" => &conv_bn::ConvBn,
         "fuse-conv-affine" => &conv_affine::ConvAffine,
+        "fuse-linear-bn" => &linear_bn::LinearBn,
         "fuse-gemm" => &matmul_add::MatMulAdd,
         "merge-parallel-matmuls" => &parallel_matmul::ParallelMatMuls,
         "fuse-pad" => &pad_conv::PadIntoConv,
