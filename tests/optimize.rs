@@ -1002,3 +1002,40 @@ fn fuse_linear_bn_folds_batch_norm_after_linear_layers() {
         "#]],
     );
 }
+
+#[test]
+fn unflatten_linear_makes_gpt2_s_conv1d_a_matmul() {
+    // The first Gemm (transB, alpha 0.5, beta 2) gets a new weight and bias; the second keeps its weight.
+    pass_on_within(
+        "unflatten_linear.onnx",
+        "unflatten-linear",
+        &[&[2, 3, 8]],
+        1e-5,
+        expect![[r#"
+        input x: float [batch, seq, 8]
+        init w1: float [6, 8]
+        init c1: float [6]
+        init w2: float [6, 4]
+        init flat8: int64 [2]
+        init flat6: int64 [2]
+        init zero: int64 []
+        init one: int64 []
+        init axes0: int64 [1]
+        init n6: int64 [1]
+        init n4: int64 [1]
+        init h_weight: float [8, 6]
+        init h_bias: float [6]
+        Shape(x) -> s
+        Gather(s, zero) {axis=0} -> b
+        Gather(s, one) {axis=0} -> t
+        Unsqueeze(b, axes0) -> b1
+        Unsqueeze(t, axes0) -> t1
+        Concat(b1, t1, n6) {axis=0} -> target6
+        Concat(b1, t1, n4) {axis=0} -> target4
+        MatMul(x, h_weight) -> h_product
+        Add(h_product, h_bias) -> h
+        MatMul(h, w2) -> y
+        output y
+    "#]],
+    );
+}

@@ -18,6 +18,7 @@ mod hoist_invariants;
 mod inline_functions;
 mod inline_ones;
 mod linear_bn;
+mod linear_reshape;
 mod matmul_add;
 
 pub(crate) use cse::topological;
@@ -58,6 +59,7 @@ pub const PASS_NAMES: &[&str] = &[
     "fuse-conv-bn",
     "fuse-conv-affine",
     "fuse-linear-bn",
+    "unflatten-linear",
     "fuse-gemm",
     "merge-parallel-matmuls",
     "fuse-pad",
@@ -93,6 +95,7 @@ pub fn pass_named(name: &str) -> Option<&'static dyn Pass> {
         "fuse-conv-bn" => &conv_bn::ConvBn,
         "fuse-conv-affine" => &conv_affine::ConvAffine,
         "fuse-linear-bn" => &linear_bn::LinearBn,
+        "unflatten-linear" => &linear_reshape::LinearReshape,
         "fuse-gemm" => &matmul_add::MatMulAdd,
         "merge-parallel-matmuls" => &parallel_matmul::ParallelMatMuls,
         "fuse-pad" => &pad_conv::PadIntoConv,
