@@ -1039,3 +1039,29 @@ fn unflatten_linear_makes_gpt2_s_conv1d_a_matmul() {
     "#]],
     );
 }
+
+#[test]
+fn casts_to_float_after_unranked_lstm_and_squeeze_are_dropped() {
+    // The inputs have no shape: the check still knows LSTM, Squeeze and Transpose keep float.
+    let model = load(&fixture("unranked_casts.onnx"));
+    let outcome = run_passes(&model, &["noop"]);
+    expect![[r#"
+        input x: float ?
+        input z: float ?
+        init w: float [1, 16, 3]
+        init r: float [1, 16, 4]
+        LSTM(x, w, r) {hidden_size=4} -> , h
+        Squeeze(h) -> y
+        Transpose(z) -> u
+        output y
+        output u
+    "#]]
+    .assert_eq(&graph_text(&outcome.model));
+    // verification needs stated input shapes; tract runs both at chosen ones
+    assert!(
+        matches!(&outcome.verdict, Some(Verdict::Skipped(why)) if why.contains("not stated")),
+        "{:?}",
+        outcome.verdict
+    );
+    same_outputs(&model, &outcome.model, &[&[5, 2, 3], &[2, 3]]);
+}

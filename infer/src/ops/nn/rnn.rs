@@ -16,10 +16,11 @@ pub(super) fn register(t: &mut OpTable) {
 
 /// `DynamicQuantizeLSTM`: the LSTM's outputs (layout 0) from X and `hidden_size`.
 fn quantized_lstm(ctx: &mut OpCtx) -> Result<(), Defer> {
-    let x = ctx.need_dims(0)?;
+    // the types hold whatever X's rank turns out to be
     for j in 0..ctx.output_count() {
         dtype_from(ctx, j, 0);
     }
+    let x = ctx.need_dims(0)?;
     let stated = (|| {
         if x.len() != 3 {
             ctx.rank_conflict(0, format!("X has rank {}; it must be [seq_length, batch_size, input_size]", x.len()));
@@ -43,10 +44,11 @@ fn quantized_lstm(ctx: &mut OpCtx) -> Result<(), Defer> {
 
 /// A recurrent layer: every output has X's type.
 fn recurrent(ctx: &mut OpCtx) -> Result<(), Defer> {
-    let x = ctx.need_dims(0)?;
+    // the types hold whatever X's rank turns out to be
     for j in 0..ctx.output_count() {
         dtype_from(ctx, j, 0);
     }
+    let x = ctx.need_dims(0)?;
     let stated = recurrent_shape(ctx, &x).is_some();
     settle(ctx, stated)
 }

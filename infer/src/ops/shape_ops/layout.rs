@@ -280,8 +280,8 @@ fn has_zero(ctx: &mut OpCtx, dims: &[DimTerm]) -> bool {
 
 /// `Flatten`: `[prod(dims[..axis]), prod(dims[axis..])]`.
 fn flatten(ctx: &mut OpCtx) -> Result<(), Defer> {
-    let dims = ctx.need_dims(0)?;
     dtype_from(ctx, 0, 0);
+    let dims = ctx.need_dims(0)?;
     let r = dims.len() as i64;
     let axis = ctx.attr_int("axis").unwrap_or(1);
     let lowest = if ctx.version() >= 11 { -r } else { 0 };
@@ -312,6 +312,8 @@ fn axes_operand(ctx: &mut OpCtx) -> Result<Option<Vec<i64>>, ()> {
 
 /// `Squeeze`: removes the listed axes of size 1, or every axis of size 1.
 fn squeeze(ctx: &mut OpCtx) -> Result<(), Defer> {
+    // the type holds whatever the input's rank turns out to be
+    dtype_from(ctx, 0, 0);
     let dims = ctx.need_dims(0)?;
     let axes = match axes_operand(ctx) {
         Ok(a) => a,
@@ -400,8 +402,8 @@ fn unsqueeze(ctx: &mut OpCtx) -> Result<(), Defer> {
 
 /// `Transpose`: permutes the axes by `perm` (reversed by default).
 fn transpose(ctx: &mut OpCtx) -> Result<(), Defer> {
-    let dims = ctx.need_dims(0)?;
     dtype_from(ctx, 0, 0);
+    let dims = ctx.need_dims(0)?;
     let r = dims.len();
     let perm: Vec<usize> = match ctx.attr_ints("perm") {
         None => (0..r).rev().collect(),
@@ -466,8 +468,8 @@ fn space_to_depth(ctx: &mut OpCtx) -> Result<(), Defer> {
 
 /// Shared rule of `DepthToSpace` (`to_space`) and `SpaceToDepth`.
 fn space_depth(ctx: &mut OpCtx, to_space: bool) -> Result<(), Defer> {
-    let dims = ctx.need_dims(0)?;
     dtype_from(ctx, 0, 0);
+    let dims = ctx.need_dims(0)?;
     let Some(b) = blocksize(ctx) else { return unknown_outputs(ctx) };
     if dims.len() != 4 {
         ctx.rank_conflict(0, format!("the input must have rank 4, not {}", dims.len()));
