@@ -1065,3 +1065,40 @@ fn casts_to_float_after_unranked_lstm_and_squeeze_are_dropped() {
     );
     same_outputs(&model, &outcome.model, &[&[5, 2, 3], &[2, 3]]);
 }
+
+#[test]
+fn merge_parallel_convs_reparameterizes_repvgg_blocks() {
+    // 3x3 + 1x1 + identity BatchNormalization, dense then depthwise: one 3x3 Conv each (sums reassociate: 1e-5).
+    pass_on_within(
+        "parallel_convs.onnx",
+        "merge-parallel-convs",
+        &[&[2, 4, 6, 6]],
+        1e-5,
+        expect![[r#"
+        input x: float [batch, 4, 6, 6]
+        init w3: float [4, 4, 3, 3]
+        init b3: float [4]
+        init w1: float [4, 4, 1, 1]
+        init b1: float [4]
+        init d3: float [4, 1, 3, 3]
+        init e3: float [4]
+        init d1: float [4, 1, 1, 1]
+        init scale0: float [4]
+        init shift0: float [4]
+        init mean0: float [4]
+        init var0: float [4]
+        init scale1: float [4]
+        init shift1: float [4]
+        init mean1: float [4]
+        init var1: float [4]
+        init s2_merged_weight: float [4, 4, 3, 3]
+        init s2_merged_bias: float [4]
+        init y_merged_weight: float [4, 1, 3, 3]
+        init y_merged_bias: float [4]
+        Conv(x, s2_merged_weight, s2_merged_bias) {pads=[1, 1, 1, 1], kernel_shape=[3, 3]} -> s2
+        Relu(s2) -> r
+        Conv(r, y_merged_weight, y_merged_bias) {group=4, pads=[1, 1, 1, 1], kernel_shape=[3, 3]} -> y
+        output y
+    "#]],
+    );
+}

@@ -28,6 +28,7 @@ mod merge_slices;
 mod merge_transposes;
 mod noop;
 mod pad_conv;
+mod parallel_conv;
 mod parallel_matmul;
 mod pattern;
 mod reshape_targets;
@@ -58,6 +59,7 @@ pub const PASS_NAMES: &[&str] = &[
     "hoist-invariants",
     "fuse-conv-bn",
     "fuse-conv-affine",
+    "merge-parallel-convs",
     "fuse-linear-bn",
     "unflatten-linear",
     "fuse-gemm",
@@ -94,6 +96,7 @@ pub fn pass_named(name: &str) -> Option<&'static dyn Pass> {
         "merge-transposes" => &merge_transposes::MergeTransposes,
         "fuse-conv-bn" => &conv_bn::ConvBn,
         "fuse-conv-affine" => &conv_affine::ConvAffine,
+        "merge-parallel-convs" => &parallel_conv::ParallelConvs,
         "fuse-linear-bn" => &linear_bn::LinearBn,
         "unflatten-linear" => &linear_reshape::LinearReshape,
         "fuse-gemm" => &matmul_add::MatMulAdd,
