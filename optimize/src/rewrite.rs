@@ -129,6 +129,30 @@ pub fn splice_nodes(graph: &mut Graph, at: NodeId, replacement: Vec<diamond_ir::
     graph.nodes = nodes;
 }
 
+/// Rebuilds `graph`'s node list in order: a node in `dead` is dropped, one
+/// in `replacements` becomes its list of nodes (itself among them if it
+/// stays), the rest are kept.
+pub fn replace_nodes(
+    graph: &mut Graph,
+    dead: &HashSet<NodeId>,
+    mut replacements: std::collections::HashMap<NodeId, Vec<diamond_ir::Node>>,
+) {
+    let old = std::mem::take(&mut graph.nodes);
+    for (id, n) in old.iter() {
+        if dead.contains(&id) {
+            continue;
+        }
+        match replacements.remove(&id) {
+            Some(nodes) => nodes.into_iter().for_each(|n| {
+                graph.nodes.push(n);
+            }),
+            None => {
+                graph.nodes.push(n.clone());
+            }
+        }
+    }
+}
+
 /// A default-domain node.
 pub fn node(
     op: &str,

@@ -20,11 +20,12 @@
 //! stored float32 tensors; a Gemm's `C` broadcasts along the rows (`[]`,
 //! `[1]`, `[C]` or `[1, C]`). Products are computed in f64, stored as f32.
 
+use super::pattern::{float_or, inference_batch_norm, int_or, stored_floats};
 use super::Pass;
-use crate::rewrite::{add_initializer, float_attr, float_tensor, node, unique_name};
+use crate::rewrite::{add_initializer, float_attr, float_tensor, node, replace_nodes, unique_name};
 use crate::Analysis;
-use diamond_infer::graph::{ConstData, DimReport};
-use diamond_ir::{AttrValue, ElemType, Model, NodeId, ValueId};
+use diamond_infer::graph::DimReport;
+use diamond_ir::{ElemType, Model, NodeId, ValueId};
 use std::collections::{HashMap, HashSet};
 
 pub(crate) struct LinearBn;
@@ -60,13 +61,7 @@ impl Pass for LinearBn {
 fn fold_of(model: &Model, a: &Analysis, bn_id: NodeId) -> Option<Fold> {
     let graph = a.graph(model);
     let bn = &graph.nodes[bn_id];
-    if bn.op_type() != "BatchNormalization" || !bn.domain().is_empty() || bn.inputs.len() != 5 {
-        return None;
-    }
-    if matches!(bn.attribute("training_mode").and_then(|t| t.value()), Some(AttrValue::Int(t)) if t != 0) {
-        return None;
-    }
-    if bn.outputs.iter().skip(1).any(|&o| !graph.value_name(o).is_empty()) {
+    if !inference_batch_norm(graph, bn) {
         return None;
     }
     let only_reader = |v: ValueId| a.is_internal(model, v) && a.consumers.get(&v).map_or(0, Vec::len) == 1;
@@ -99,7 +94,7 @@ fn fold_of(model: &Model, a: &Analysis, bn_id: NodeId) -> Option<Fold> {
     }
     let trans_b = match product.op_type() {
         "MatMul" if product.inputs.len() == 2 => false,
-        "Gemm" if between.is_none() => int_attr(product, "transB") != 0,
+        "Gemm" if between.is_none() => int_or(product, "transB", 0) != 0,
         _ => return None,
     };
     let (w, w_shape) = stored_floats(model, a, *product.inputs.get(1)?)?;
@@ -110,10 +105,7 @@ fn fold_of(model: &Model, a: &Analysis, bn_id: NodeId) -> Option<Fold> {
     let per_channel =
         |i: usize| stored_floats(model, a, bn.inputs[i]).filter(|(v, _)| v.len() == channels).map(|(v, _)| v);
     let (scale, beta, mean, var) = (per_channel(1)?, per_channel(2)?, per_channel(3)?, per_channel(4)?);
-    let epsilon = match bn.attribute("epsilon").and_then(|e| e.value()) {
-        Some(AttrValue::Float(e)) => f64::from(e),
-        _ => 1e-5,
-    };
+    let epsilon = float_or(bn, "epsilon", 1e-5);
     let s: Vec<f64> = (0..channels).map(|c| scale[c] / (var[c] + epsilon).sqrt()).collect();
     let t: Vec<f64> = (0..channels).map(|c| beta[c] - mean[c] * s[c]).collect();
     let weight: Vec<f64> = w
@@ -134,34 +126,12 @@ fn fold_of(model: &Model, a: &Analysis, bn_id: NodeId) -> Option<Fold> {
                 }
             }
         };
-        let gemm_beta = match product.attribute("beta").and_then(|b| b.value()) {
-            Some(AttrValue::Float(b)) => f64::from(b),
-            _ => 1.0,
-        };
+        let gemm_beta = float_or(product, "beta", 1.0);
         (0..channels).map(|c| gemm_beta * old[c] * s[c] + t[c]).collect()
     } else {
         t
     };
     Some(Fold { bn: bn_id, product: product_id, between, weight: (w_shape, weight), bias })
-}
-
-fn int_attr(node: &diamond_ir::Node, name: &str) -> i64 {
-    match node.attribute(name).and_then(|a| a.value()) {
-        Some(AttrValue::Int(i)) => i,
-        _ => 0,
-    }
-}
-
-/// A stored float32 tensor's values (f64) and shape.
-fn stored_floats(model: &Model, a: &Analysis, v: ValueId) -> Option<(Vec<f64>, Vec<usize>)> {
-    if !a.initializers.contains_key(&v) {
-        return None;
-    }
-    let k = a.constant(model, v)?;
-    match (&k.data, k.dtype) {
-        (ConstData::Floats(f), ElemType::Float) => Some((f.clone(), k.shape.clone())),
-        _ => None,
-    }
 }
 
 /// Rewrites the graph: new weights and biases, a Gemm's `C`, a MatMul's
@@ -204,14 +174,7 @@ fn apply(model: &mut Model, a: &Analysis, folds: Vec<Fold>) {
         graph.nodes[f.product].outputs[0] = raw;
         adds.insert(f.product, node("Add", &format!("{name}_bias"), vec![raw, b_id], vec![sum], Vec::new()));
     }
-    let old = std::mem::take(&mut graph.nodes);
-    for (id, n) in old.iter() {
-        if dead.contains(&id) {
-            continue;
-        }
-        graph.nodes.push(n.clone());
-        if let Some(add) = adds.remove(&id) {
-            graph.nodes.push(add);
-        }
-    }
+    let replacements =
+        adds.into_iter().map(|(product, add)| (product, vec![graph.nodes[product].clone(), add])).collect();
+    replace_nodes(graph, &dead, replacements);
 }

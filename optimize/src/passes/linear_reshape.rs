@@ -14,11 +14,12 @@
 //! intermediate value has one reader and is not part of the model's
 //! interface; `x` has rank 3 or more with a known last size.
 
+use super::pattern::{float_or, int_or, stored_floats};
 use super::Pass;
-use crate::rewrite::{add_initializer, float_tensor, node, unique_name};
+use crate::rewrite::{add_initializer, float_tensor, node, replace_nodes, unique_name};
 use crate::Analysis;
-use diamond_infer::graph::{ConstData, DimReport};
-use diamond_ir::{AttrValue, ElemType, Model, NodeId, ValueId};
+use diamond_infer::graph::DimReport;
+use diamond_ir::{ElemType, Model, NodeId, ValueId};
 use std::collections::{HashMap, HashSet};
 
 pub(crate) struct LinearReshape;
@@ -50,20 +51,6 @@ impl Pass for LinearReshape {
     }
 }
 
-fn float_attr_or(node: &diamond_ir::Node, name: &str, default: f64) -> f64 {
-    match node.attribute(name).and_then(|a| a.value()) {
-        Some(AttrValue::Float(f)) => f64::from(f),
-        _ => default,
-    }
-}
-
-fn int_attr_or(node: &diamond_ir::Node, name: &str, default: i64) -> i64 {
-    match node.attribute(name).and_then(|a| a.value()) {
-        Some(AttrValue::Int(i)) => i,
-        _ => default,
-    }
-}
-
 /// The rewrite whose restoring Reshape is `restore_id`, when every gate holds.
 fn unflatten_at(model: &Model, a: &Analysis, restore_id: NodeId) -> Option<Unflatten> {
     let graph = a.graph(model);
@@ -78,7 +65,7 @@ fn unflatten_at(model: &Model, a: &Analysis, restore_id: NodeId) -> Option<Unfla
     if gemm.op_type() != "Gemm" || !gemm.domain().is_empty() || !only_reader(product) {
         return None;
     }
-    if int_attr_or(gemm, "transA", 0) != 0 || a.dtype(model, product) != Some(ElemType::Float) {
+    if int_or(gemm, "transA", 0) != 0 || a.dtype(model, product) != Some(ElemType::Float) {
         return None;
     }
     let flat = *gemm.inputs.first()?;
@@ -104,8 +91,8 @@ fn unflatten_at(model: &Model, a: &Analysis, restore_id: NodeId) -> Option<Unfla
         return None;
     }
     let k = *k as usize;
-    let trans_b = int_attr_or(gemm, "transB", 0) != 0;
-    let alpha = float_attr_or(gemm, "alpha", 1.0);
+    let trans_b = int_or(gemm, "transB", 0) != 0;
+    let alpha = float_or(gemm, "alpha", 1.0);
     let w_id = *gemm.inputs.get(1)?;
     let (w, w_shape) = stored_floats(model, a, w_id)?;
     if w_shape != if trans_b { [n, k] } else { [k, n] } {
@@ -125,23 +112,11 @@ fn unflatten_at(model: &Model, a: &Analysis, restore_id: NodeId) -> Option<Unfla
             if !along_rows || !(values.len() == 1 || values.len() == n) {
                 return None;
             }
-            let beta = float_attr_or(gemm, "beta", 1.0);
+            let beta = float_or(gemm, "beta", 1.0);
             Some(if beta == 1.0 { Err(c) } else { Ok((vec![values.len()], values.iter().map(|v| v * beta).collect())) })
         }
     };
     Some(Unflatten { flatten: flatten_id, gemm: gemm_id, restore: restore_id, x, weight, bias })
-}
-
-/// A stored float32 tensor's values (f64) and shape.
-fn stored_floats(model: &Model, a: &Analysis, v: ValueId) -> Option<(Vec<f64>, Vec<usize>)> {
-    if !a.initializers.contains_key(&v) {
-        return None;
-    }
-    let k = a.constant(model, v)?;
-    match (&k.data, k.dtype) {
-        (ConstData::Floats(f), ElemType::Float) => Some((f.clone(), k.shape.clone())),
-        _ => None,
-    }
 }
 
 /// MatMul (and Add) in the restoring Reshape's place; the three nodes removed.
@@ -176,18 +151,5 @@ fn apply(model: &mut Model, a: &Analysis, found: Vec<Unflatten>) {
         dead.extend([u.flatten, u.gemm]);
         replacements.insert(u.restore, nodes);
     }
-    let old = std::mem::take(&mut graph.nodes);
-    for (id, n) in old.iter() {
-        if dead.contains(&id) {
-            continue;
-        }
-        match replacements.remove(&id) {
-            Some(nodes) => nodes.into_iter().for_each(|n| {
-                graph.nodes.push(n);
-            }),
-            None => {
-                graph.nodes.push(n.clone());
-            }
-        }
-    }
+    replace_nodes(graph, &dead, replacements);
 }

@@ -18,10 +18,10 @@
 //! output position itself. Weights and biases add up; every value is
 //! float32, computed in f64.
 
+use super::pattern::{float_or, inference_batch_norm, int_or, stored_floats};
 use super::Pass;
-use crate::rewrite::{add_initializer, float_tensor, node, unique_name};
+use crate::rewrite::{add_initializer, float_tensor, node, replace_nodes, unique_name};
 use crate::Analysis;
-use diamond_infer::graph::ConstData;
 use diamond_ir::{AttrValue, ElemType, Model, NodeId, ValueId};
 use std::collections::{HashMap, HashSet};
 
@@ -57,25 +57,6 @@ impl Pass for ParallelConvs {
 fn ints(node: &diamond_ir::Node, name: &str) -> Option<Vec<i64>> {
     match node.attribute(name).and_then(|a| a.value()) {
         Some(AttrValue::Ints(v)) => Some(v.to_vec()),
-        _ => None,
-    }
-}
-
-fn int_or(node: &diamond_ir::Node, name: &str, default: i64) -> i64 {
-    match node.attribute(name).and_then(|a| a.value()) {
-        Some(AttrValue::Int(i)) => i,
-        _ => default,
-    }
-}
-
-/// A stored float32 tensor's values (f64) and shape.
-fn stored_floats(model: &Model, a: &Analysis, v: ValueId) -> Option<(Vec<f64>, Vec<usize>)> {
-    if !a.initializers.contains_key(&v) {
-        return None;
-    }
-    let k = a.constant(model, v)?;
-    match (&k.data, k.dtype) {
-        (ConstData::Floats(f), ElemType::Float) => Some((f.clone(), k.shape.clone())),
         _ => None,
     }
 }
@@ -234,19 +215,13 @@ fn merge_at(model: &Model, a: &Analysis, root: NodeId) -> Option<Merge> {
     let centre_tap: usize = (0..spatial).map(|d| (big[d] - 1) / 2 * big[d + 1..].iter().product::<usize>()).sum();
     for &l in &bns {
         let bn = &graph.nodes[l];
-        if bn.inputs.len() != 5 || bn.outputs.iter().skip(1).any(|&o| !graph.value_name(o).is_empty()) {
-            return None;
-        }
-        if matches!(bn.attribute("training_mode").and_then(|t| t.value()), Some(AttrValue::Int(t)) if t != 0) {
+        if !inference_batch_norm(graph, bn) {
             return None;
         }
         let per_channel =
             |i: usize| stored_floats(model, a, bn.inputs[i]).map(|(v, _)| v).filter(|v| v.len() == out_ch);
         let (scale, shift, mean, var) = (per_channel(1)?, per_channel(2)?, per_channel(3)?, per_channel(4)?);
-        let epsilon = match bn.attribute("epsilon").and_then(|e| e.value()) {
-            Some(AttrValue::Float(e)) => f64::from(e),
-            _ => 1e-5,
-        };
+        let epsilon = float_or(bn, "epsilon", 1e-5);
         for o in 0..out_ch {
             let s = scale[o] / (var[o] + epsilon).sqrt();
             let i = o % per_group_in;
@@ -263,7 +238,7 @@ fn merge_at(model: &Model, a: &Analysis, root: NodeId) -> Option<Merge> {
 fn apply(model: &mut Model, a: &Analysis, merges: Vec<Merge>) {
     let graph = &mut model.graphs[a.main];
     let mut dead: HashSet<NodeId> = HashSet::new();
-    let mut replacement: HashMap<NodeId, diamond_ir::Node> = HashMap::new();
+    let mut replacement: HashMap<NodeId, Vec<diamond_ir::Node>> = HashMap::new();
     for m in merges {
         let root = *m.adds.last().expect("a sum has an Add");
         let out = graph.nodes[root].outputs[0];
@@ -284,15 +259,9 @@ fn apply(model: &mut Model, a: &Analysis, merges: Vec<Merge>) {
         let kernel: Vec<i64> = m.weight.0[2..].iter().map(|&k| k as i64).collect();
         attributes.push(crate::rewrite::ints_attr("kernel_shape", &kernel));
         let name = template.name.clone().unwrap_or_default();
-        replacement.insert(root, node("Conv", &format!("{name}_merged"), vec![m.x, w, b], vec![out], attributes));
+        replacement.insert(root, vec![node("Conv", &format!("{name}_merged"), vec![m.x, w, b], vec![out], attributes)]);
         dead.extend(m.adds.iter().copied().filter(|&id| id != root));
         dead.extend(m.leaves);
     }
-    let old = std::mem::take(&mut graph.nodes);
-    for (id, n) in old.iter() {
-        if dead.contains(&id) {
-            continue;
-        }
-        graph.nodes.push(replacement.remove(&id).unwrap_or_else(|| n.clone()));
-    }
+    replace_nodes(graph, &dead, replacement);
 }

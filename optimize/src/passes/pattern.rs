@@ -1,5 +1,6 @@
 //! Small matchers the fusion passes share — a value's only reader, the
-//! other operand of a binary node, a scalar constant — and the rewrite of
+//! other operand of a binary node, a scalar constant, a stored float tensor,
+//! attributes with their defaults, an inference BatchNormalization — and the rewrite of
 //! a matched normalization into its ONNX operator.
 
 use crate::rewrite::{add_initializer, float_attr, float_tensor, int_attr, node, remove_nodes, unique_name};
@@ -40,6 +41,46 @@ pub(crate) fn scalar(model: &Model, a: &Analysis, v: ValueId) -> Option<f64> {
         ConstData::Ints(i) if i.len() == 1 => i[0].as_int().map(|n| n as f64),
         _ => None,
     }
+}
+
+/// A stored float32 tensor's values (as f64) and shape: an initializer, not
+/// a value computed from them.
+pub(crate) fn stored_floats(model: &Model, a: &Analysis, v: ValueId) -> Option<(Vec<f64>, Vec<usize>)> {
+    use diamond_infer::graph::ConstData;
+    if !a.initializers.contains_key(&v) {
+        return None;
+    }
+    let k = a.constant(model, v)?;
+    match (&k.data, k.dtype) {
+        (ConstData::Floats(f), diamond_ir::ElemType::Float) => Some((f.clone(), k.shape.clone())),
+        _ => None,
+    }
+}
+
+/// `node`'s int attribute `name`, or `default`.
+pub(crate) fn int_or(node: &Node, name: &str, default: i64) -> i64 {
+    match node.attribute(name).and_then(|a| a.value()) {
+        Some(diamond_ir::AttrValue::Int(i)) => i,
+        _ => default,
+    }
+}
+
+/// `node`'s float attribute `name` (as f64), or `default`.
+pub(crate) fn float_or(node: &Node, name: &str, default: f64) -> f64 {
+    match node.attribute(name).and_then(|a| a.value()) {
+        Some(diamond_ir::AttrValue::Float(f)) => f64::from(f),
+        _ => default,
+    }
+}
+
+/// Whether `bn` is an inference-mode BatchNormalization writing only its
+/// first output.
+pub(crate) fn inference_batch_norm(graph: &diamond_ir::Graph, bn: &Node) -> bool {
+    bn.op_type() == "BatchNormalization"
+        && bn.domain().is_empty()
+        && bn.inputs.len() == 5
+        && int_or(bn, "training_mode", 0) == 0
+        && bn.outputs.iter().skip(1).all(|&o| graph.value_name(o).is_empty())
 }
 
 /// Whether `x` is within float32 rounding of `want`.
