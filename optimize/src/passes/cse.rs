@@ -103,14 +103,20 @@ fn merge_initializers(model: &mut Model, a: &Analysis) -> usize {
 }
 
 /// A hash of everything that makes two unnamed tensors equal, floats by
-/// their bits (so `0.0` and `-0.0` never merge).
+/// their bits (so `0.0` and `-0.0` never merge). Raw data longer than
+/// [`WHOLE_HASH_BYTES`] is hashed by its length and evenly spaced samples:
+/// equal tensors still hash alike, and a hit is compared whole, but a
+/// model's weights (megabytes each, re-read every round) are not hashed
+/// byte by byte.
 fn content_hash(t: &Tensor) -> u64 {
     let mut h = rustc_hash::FxHasher::default();
     t.data_type.map(|d| d.code()).hash(&mut h);
     t.dims.hash(&mut h);
     t.rare().segment.map(|s| (s.begin, s.end)).hash(&mut h);
     let d = &t.data;
-    d.raw.hash(&mut h);
+    if let Some(raw) = &d.raw {
+        hash_sampled(raw, &mut h);
+    }
     d.floats.iter().for_each(|f| f.to_bits().hash(&mut h));
     d.int32s.hash(&mut h);
     d.strings.hash(&mut h);
@@ -118,6 +124,25 @@ fn content_hash(t: &Tensor) -> u64 {
     d.doubles.iter().for_each(|f| f.to_bits().hash(&mut h));
     d.uint64s.hash(&mut h);
     h.finish()
+}
+
+/// Raw data up to this long is hashed whole.
+const WHOLE_HASH_BYTES: usize = 4096;
+
+/// `bytes` into `h`: whole when short, else its length and 512 samples of
+/// 8 bytes at evenly spaced offsets (the last 8 bytes among them).
+fn hash_sampled(bytes: &[u8], h: &mut impl Hasher) {
+    bytes.len().hash(h);
+    if bytes.len() <= WHOLE_HASH_BYTES {
+        h.write(bytes);
+        return;
+    }
+    const SAMPLES: usize = 512;
+    let last = bytes.len() - 8;
+    for k in 0..SAMPLES {
+        let at = last * k / (SAMPLES - 1);
+        h.write(&bytes[at..at + 8]);
+    }
 }
 
 /// The main graph's nodes in an order where producers come first; `None` on a cycle.
