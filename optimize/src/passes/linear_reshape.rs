@@ -86,37 +86,56 @@ fn unflatten_at(model: &Model, a: &Analysis, restore_id: NodeId) -> Option<Unfla
         Some(DimReport::Known(n)) => *n as usize,
         _ => return None,
     };
-    let known = |d: &DimReport| !matches!(d, DimReport::Unknown);
-    if outs.len() != xs.len() || outs[..outs.len() - 1] != xs[..xs.len() - 1] || !outs.iter().all(known) {
+    let settled = |d: &DimReport| !matches!(d, DimReport::Unknown);
+    if outs.len() != xs.len() || outs[..outs.len() - 1] != xs[..xs.len() - 1] || !outs.iter().all(settled) {
         return None;
     }
     let k = *k as usize;
     let trans_b = int_or(gemm, "transB", 0) != 0;
     let alpha = float_or(gemm, "alpha", 1.0);
     let w_id = *gemm.inputs.get(1)?;
-    let (w, w_shape) = stored_floats(model, a, w_id)?;
-    if w_shape != if trans_b { [n, k] } else { [k, n] } {
+    let want = if trans_b { [n, k] } else { [k, n] };
+    let stored_as = |v: ValueId, dims: &[usize]| {
+        a.initializers.contains_key(&v)
+            && a.dtype(model, v) == Some(ElemType::Float)
+            && a.shape(model, v).is_some_and(|s| s.iter().map(known).eq(dims.iter().map(|&d| Some(d as u64))))
+    };
+    if !stored_as(w_id, &want) {
         return None;
     }
+    // the weight is read (and a new one stored) only when it changes
     let weight = if !trans_b && alpha == 1.0 {
         Err(w_id)
     } else {
+        let (w, _) = stored_floats(model, a, w_id)?;
         let at = |r: usize, c: usize| if trans_b { w[c * k + r] } else { w[r * n + c] };
         Ok((vec![k, n], (0..k).flat_map(|r| (0..n).map(move |c| alpha * at(r, c))).collect()))
     };
     let bias = match gemm.inputs.get(2).filter(|&&v| !graph.value_name(v).is_empty()) {
         None => None,
         Some(&c) => {
-            let (values, shape) = stored_floats(model, a, c)?;
-            let along_rows = shape.len() <= 2 && shape.iter().rev().skip(1).all(|&d| d == 1);
-            if !along_rows || !(values.len() == 1 || values.len() == n) {
+            let fits = [vec![], vec![1], vec![n], vec![1, n], vec![1, 1]].iter().any(|dims| stored_as(c, dims));
+            if !fits {
                 return None;
             }
             let beta = float_or(gemm, "beta", 1.0);
-            Some(if beta == 1.0 { Err(c) } else { Ok((vec![values.len()], values.iter().map(|v| v * beta).collect())) })
+            if beta == 1.0 {
+                Some(Err(c))
+            } else {
+                let (values, _) = stored_floats(model, a, c)?;
+                Some(Ok((vec![values.len()], values.iter().map(|v| v * beta).collect())))
+            }
         }
     };
     Some(Unflatten { flatten: flatten_id, gemm: gemm_id, restore: restore_id, x, weight, bias })
+}
+
+/// A known size, `None` for a symbolic or unknown one.
+fn known(d: &DimReport) -> Option<u64> {
+    match d {
+        DimReport::Known(n) => Some(*n),
+        _ => None,
+    }
 }
 
 /// MatMul (and Add) in the restoring Reshape's place; the three nodes removed.
