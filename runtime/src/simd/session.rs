@@ -179,6 +179,10 @@ pub struct Session<'m> {
     branches: HashMap<(NodeId, bool), std::result::Result<PreparedBranch, Refusal>>,
     /// Why the step being run sent a branch to the reference kernels.
     branch_refusal: Option<Refusal>,
+    /// By value: computed when the session was prepared from stored
+    /// initializers alone (no fed input, no folded shape), so the same for
+    /// any input shapes: [`Session::replan`] keeps them.
+    shape_free: Vec<bool>,
 }
 
 fn idx(id: ValueId) -> usize {
@@ -220,7 +224,7 @@ impl<'m> Session<'m> {
             };
             frame.values[idx(id)] = Some(Value::Tensor(value));
         }
-        Self::prepare(model, lowered, fed, options, frame)
+        Self::prepare(model, lowered, fed, options, frame, Vec::new())
     }
 
     /// The session's decoded initializers, for [`Session::new_reusing`].
@@ -245,7 +249,7 @@ impl<'m> Session<'m> {
     /// derived from the old shapes (folded shapes, hoisted constants,
     /// prepared filters and branches) is worked out again.
     pub fn replan(self, lowered: &LoweredModel, fed: &[(String, Fed)]) -> Result<Session<'m>> {
-        let Session { model, mut frame, options, .. } = self;
+        let Session { model, mut frame, options, shape_free, initializer, .. } = self;
         let graph = frame.graph;
         // attribute-derived kernel state (`frame.prepared`) does not depend on shapes: it stays
         let mut keep = vec![false; frame.values.len()];
@@ -254,12 +258,16 @@ impl<'m> Session<'m> {
                 keep[idx(id)] = true;
             }
         }
+        // what the old plan hoisted from initializers alone holds for any shapes
+        for (k, (&free, &held)) in keep.iter_mut().zip(shape_free.iter().zip(&initializer)) {
+            *k |= free && held;
+        }
         for (value, keep) in frame.values.iter_mut().zip(keep) {
             if !keep {
                 *value = None;
             }
         }
-        Self::prepare(model, lowered, fed, &options, frame)
+        Self::prepare(model, lowered, fed, &options, frame, shape_free)
     }
 
     /// Plans and binds the steps over a frame holding the decoded initializers.
@@ -269,6 +277,7 @@ impl<'m> Session<'m> {
         fed: &[(String, Fed)],
         options: &Options,
         frame: Frame<'m>,
+        shape_free: Vec<bool>,
     ) -> Result<Session<'m>> {
         let graph = frame.graph;
         let plan = Plan::new(model, fed)?;
@@ -378,6 +387,7 @@ impl<'m> Session<'m> {
             options: options.clone(),
             branches: HashMap::new(),
             branch_refusal: None,
+            shape_free,
         };
         session.fold_shapes(&plan);
         session.hoist_constants()?;
@@ -440,12 +450,24 @@ impl<'m> Session<'m> {
         let (model, graph) = (self.model, self.frame.graph);
         // An initializer is constant unless this session is fed a value for it (a graph input's default).
         let mut constant = self.initializer.clone();
+        // Shape-free: stored initializers (and values a replanned session
+        // kept), not folded shapes.
+        let mut free = vec![false; constant.len()];
+        for t in &graph.initializers {
+            if let Some(id) = graph.value_named(t.name.as_deref().unwrap_or("")) {
+                free[idx(id)] = true;
+            }
+        }
+        for (i, f) in free.iter_mut().enumerate() {
+            *f |= self.shape_free.get(i).copied().unwrap_or(false) && constant[i];
+        }
         for (name, _) in &self.fed {
             if let Some(id) = graph.value_named(name) {
                 constant[idx(id)] = false;
+                free[idx(id)] = false;
             }
         }
-        let (mut hoisted, mut kept) = (Vec::new(), Vec::new());
+        let (mut hoisted, mut kept, mut held_steps) = (Vec::new(), Vec::new(), 0);
         for step in std::mem::take(&mut self.steps) {
             let nodes = step_nodes(&step);
             let random = nodes.iter().any(|&n| {
@@ -453,19 +475,29 @@ impl<'m> Session<'m> {
                 node.domain.as_deref().is_none_or(|d| d.is_empty() || d == "ai.onnx")
                     && RANDOM.contains(&node.op_type.as_deref().unwrap_or(""))
             });
-            if !random && !nodes.is_empty() && step_reads(model, &step).iter().all(|&v| constant[idx(v)]) {
-                for &n in &nodes {
-                    for &o in &graph.nodes[n].outputs {
-                        constant[idx(o)] = true;
-                    }
+            let reads = step_reads(model, &step);
+            if !random && !nodes.is_empty() && reads.iter().all(|&v| constant[idx(v)]) {
+                let step_free = reads.iter().all(|&v| free[idx(v)]);
+                let outputs: Vec<ValueId> = nodes.iter().flat_map(|&n| graph.nodes[n].outputs.clone()).collect();
+                for &o in &outputs {
+                    constant[idx(o)] = true;
+                    free[idx(o)] = step_free;
                 }
-                hoisted.push(step);
+                // computed by the plan this session was prepared from before
+                let held =
+                    outputs.iter().all(|&o| graph.value_name(o).is_empty() || self.frame.values[idx(o)].is_some());
+                if held {
+                    held_steps += 1;
+                } else {
+                    hoisted.push(step);
+                }
             } else {
                 kept.push(step);
             }
         }
         self.steps = kept;
-        self.coverage.hoisted_steps = hoisted.len();
+        self.shape_free = free;
+        self.coverage.hoisted_steps = hoisted.len() + held_steps;
         if hoisted.is_empty() {
             return Ok(());
         }
