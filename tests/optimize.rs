@@ -1102,3 +1102,40 @@ fn merge_parallel_convs_reparameterizes_repvgg_blocks() {
     "#]],
     );
 }
+
+/// A deliberately wrong pass: every Relu of the graph it runs on becomes a Sigmoid.
+struct ReluToSigmoid;
+
+impl diamond_optimize::Pass for ReluToSigmoid {
+    fn name(&self) -> &'static str {
+        "relu-to-sigmoid"
+    }
+
+    fn run(&self, model: &mut diamond_ir::Model, a: &diamond_optimize::Analysis) -> usize {
+        let graph = &mut model.graphs[a.main];
+        let mut changed = 0;
+        for n in graph.nodes.values_mut() {
+            if n.op_type() == "Relu" {
+                n.op_type = Some("Sigmoid".into());
+                changed += 1;
+            }
+        }
+        changed
+    }
+}
+
+static RELU_TO_SIGMOID: ReluToSigmoid = ReluToSigmoid;
+
+#[test]
+fn bisect_names_the_pass_and_the_body_where_the_result_first_differs() {
+    // if_decided's taken branch holds the only Relu: the wrong pass changes nothing in the main graph.
+    let model = load(&fixture("if_decided.onnx"));
+    let options = diamond_optimize::Options { verify: true, bisect: true, ..Default::default() };
+    let err = diamond_optimize::optimize_with(&model, &options, &[&RELU_TO_SIGMOID]).unwrap_err();
+    match err {
+        diamond_optimize::OptimizeError::Verification { pass, why } => {
+            assert_eq!(pass.as_deref(), Some("relu-to-sigmoid on if/then_branch"), "{why}");
+        }
+        other => panic!("expected a verification failure, got {other}"),
+    }
+}

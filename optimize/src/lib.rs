@@ -163,6 +163,12 @@ pub fn optimize(model: &Model, options: &Options) -> Result<Outcome, OptimizeErr
         .iter()
         .map(|n| pass_named(n).ok_or_else(|| OptimizeError::UnknownPass(n.clone())))
         .collect::<Result<_, _>>()?;
+    optimize_with(model, options, &passes)
+}
+
+/// [`optimize`] with the passes given as they are (`options.passes` is not
+/// read): for a pass of the caller's own, or one under test.
+pub fn optimize_with(model: &Model, options: &Options, passes: &[&'static dyn Pass]) -> Result<Outcome, OptimizeError> {
     let original = model.clone();
     let mut model = match options.target_opset {
         Some(target) => opset::upgrade(model, target).map_err(OptimizeError::Upgrade)?,
@@ -174,14 +180,8 @@ pub fn optimize(model: &Model, options: &Options) -> Result<Outcome, OptimizeErr
     }
     let main = first.main;
     let before = op_counts(&original);
-    let mut driver = Driver {
-        passes: &passes,
-        options,
-        runs: Vec::new(),
-        snapshots: Vec::new(),
-        frames: Vec::new(),
-        skipped: Vec::new(),
-    };
+    let mut driver =
+        Driver { passes, options, runs: Vec::new(), snapshots: Vec::new(), frames: Vec::new(), skipped: Vec::new() };
     let mut analysis = first;
     for _ in 0..3 {
         let current = driver.run_passes(&mut model, analysis, "")?;

@@ -383,6 +383,9 @@ pub fn run_node(ctx: &NodeCtx<'_>) -> Result<Outs> {
     if domain == "ai.onnx.preview.training" {
         return misc::training(ctx).unwrap_or_else(|| Err(ctx.unsupported("operator not implemented (training)")));
     }
+    if domain == "com.microsoft" && ctx.op() == "DynamicQuantizeLSTM" {
+        return rnn::quantized_lstm(ctx);
+    }
     if !domain.is_empty() {
         return Err(ctx.unsupported(format!("domain '{domain}' is not supported")));
     }

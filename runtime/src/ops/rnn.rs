@@ -1,6 +1,7 @@
 //! The recurrent operators `RNN`, `GRU` and `LSTM`: one time step at a
 //! time, per direction, with sequence lengths, initial states, peepholes,
-//! clipping and both layouts.
+//! clipping and both layouts; and onnxruntime's `DynamicQuantizeLSTM`, an
+//! LSTM over dequantized 8-bit weights.
 
 use super::elementwise::{floats, from_f64s};
 use super::{NodeCtx, Outs};
@@ -42,6 +43,57 @@ fn matvec(out: &mut [f64], m: &[f64], v: &[f64], rows: usize, cols: usize) {
 }
 
 fn recurrent(ctx: &NodeCtx<'_>, cell: Cell) -> Result<Outs> {
+    recurrent_with(ctx, cell, ctx.input(1)?, ctx.input(2)?)
+}
+
+/// onnxruntime's `com.microsoft` `DynamicQuantizeLSTM`: an LSTM whose `W`
+/// (`[dirs, input, 4·hidden]`) and `R` (`[dirs, hidden, 4·hidden]`) are
+/// 8-bit integers with a scale and zero point per direction or per
+/// direction and gate row (inputs 8–11). They are dequantized to the
+/// LSTM's layout and the LSTM runs in float; onnxruntime also quantizes `X`
+/// at run time, so the two differ by that rounding.
+pub(super) fn quantized_lstm(ctx: &NodeCtx<'_>) -> Result<Outs> {
+    let w = dequantized(ctx, 1, 8, 9)?;
+    let r = dequantized(ctx, 2, 10, 11)?;
+    recurrent_with(ctx, Cell::Lstm, &w, &r)
+}
+
+/// Input `at` (`[dirs, rows, cols]` integers) dequantized and transposed to
+/// `[dirs, cols, rows]`, with the scale and zero point at `scale_at`, `zero_at`.
+fn dequantized(ctx: &NodeCtx<'_>, at: usize, scale_at: usize, zero_at: usize) -> Result<crate::tensor::Tensor> {
+    let q = ctx.input(at)?;
+    let &[dirs, rows, cols] = q.shape.as_slice() else {
+        return Err(ctx.err(format!("input {at} must have rank 3, not {}", q.rank())));
+    };
+    let values = q.to_f64s().ok_or_else(|| ctx.unsupported("string weights"))?;
+    let scale = ctx.input(scale_at)?.to_f64s().ok_or_else(|| ctx.unsupported("string scale"))?;
+    let zero = match ctx.opt_input(zero_at)? {
+        Some(z) => z.to_f64s().ok_or_else(|| ctx.unsupported("string zero point"))?,
+        None => vec![0.0; scale.len()],
+    };
+    // per direction, or per direction and column
+    let per_column = match scale.len() {
+        n if n == dirs => false,
+        n if n == dirs * cols => true,
+        n => return Err(ctx.err(format!("input {scale_at} holds {n} scales for {dirs} direction(s) of {cols}"))),
+    };
+    if zero.len() != scale.len() {
+        return Err(ctx.err(format!("input {zero_at} holds {} zero points for {} scales", zero.len(), scale.len())));
+    }
+    let mut out = vec![0.0f32; values.len()];
+    for d in 0..dirs {
+        for j in 0..cols {
+            let at = if per_column { d * cols + j } else { d };
+            let (s, z) = (scale[at], zero[at]);
+            for k in 0..rows {
+                out[(d * cols + j) * rows + k] = ((values[(d * rows + k) * cols + j] - z) * s) as f32;
+            }
+        }
+    }
+    Ok(crate::tensor::Tensor { shape: vec![dirs, cols, rows], data: crate::tensor::Data::F32(out) })
+}
+
+fn recurrent_with(ctx: &NodeCtx<'_>, cell: Cell, w: &crate::tensor::Tensor, r: &crate::tensor::Tensor) -> Result<Outs> {
     ctx.only_attrs(&[
         "activation_alpha",
         "activation_beta",
@@ -61,7 +113,7 @@ fn recurrent(ctx: &NodeCtx<'_>, cell: Cell) -> Result<Outs> {
         Cell::Gru => 3,
         Cell::Lstm => 4,
     };
-    let (x, w, r) = (ctx.input(0)?, ctx.input(1)?, ctx.input(2)?);
+    let x = ctx.input(0)?;
     let layout = ctx.attr_i("layout", 0);
     if x.rank() != 3 || w.rank() != 3 || r.rank() != 3 {
         return Err(ctx.err("X, W and R must have rank 3"));

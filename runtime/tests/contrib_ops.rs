@@ -1,0 +1,44 @@
+//! onnxruntime's `com.microsoft` operators the executors run, against
+//! onnxruntime's stored outputs: `DynamicQuantizeLSTM`
+//! (`fixtures/runtime/quantized_lstm/`, made by
+//! `fixtures/runtime/gen_quantized_lstm.py`), forward with per-direction
+//! scales and bidirectional with per-column ones. onnxruntime quantizes `X`
+//! to 8 bits at run time where the executor keeps it in float, so outputs
+//! agree within that rounding ([`TOL`]), not exactly.
+
+use diamond_runtime::{run_model, RunOptions, Tensor, Value};
+use std::path::PathBuf;
+
+/// Absolute tolerance: X's 8-bit rounding over 4 inputs and 3 steps.
+const TOL: f64 = 2e-2;
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/runtime/quantized_lstm")
+}
+
+fn stored(name: &str) -> Tensor {
+    let t = diamond_importers::tensor_file::read_tensor_file(&dir().join(name)).unwrap();
+    Tensor::from_ir(&t).unwrap()
+}
+
+#[test]
+fn dynamic_quantize_lstm_gives_onnxruntime_s_outputs() {
+    for case in ["forward", "bidirectional"] {
+        let model = diamond_importers::onnx::load_model(&dir().join(format!("{case}.onnx"))).unwrap();
+        let inputs: Vec<(String, Value)> = ["X", "initial_h"]
+            .iter()
+            .map(|n| (n.to_string(), Value::Tensor(stored(&format!("{case}.{n}.npy")))))
+            .collect();
+        let run = run_model(&model, inputs, &RunOptions::default()).unwrap_or_else(|e| panic!("{case}: {e}"));
+        for (name, got) in &run.outputs {
+            let want = stored(&format!("{case}.{name}.npy"));
+            let Value::Tensor(got) = got else { panic!("{case}: output {name} is not a tensor") };
+            assert_eq!(got.shape, want.shape, "{case}: output {name}");
+            let (g, w) = (got.to_f64s().unwrap(), want.to_f64s().unwrap());
+            let worst = g.iter().zip(&w).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+            assert!(worst <= TOL, "{case}: output {name} differs by {worst}");
+            // and not trivially: the outputs move with the input
+            assert!(w.iter().any(|v| v.abs() > 0.05), "{case}: output {name} is near zero");
+        }
+    }
+}
