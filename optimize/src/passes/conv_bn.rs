@@ -5,11 +5,11 @@
 //! the shapes the operators require; the products are computed in f64 and
 //! stored as f32.
 
+use super::pattern::{float_or, inference_batch_norm, stored_floats};
 use super::Pass;
 use crate::rewrite::{add_initializer, float_tensor, remove_nodes, unique_name as unique};
 use crate::Analysis;
-use diamond_infer::graph::ConstData;
-use diamond_ir::{AttrValue, ElemType, Model, NodeId};
+use diamond_ir::{Model, NodeId};
 use std::collections::HashSet;
 
 pub(crate) struct ConvBn;
@@ -23,14 +23,7 @@ impl Pass for ConvBn {
         let graph = a.graph(model);
         let mut fused: Vec<(NodeId, NodeId, diamond_ir::Tensor, diamond_ir::Tensor)> = Vec::new();
         for (bn_id, bn) in graph.nodes.iter() {
-            if bn.op_type() != "BatchNormalization" || !bn.domain().is_empty() || bn.inputs.len() != 5 {
-                continue;
-            }
-            let training = bn.attribute("training_mode").and_then(|t| t.value());
-            if matches!(training, Some(AttrValue::Int(t)) if t != 0) {
-                continue;
-            }
-            if bn.outputs.iter().skip(1).any(|&o| !graph.value_name(o).is_empty()) {
+            if !inference_batch_norm(graph, bn) {
                 continue;
             }
             let x = bn.inputs[0];
@@ -42,20 +35,8 @@ impl Pass for ConvBn {
             if !a.is_internal(model, x) || a.consumers.get(&x).map_or(0, Vec::len) != 1 {
                 continue;
             }
-            let epsilon = match bn.attribute("epsilon").and_then(|e| e.value()) {
-                Some(AttrValue::Float(e)) => e as f64,
-                _ => 1e-5,
-            };
-            let floats = |v: diamond_ir::ValueId| -> Option<(Vec<f64>, Vec<usize>)> {
-                let k = a.constant(model, v)?;
-                if k.dtype != ElemType::Float || !a.initializers.contains_key(&v) {
-                    return None;
-                }
-                match &k.data {
-                    ConstData::Floats(f) => Some((f.clone(), k.shape.clone())),
-                    _ => None,
-                }
-            };
+            let epsilon = float_or(bn, "epsilon", 1e-5);
+            let floats = |v: diamond_ir::ValueId| stored_floats(model, a, v);
             let Some((w, w_shape)) = conv.inputs.get(1).and_then(|&v| floats(v)) else { continue };
             let Some(&out_channels) = w_shape.first() else { continue };
             let per_channel = |i: usize| {
