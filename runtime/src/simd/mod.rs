@@ -53,6 +53,7 @@ pub mod hot_pool;
 pub mod im2col;
 pub mod integer;
 pub mod math;
+pub mod movement;
 pub mod native;
 pub mod norm;
 pub mod norm_lanes;

@@ -13,7 +13,9 @@
 //! - **LRN** and inference **BatchNormalization** ([`norm`]), 2-D
 //!   **MaxPool** and **AveragePool** ([`pool`]), **Concat** ([`concat`]),
 //!   **LSTM**, **GRU** and **RNN** ([`recurrent`], several outputs: the
-//!   session calls it itself), **GatherElements** ([`gather`]).
+//!   session calls it itself), **GatherElements** ([`gather`]), and
+//!   **Split** (several outputs, also called by the session itself),
+//!   **Slice**, **Gather** and **Pad** ([`movement`]).
 //!
 //! Anything else about these operators — other ranks, element types,
 //! `auto_pad`, `output_shape`, cubic or antialiased resizing, a crop box,
@@ -23,7 +25,7 @@
 use super::contraction::{floats, int_attr, overwritten, sized, Take};
 use super::epilogue::Epilogue;
 use super::gemm::{sgemm, MatRef};
-use super::{cast, concat, einsum, gather, integer, norm, pool, recurrent, relayout};
+use super::{cast, concat, einsum, gather, integer, movement, norm, pool, recurrent, relayout};
 use crate::ops::resize::axis_taps;
 use crate::tensor::{Data, Tensor};
 use diamond_ir::{AttrValue, Node};
@@ -45,6 +47,10 @@ pub(crate) fn covers(node: &Node) -> bool {
                 | "Einsum"
                 | "InstanceNormalization"
                 | "GatherElements"
+                | "Gather"
+                | "Slice"
+                | "Split"
+                | "Pad"
         )
     ) && node.domain.as_deref().unwrap_or("").is_empty()
         || relayout::relabels(node)
@@ -68,6 +74,9 @@ pub(crate) fn compute(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -
         "Einsum" => einsum::einsum(node, inputs, take),
         "InstanceNormalization" => norm::instance_norm(node, inputs, take),
         "GatherElements" => gather::gather_elements(node, inputs, take),
+        "Gather" => movement::gather(node, inputs, take),
+        "Slice" => movement::slice(node, inputs, take),
+        "Pad" => movement::pad(node, inputs, take),
         op if integer::OPS.contains(&op) => integer::binary(node, inputs),
         _ => None,
     }

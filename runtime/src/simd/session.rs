@@ -20,7 +20,9 @@ use super::fallback::{of_bind_error, Fallback, FallbackReason, Refusal};
 use super::fold::{fold, Fold};
 use super::profile::{first_names, op_list, StepKind, StepTime};
 use super::tile::{Dst, Src};
-use super::{contraction, elementwise, fused_post, hot_pool, native, norm_lanes, recurrent, reduce, relayout, Options};
+use super::{
+    contraction, elementwise, fused_post, hot_pool, movement, native, norm_lanes, recurrent, reduce, relayout, Options,
+};
 use crate::error::{Result, RunError};
 use crate::exec::{run_one, Frame};
 use crate::kernel::{verify::verify, ContractionOp, Inst, LoweredModel, Program, Step};
@@ -58,6 +60,10 @@ pub(crate) enum Schedule {
 /// A kernel of the session's own for one node: its inputs (`None` where
 /// omitted) and a source of buffers in, its output (`None`: not covered).
 type OwnKernel<'a> = dyn FnMut(&diamond_ir::Node, &[Option<&Tensor>], contraction::Take<'_>) -> Option<Tensor> + 'a;
+
+/// A kernel of the session's own for a node of several outputs.
+type SeveralKernel<'a> =
+    dyn FnMut(&diamond_ir::Node, &[Option<&Tensor>], contraction::Take<'_>) -> Option<Vec<Tensor>> + 'a;
 
 /// One step as the session runs it.
 pub(crate) enum Planned {
@@ -1080,7 +1086,10 @@ impl<'m> Session<'m> {
             return self.run_relabel(n, step, peak, live);
         }
         if recurrent::covers(&self.frame.graph.nodes[n]) {
-            return self.run_recurrent(n, peak, live);
+            return self.run_several(n, peak, live, &mut |node, inputs, _| recurrent::compute(node, inputs));
+        }
+        if self.frame.graph.nodes[n].op_type() == "Split" {
+            return self.run_several(n, peak, live, &mut movement::split);
         }
         self.run_on_own_kernels(n, peak, live, &mut native::compute)
     }
@@ -1125,13 +1134,17 @@ impl<'m> Session<'m> {
         Ok(made.saturating_sub(moved))
     }
 
-    /// Runs recurrent node `n` (LSTM, GRU, RNN) on [`recurrent`]'s kernels,
-    /// or on the reference kernels where they do not cover it; the bytes it
+    /// Runs node `n` of several outputs (LSTM, GRU, RNN, Split) through
+    /// `compute` (its inputs, and buffers from the pool), or on the
+    /// reference kernels where `compute` does not cover it; the bytes it
     /// added. Outputs the graph leaves unnamed are dropped.
-    fn run_recurrent(&mut self, n: NodeId, peak: &mut u64, live: u64) -> Result<u64> {
+    fn run_several(&mut self, n: NodeId, peak: &mut u64, live: u64, compute: &mut SeveralKernel<'_>) -> Result<u64> {
         let node = &self.frame.graph.nodes[n];
         let Some(inputs) = node_inputs(&self.frame, node) else { return self.run_nodes(&[n], peak, live) };
-        let Some(outs) = recurrent::compute(node, &inputs) else { return self.run_nodes(&[n], peak, live) };
+        let pool = &mut self.pool;
+        let Some(outs) = compute(node, &inputs, &mut |len| take_from(pool, len)) else {
+            return self.run_nodes(&[n], peak, live);
+        };
         let mut made = 0u64;
         for (&id, t) in node.outputs.iter().zip(outs) {
             if self.frame.graph.value_name(id).is_empty() {
