@@ -177,8 +177,14 @@ fn every_fallback_is_reported_with_its_reason_and_strict_refuses_float_ones() {
             }
             None => assert!(fallbacks.is_empty(), "{name}: {doc}"),
         }
-        // every step of these models runs on the reference kernels
-        assert_eq!(doc["reference_share"], 1.0, "{name}: {doc}");
+        // every step of these models runs on the reference kernels but the
+        // data-dependent Slice, which the session's own kernels run
+        if name == "unbound_extent" {
+            let share = doc["reference_share"].as_f64().unwrap();
+            assert!(0.0 < share && share < 1.0, "{name}: {doc}");
+        } else {
+            assert_eq!(doc["reference_share"], 1.0, "{name}: {doc}");
+        }
         let (strict, _) = fallback_bench(name, &["--strict"]);
         assert_eq!(strict, if float { 1 } else { 0 }, "{name} under --strict");
     }
@@ -191,7 +197,7 @@ fn every_fallback_is_reported_with_its_reason_and_strict_refuses_float_ones() {
     let out = diamond(&["bench", &model, "--runs", "1", "--warmup", "0", "--strict"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--strict: 2 float step(s) fell back"), "{stderr}");
-    assert!(stderr.contains("step #1 Mul [scale]: unbound extent: the shape of 'm' is not known"), "{stderr}");
+    assert!(stderr.contains("step #1 Pow [power]: unbound extent: the shape of 'm' is not known"), "{stderr}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("note: 2 step(s) of the simd backend ran on the reference kernels"), "{stdout}");
 }

@@ -413,3 +413,42 @@ fn open_input_axes_bind_apart_and_fuse() {
         }
     }
 }
+
+/// Float nodes whose shapes are known only at run time — after an `If`
+/// whose branches differ in rank, as in silero-vad's decoder — run on the
+/// session's own run-time kernels: with either branch taken, the
+/// reference's outputs, no fallback, and nothing but the `If` itself on the
+/// reference kernels (no branch preparation is given here).
+#[test]
+fn float_nodes_of_run_time_shapes_run_on_the_sessions_own_kernels() {
+    use diamond_runtime::simd::{Session, StepKind};
+    use diamond_runtime::{Data, Fed};
+    let path = common::root().join("fixtures/runtime/late_shapes.onnx");
+    let model = diamond_importers::onnx::load_model(&path).unwrap();
+    let lowered = diamond_optimize::lower::lower(&model).unwrap();
+    for wide in [true, false] {
+        let x = Tensor::new(vec![3, 4], Data::F32((0..12).map(|v| v as f32 * 0.5 - 2.5).collect())).unwrap();
+        let cond = Tensor::new(Vec::new(), Data::Bool(vec![wide])).unwrap();
+        let inputs = vec![("X".to_string(), Value::Tensor(x)), ("wide".to_string(), Value::Tensor(cond))];
+        let want = run_reference(&model, &inputs).unwrap();
+        let fed: Vec<(String, Fed)> = inputs.iter().map(|(n, v)| (n.clone(), Fed::of(v))).collect();
+        for options in modes() {
+            let mut session = Session::new(&model, &lowered, &fed, &options).unwrap();
+            assert!(session.coverage().fallbacks.is_empty(), "{:?}", session.coverage().fallbacks);
+            session.start_profiling();
+            let got = session.run(inputs.clone()).unwrap();
+            assert_eq!(got.outputs.len(), want.len());
+            for ((name, g), (_, w)) in got.outputs.iter().zip(&want) {
+                agree(g, w, 1e-6, 1e-6).unwrap_or_else(|e| panic!("wide={wide}, output {name}: {e}"));
+            }
+            assert!(session.fallbacks().is_empty(), "{:?}", session.fallbacks());
+            let on_reference: Vec<String> = session
+                .profile()
+                .iter()
+                .filter(|s| matches!(s.kind, StepKind::Reference | StepKind::Fallback))
+                .map(|s| s.ops.clone())
+                .collect();
+            assert_eq!(on_reference, ["If"], "wide={wide}");
+        }
+    }
+}

@@ -181,7 +181,11 @@ pub(super) fn refusal(model: &Model, a: &Analysis, n: &Node) -> Option<(Refusal,
         .filter(|&&v| !graph.value_name(v).is_empty())
         .map(|&v| a.dtype(model, v))
         .find(|t| t.is_some() && !fits(t));
-    let refusal = if let Some(t) = odd_input.filter(|_| odd.is_none() && n.op_type() != "Cast") {
+    // a float node of unknown shape that also reads integers (a reduction's
+    // axes, an Expand's shape) is refused for its shape: that, not the
+    // integers it reads as parameters, is what no program can bind
+    let unbound = outputs.iter().find(|&&v| a.shape(model, v).is_none()).copied();
+    let refusal = if let Some(t) = odd_input.filter(|_| odd.is_none() && n.op_type() != "Cast" && unbound.is_none()) {
         Refusal::new(
             FallbackReason::OperandType,
             format!(
@@ -195,7 +199,7 @@ pub(super) fn refusal(model: &Model, a: &Analysis, n: &Node) -> Option<(Refusal,
             FallbackReason::OperandType,
             format!("it computes {ty}, and the fused kernels compute float and bool only"),
         )
-    } else if let Some(&v) = outputs.iter().find(|&&v| a.shape(model, v).is_none()) {
+    } else if let Some(v) = unbound {
         Refusal::new(
             FallbackReason::UnboundExtent,
             format!("the shape of '{}' is not known before the run (it depends on values)", graph.value_name(v)),

@@ -195,25 +195,43 @@ pub(super) fn conv_core(
     let k_size = taps.len();
     let mg = m / group;
     let mut out = vec![0.0; n * m * out_size];
+    // per image and group, `W_g · columns` over chunks of output positions:
+    // the columns (im2col) hold each input channel's value under each tap,
+    // and the product runs on the blocked kernel when it is large
+    let depth = cg * k_size;
+    let chunk = (IM2COL_VALUES / depth.max(1)).clamp(1, out_size.max(1));
+    let mut columns = vec![0.0; depth * chunk];
+    let mut product = vec![0.0; mg * chunk];
     for b in 0..n {
-        for oc in 0..m {
-            let g = oc / mg;
-            let acc = &mut out[(b * m + oc) * out_size..(b * m + oc + 1) * out_size];
-            for ic in 0..cg {
-                let xin = &xv[(b * c + g * cg + ic) * in_size..][..in_size];
-                for (kk, tap) in taps.iter().enumerate() {
-                    let wgt = wv[(oc * cg + ic) * k_size + kk];
-                    for (o, &i) in acc.iter_mut().zip(tap) {
-                        if i != usize::MAX {
-                            *o += wgt * xin[i];
+        for g in 0..group {
+            let weights = &wv[g * mg * depth..(g + 1) * mg * depth];
+            for start in (0..out_size).step_by(chunk) {
+                let cols = chunk.min(out_size - start);
+                for ic in 0..cg {
+                    let xin = &xv[(b * c + g * cg + ic) * in_size..][..in_size];
+                    for (kk, tap) in taps.iter().enumerate() {
+                        let row = &mut columns[(ic * k_size + kk) * cols..][..cols];
+                        for (o, &i) in row.iter_mut().zip(&tap[start..start + cols]) {
+                            *o = if i == usize::MAX { 0.0 } else { xin[i] };
                         }
                     }
+                }
+                let product = &mut product[..mg * cols];
+                product.fill(0.0);
+                super::reduce_linalg::product(mg, depth, cols, weights, &columns[..depth * cols], product);
+                for (j, row) in product.chunks_exact(cols).enumerate() {
+                    let oc = g * mg + j;
+                    out[(b * m + oc) * out_size + start..][..cols].copy_from_slice(row);
                 }
             }
         }
     }
     Ok((out, [&[n, m][..], &w.out].concat()))
 }
+
+/// The most values a convolution's im2col columns hold at once (32 MiB of
+/// `f64`): larger outputs are computed in chunks of positions.
+const IM2COL_VALUES: usize = 1 << 22;
 
 fn conv_transpose(ctx: &NodeCtx<'_>) -> Result<Outs> {
     let (x, wt) = (ctx.input(0)?, ctx.input(1)?);

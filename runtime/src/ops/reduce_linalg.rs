@@ -382,7 +382,7 @@ const BLOCKED_PRODUCT_WORK: usize = 1 << 15;
 /// use the blocked kernel: the plain loop costs seconds on a 512×768×768
 /// product. Both follow IEEE arithmetic (`0 · ∞` is NaN); only the order of
 /// the additions differs, which `f64` makes invisible at the output types.
-fn product(m: usize, k: usize, n: usize, lhs: &[f64], rhs: &[f64], out: &mut [f64]) {
+pub(super) fn product(m: usize, k: usize, n: usize, lhs: &[f64], rhs: &[f64], out: &mut [f64]) {
     if m * k * n >= BLOCKED_PRODUCT_WORK {
         // SAFETY: `lhs` holds m·k, `rhs` k·n and `out` m·n elements, all
         // row-major with the strides given; the slices do not overlap.

@@ -52,6 +52,7 @@ pub mod gemm;
 pub mod hot_pool;
 pub mod im2col;
 pub mod integer;
+mod late;
 pub mod math;
 pub mod movement;
 pub mod native;

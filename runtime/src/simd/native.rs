@@ -15,7 +15,9 @@
 //!   **LSTM**, **GRU** and **RNN** ([`recurrent`], several outputs: the
 //!   session calls it itself), **GatherElements** ([`gather`]), and
 //!   **Split** (several outputs, also called by the session itself),
-//!   **Slice**, **Gather** and **Pad** ([`movement`]).
+//!   **Slice**, **Gather** and **Pad** ([`movement`]); `f32` elementwise
+//!   nodes and reductions whose shapes are known only at run time
+//!   ([`late`]).
 //!
 //! Anything else about these operators — other ranks, element types,
 //! `auto_pad`, `output_shape`, cubic or antialiased resizing, a crop box,
@@ -25,7 +27,7 @@
 use super::contraction::{floats, int_attr, overwritten, sized, Take};
 use super::epilogue::Epilogue;
 use super::gemm::{sgemm, MatRef};
-use super::{cast, concat, einsum, gather, integer, movement, norm, pool, recurrent, relayout};
+use super::{cast, concat, einsum, gather, integer, late, movement, norm, pool, recurrent, relayout};
 use crate::ops::resize::axis_taps;
 use crate::tensor::{Data, Tensor};
 use diamond_ir::{AttrValue, Node};
@@ -51,6 +53,8 @@ pub(crate) fn covers(node: &Node) -> bool {
                 | "Slice"
                 | "Split"
                 | "Pad"
+                | "Shape"
+                | "Size"
         )
     ) && node.domain.as_deref().unwrap_or("").is_empty()
         || relayout::relabels(node)
@@ -77,7 +81,9 @@ pub(crate) fn compute(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -
         "Gather" => movement::gather(node, inputs, take),
         "Slice" => movement::slice(node, inputs, take),
         "Pad" => movement::pad(node, inputs, take),
-        op if integer::OPS.contains(&op) => integer::binary(node, inputs),
+        "Shape" | "Size" => late::shape_of(node, inputs),
+        op if integer::OPS.contains(&op) => integer::binary(node, inputs).or_else(|| late::compute(node, inputs, take)),
+        _ if late::covers(node) => late::compute(node, inputs, take),
         _ => None,
     }
 }

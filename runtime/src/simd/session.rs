@@ -362,6 +362,14 @@ impl<'m> Session<'m> {
                         coverage.native_nodes += 1;
                         steps.push(Planned::Native(*n));
                     }
+                    // float work whose shapes are known only at run time
+                    Some(u)
+                        if u.refusal.reason == FallbackReason::UnboundExtent
+                            && super::late::covers(&graph.nodes[*n]) =>
+                    {
+                        coverage.native_nodes += 1;
+                        steps.push(Planned::Native(*n));
+                    }
                     Some(u) => {
                         coverage.reference_nodes += 1;
                         steps.push(Planned::Fallback(vec![*n], u.refusal.clone(), u.float));
@@ -422,6 +430,7 @@ impl<'m> Session<'m> {
         for step in std::mem::take(&mut self.steps) {
             let folded = match &step {
                 Planned::Nodes(nodes) if nodes.len() == 1 => shape_value(&graph.nodes[nodes[0]], plan),
+                Planned::Native(n) => shape_value(&graph.nodes[*n], plan),
                 _ => None,
             };
             let Some(value) = folded else {
@@ -1324,18 +1333,8 @@ fn shape_value(node: &diamond_ir::Node, plan: &Plan) -> Option<Tensor> {
         return None;
     }
     let dims = plan.shape_read(*node.inputs.first()?)?;
-    let rank = dims.len() as i64;
-    let bound = |name: &str, default: i64| -> Option<usize> {
-        let v = match node.attribute(name).and_then(|a| a.value()) {
-            None => default,
-            Some(diamond_ir::AttrValue::Int(v)) => v,
-            _ => return None,
-        };
-        Some((if v < 0 { v + rank } else { v }).clamp(0, rank) as usize)
-    };
-    let (start, end) = (bound("start", 0)?, bound("end", rank)?);
-    let kept = if start < end { &dims[start..end] } else { &[][..] };
-    Some(Tensor::from_i64s(kept.iter().map(|&d| i64::try_from(d).ok()).collect::<Option<Vec<_>>>()?))
+    let dims: Vec<usize> = dims.iter().map(|&d| usize::try_from(d).ok()).collect::<Option<_>>()?;
+    Some(Tensor::from_i64s(super::late::shape_dims(node, &dims)?))
 }
 
 /// A buffer with capacity for `len` floats: the smallest in `pool` that

@@ -20,8 +20,8 @@ fn rotary_embedding(ctx: &mut OpCtx) -> Result<(), Defer> {
 
 /// `Attention`: Y and qk_matmul_output have Q's type, present_key K's, present_value V's.
 fn attention(ctx: &mut OpCtx) -> Result<(), Defer> {
-    let q = ctx.need_dims(0)?;
     dtype_from(ctx, 0, 0);
+    let q = ctx.need_dims(0)?;
     dtype_from(ctx, 1, 1);
     dtype_from(ctx, 2, 2);
     dtype_from(ctx, 3, 0);

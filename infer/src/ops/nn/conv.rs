@@ -29,21 +29,22 @@ struct Operands {
 
 /// `Conv`: `[N, M, out…]` of the type shared by X, W and B.
 fn conv(ctx: &mut OpCtx) -> Result<(), Defer> {
-    let x = ctx.need_dims(0)?;
-    let w = ctx.dims(1);
-    let stated = conv_shape(ctx, &Operands { x: 0, w: 1, bias: Some(2) }, x, w, true).is_some();
+    // the type holds whatever X's rank turns out to be
     if let Some(t) = ctx.same_dtype(&[0, 1, 2]) {
         ctx.set_dtype(0, t);
     }
+    let x = ctx.need_dims(0)?;
+    let w = ctx.dims(1);
+    let stated = conv_shape(ctx, &Operands { x: 0, w: 1, bias: Some(2) }, x, w, true).is_some();
     settle(ctx, stated)
 }
 
 /// `ConvInteger`: like `Conv` without bias, an int32 output.
 fn conv_integer(ctx: &mut OpCtx) -> Result<(), Defer> {
+    ctx.set_dtype(0, ElemType::Int32);
     let x = ctx.need_dims(0)?;
     let w = ctx.dims(1);
     let stated = conv_shape(ctx, &Operands { x: 0, w: 1, bias: None }, x, w, true).is_some();
-    ctx.set_dtype(0, ElemType::Int32);
     settle(ctx, stated)
 }
 
@@ -199,11 +200,11 @@ fn check_conv_channels(ctx: &mut OpCtx, c: &DimTerm, wc: &DimTerm, group: i64, w
 /// output_padding + dilation·(k − 1) + 1 − pads`, or `output_shape`, or
 /// `in·stride` for SAME padding.
 fn conv_transpose(ctx: &mut OpCtx) -> Result<(), Defer> {
-    let x = ctx.need_dims(0)?;
-    let w = ctx.dims(1);
     if let Some(t) = ctx.same_dtype(&[0, 1, 2]) {
         ctx.set_dtype(0, t);
     }
+    let x = ctx.need_dims(0)?;
+    let w = ctx.dims(1);
     let dims = conv_transpose_dims(ctx, &x, w.as_deref());
     let stated = dims.is_some();
     if let Some(dims) = dims {

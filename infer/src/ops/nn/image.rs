@@ -19,8 +19,8 @@ pub(super) fn register(t: &mut OpTable) {
 
 /// `GridSample`: `[N, C, grid's spatial axes…]`.
 fn grid_sample(ctx: &mut OpCtx) -> Result<(), Defer> {
-    let x = ctx.need_dims(0)?;
     dtype_from(ctx, 0, 0);
+    let x = ctx.need_dims(0)?;
     let stated = grid_sample_shape(ctx, &x).is_some();
     settle(ctx, stated)
 }
@@ -104,8 +104,8 @@ fn affine_grid_shape(ctx: &mut OpCtx) -> Result<Option<()>, Defer> {
 
 /// `Col2Im`: `[N, C, image_shape…]` with `C = input₁ / ∏ block_shape`.
 fn col2im(ctx: &mut OpCtx) -> Result<(), Defer> {
-    let x = ctx.need_dims(0)?;
     dtype_from(ctx, 0, 0);
+    let x = ctx.need_dims(0)?;
     let stated = col2im_shape(ctx, &x).is_some();
     settle(ctx, stated)
 }

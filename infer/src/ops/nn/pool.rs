@@ -19,9 +19,9 @@ pub(super) fn register(t: &mut OpTable) {
 
 /// A windowed pool: `[N, C, out…]`; `MaxPool`'s indices have the same shape, int64.
 fn pool(ctx: &mut OpCtx) -> Result<(), Defer> {
-    let x = ctx.need_dims(0)?;
     dtype_from(ctx, 0, 0);
     ctx.set_dtype(1, ElemType::Int64);
+    let x = ctx.need_dims(0)?;
     let stated = pool_shape(ctx, &x).is_some();
     settle(ctx, stated)
 }
@@ -63,8 +63,8 @@ fn pool_shape(ctx: &mut OpCtx, x: &[DimTerm]) -> Option<()> {
 
 /// A global pool: `[N, C, 1…]`.
 fn global_pool(ctx: &mut OpCtx) -> Result<(), Defer> {
-    let x = ctx.need_dims(0)?;
     dtype_from(ctx, 0, 0);
+    let x = ctx.need_dims(0)?;
     if !check_min_rank(ctx, 0, x.len(), 2, "X") {
         return settle(ctx, false);
     }
@@ -98,8 +98,8 @@ fn region_count(ctx: &mut OpCtx, i: usize, want_rank: usize, last: u64) -> Optio
 
 /// `MaxRoiPool`: `[num_rois, C, pooled_h, pooled_w]`.
 fn max_roi_pool(ctx: &mut OpCtx) -> Result<(), Defer> {
-    let x = ctx.need_dims(0)?;
     dtype_from(ctx, 0, 0);
+    let x = ctx.need_dims(0)?;
     let stated = max_roi_pool_shape(ctx, &x).is_some();
     settle(ctx, stated)
 }
@@ -128,8 +128,8 @@ fn max_roi_pool_shape(ctx: &mut OpCtx, x: &[DimTerm]) -> Option<()> {
 
 /// `RoiAlign`: `[num_rois, C, output_height, output_width]`.
 fn roi_align(ctx: &mut OpCtx) -> Result<(), Defer> {
-    let x = ctx.need_dims(0)?;
     dtype_from(ctx, 0, 0);
+    let x = ctx.need_dims(0)?;
     let stated = roi_align_shape(ctx, &x).is_some();
     settle(ctx, stated)
 }
@@ -157,8 +157,8 @@ fn roi_align_shape(ctx: &mut OpCtx, x: &[DimTerm]) -> Option<()> {
 
 /// `MaxUnpool`: `output_shape` when given, else `(in − 1)·stride + k − pads`.
 fn max_unpool(ctx: &mut OpCtx) -> Result<(), Defer> {
-    let x = ctx.need_dims(0)?;
     dtype_from(ctx, 0, 0);
+    let x = ctx.need_dims(0)?;
     let stated = max_unpool_shape(ctx, &x).is_some();
     settle(ctx, stated)
 }

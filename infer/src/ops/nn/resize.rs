@@ -22,8 +22,8 @@ fn known_numel(ctx: &mut OpCtx, i: usize) -> Option<u64> {
 
 /// `Resize`: the input's shape with the resized axes replaced.
 fn resize(ctx: &mut OpCtx) -> Result<(), Defer> {
-    let x = ctx.need_dims(0)?;
     dtype_from(ctx, 0, 0);
+    let x = ctx.need_dims(0)?;
     let stated = resize_shape(ctx, &x).is_some();
     settle(ctx, stated)
 }
@@ -174,8 +174,8 @@ fn scale_dim(ctx: &mut OpCtx, input: &DimTerm, scale: f64) -> DimTerm {
 
 /// `Upsample`: `⌊in · scale⌋` per axis, the scales an attribute before opset 9.
 fn upsample(ctx: &mut OpCtx) -> Result<(), Defer> {
-    let x = ctx.need_dims(0)?;
     dtype_from(ctx, 0, 0);
+    let x = ctx.need_dims(0)?;
     let axes: Vec<usize> = (0..x.len()).collect();
     let dims = if ctx.version() >= 9 { scaled_dims(ctx, &x, &axes, 1, false) } else { upsample_attr_dims(ctx, &x) };
     let stated = dims.is_some();

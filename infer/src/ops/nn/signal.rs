@@ -27,8 +27,8 @@ fn half_spectrum(ctx: &mut OpCtx, d: &DimTerm) -> DimTerm {
 /// `DFT`: the input's shape with the transformed axis resized and the last
 /// axis 2 (complex), or 1 for the inverse one-sided transform (IRFFT).
 fn dft(ctx: &mut OpCtx) -> Result<(), Defer> {
-    let x = ctx.need_dims(0)?;
     dtype_from(ctx, 0, 0);
+    let x = ctx.need_dims(0)?;
     let stated = dft_shape(ctx, &x).is_some();
     settle(ctx, stated)
 }
@@ -91,8 +91,8 @@ fn dft_shape(ctx: &mut OpCtx, x: &[DimTerm]) -> Option<()> {
 
 /// `STFT`: `[batch, frames, bins, 2]` with `frames = ⌊(len − frame_length) / step⌋ + 1`.
 fn stft(ctx: &mut OpCtx) -> Result<(), Defer> {
-    let x = ctx.need_dims(0)?;
     dtype_from(ctx, 0, 0);
+    let x = ctx.need_dims(0)?;
     let stated = stft_shape(ctx, &x).is_some();
     settle(ctx, stated)
 }

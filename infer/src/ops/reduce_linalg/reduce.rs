@@ -85,6 +85,8 @@ pub(super) fn reduce(ctx: &mut OpCtx) -> Result<(), Defer> {
         }
         return Ok(());
     }
+    // the type holds whatever the input's rank turns out to be
+    crate::ops::common::dtype_from(ctx, 0, 0);
     let dims = ctx.need_dims(0)?;
     let dtype = ctx.dtype(0);
     let keepdims = ctx.attr_int("keepdims").unwrap_or(1) != 0;

@@ -39,8 +39,8 @@ fn shape_dim(ctx: &mut OpCtx, e: &Elem) -> Option<DimTerm> {
 
 /// `Expand`: the input broadcast with the shape operand (both ways).
 fn expand(ctx: &mut OpCtx) -> Result<(), Defer> {
-    let dims = ctx.need_dims(0)?;
     dtype_from(ctx, 0, 0);
+    let dims = ctx.need_dims(0)?;
     let Some(target) = ctx.elems(1) else {
         if let Some(n) = vector_len(ctx, 1) {
             let out = unknown_dims(ctx, n.max(dims.len()));
@@ -106,8 +106,8 @@ fn expand(ctx: &mut OpCtx) -> Result<(), Defer> {
 
 /// `Tile`: each axis repeated (`repeats`, opset 6 on).
 fn tile(ctx: &mut OpCtx) -> Result<(), Defer> {
-    let dims = ctx.need_dims(0)?;
     dtype_from(ctx, 0, 0);
+    let dims = ctx.need_dims(0)?;
     if ctx.version() < 6 {
         return unknown_outputs(ctx);
     }
@@ -188,8 +188,8 @@ fn grown(ctx: &mut OpCtx, d: &DimTerm, grow: i64, operand: &str) -> DimTerm {
 
 /// `Pad`: each padded axis grows by its begin and end pads.
 fn pad(ctx: &mut OpCtx) -> Result<(), Defer> {
-    let dims = ctx.need_dims(0)?;
     dtype_from(ctx, 0, 0);
+    let dims = ctx.need_dims(0)?;
     let r = dims.len();
     let axes_given = ctx.version() >= 18 && ctx.has_input(3);
     let axes: Option<Vec<usize>> = if axes_given {
@@ -244,8 +244,8 @@ fn pad(ctx: &mut OpCtx) -> Result<(), Defer> {
 
 /// `CenterCropPad`: the listed axes take the sizes of the shape operand.
 fn center_crop_pad(ctx: &mut OpCtx) -> Result<(), Defer> {
-    let dims = ctx.need_dims(0)?;
     dtype_from(ctx, 0, 0);
+    let dims = ctx.need_dims(0)?;
     let r = dims.len();
     let axes = ctx.attr_ints("axes").unwrap_or_else(|| (0..r as i64).collect());
     let Some(axes) = norm_axes(ctx, &axes, r, "axes") else { return unknown_outputs(ctx) };

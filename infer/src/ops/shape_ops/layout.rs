@@ -37,6 +37,8 @@ fn pass_value(ctx: &mut OpCtx, out_dims: &[DimTerm]) {
 
 /// `Shape`: the input's dims (from `start` to `end` at opset 15) as size terms.
 fn shape(ctx: &mut OpCtx) -> Result<(), Defer> {
+    // int64 whatever the input's rank turns out to be
+    ctx.set_dtype(0, ElemType::Int64);
     let dims = ctx.need_dims(0)?;
     let r = dims.len() as i64;
     let (mut start, mut end) = (0, r);
