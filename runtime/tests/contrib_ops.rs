@@ -2,11 +2,13 @@
 //! onnxruntime's stored outputs: `DynamicQuantizeLSTM`
 //! (`fixtures/runtime/quantized_lstm/`, made by
 //! `fixtures/runtime/gen_quantized_lstm.py`), forward with per-direction
-//! scales and bidirectional with per-column ones. onnxruntime quantizes `X`
+//! scales and bidirectional with per-column ones, on the reference executor
+//! and on the SIMD session's recurrent kernels. onnxruntime quantizes `X`
 //! to 8 bits at run time where the executor keeps it in float, so outputs
 //! agree within that rounding ([`TOL`]), not exactly.
 
-use diamond_runtime::{run_model, RunOptions, Tensor, Value};
+use diamond_runtime::simd::{Options, Session};
+use diamond_runtime::{run_model, Fed, RunOptions, Tensor, Value};
 use std::path::PathBuf;
 
 /// Absolute tolerance: X's 8-bit rounding over 4 inputs and 3 steps.
@@ -29,8 +31,16 @@ fn dynamic_quantize_lstm_gives_onnxruntime_s_outputs() {
             .iter()
             .map(|n| (n.to_string(), Value::Tensor(stored(&format!("{case}.{n}.npy")))))
             .collect();
-        let run = run_model(&model, inputs, &RunOptions::default()).unwrap_or_else(|e| panic!("{case}: {e}"));
-        for (name, got) in &run.outputs {
+        let run = run_model(&model, inputs.clone(), &RunOptions::default()).unwrap_or_else(|e| panic!("{case}: {e}"));
+        let lowered = diamond_optimize::lower::lower(&model).unwrap();
+        let fed: Vec<(String, Fed)> = inputs.iter().map(|(n, v)| (n.clone(), Fed::of(v))).collect();
+        let mut session = Session::new(&model, &lowered, &fed, &Options::default()).unwrap();
+        // the node runs on the recurrent kernels, not the reference ones
+        assert_eq!(session.coverage().native_nodes, 1, "{case}");
+        assert_eq!(session.coverage().reference_nodes, 0, "{case}");
+        let simd = session.run(inputs).unwrap_or_else(|e| panic!("{case} on the SIMD session: {e}"));
+        assert!(session.fallbacks().is_empty(), "{case}: {:?}", session.fallbacks());
+        for (name, got) in run.outputs.iter().chain(&simd.outputs) {
             let want = stored(&format!("{case}.{name}.npy"));
             let Value::Tensor(got) = got else { panic!("{case}: output {name} is not a tensor") };
             assert_eq!(got.shape, want.shape, "{case}: output {name}");

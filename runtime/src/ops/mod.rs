@@ -11,7 +11,7 @@ pub(crate) mod nn;
 mod random;
 pub(crate) mod reduce_linalg;
 pub(crate) mod resize;
-mod rnn;
+pub(crate) mod rnn;
 pub(crate) mod shape_ops;
 
 use crate::error::{Result, RunError};

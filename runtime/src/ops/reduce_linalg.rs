@@ -358,10 +358,17 @@ pub(crate) fn matmul(
     let ia = broadcast_index(&batch, abatch);
     let ib = broadcast_index(&batch, bbatch);
     let mut out = vec![0.0; ia.len() * m * n];
-    for (bi, (&pa, &pb)) in ia.iter().zip(&ib).enumerate() {
-        let lhs = &av[pa * m * k..(pa + 1) * m * k];
-        let rhs = &bv[pb * k * n..(pb + 1) * k * n];
-        product(m, k, n, lhs, rhs, &mut out[bi * m * n..(bi + 1) * m * n]);
+    if bbatch.iter().product::<usize>() == 1 && abatch == batch.as_slice() {
+        // one right-hand matrix for every batch: the batches are rows of one
+        // product (a [seq, 1, k] · [k, n] is one seq×k·k×n product, not seq
+        // vector products each reading the whole matrix)
+        product(ia.len() * m, k, n, av, &bv[..k * n], &mut out);
+    } else {
+        for (bi, (&pa, &pb)) in ia.iter().zip(&ib).enumerate() {
+            let lhs = &av[pa * m * k..(pa + 1) * m * k];
+            let rhs = &bv[pb * k * n..(pb + 1) * k * n];
+            product(m, k, n, lhs, rhs, &mut out[bi * m * n..(bi + 1) * m * n]);
+        }
     }
     let mut shape = batch;
     if !a1 {

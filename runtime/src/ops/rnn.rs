@@ -61,24 +61,36 @@ pub(super) fn quantized_lstm(ctx: &NodeCtx<'_>) -> Result<Outs> {
 /// Input `at` (`[dirs, rows, cols]` integers) dequantized and transposed to
 /// `[dirs, cols, rows]`, with the scale and zero point at `scale_at`, `zero_at`.
 fn dequantized(ctx: &NodeCtx<'_>, at: usize, scale_at: usize, zero_at: usize) -> Result<crate::tensor::Tensor> {
-    let q = ctx.input(at)?;
+    let (q, scale, zero) = (ctx.input(at)?, ctx.input(scale_at)?, ctx.opt_input(zero_at)?);
+    dequantize_weights(q, scale, zero).map_err(|e| ctx.err(format!("input {at}: {e}")))
+}
+
+/// A `DynamicQuantizeLSTM` weight `q` (`[dirs, rows, cols]` integers)
+/// dequantized with `scale` and `zero` (one per direction, or per direction
+/// and column) and transposed to the LSTM's `[dirs, cols, rows]`, in `f32`;
+/// the reference executor and the SIMD session both run the LSTM on it.
+pub(crate) fn dequantize_weights(
+    q: &crate::tensor::Tensor,
+    scale: &crate::tensor::Tensor,
+    zero: Option<&crate::tensor::Tensor>,
+) -> std::result::Result<crate::tensor::Tensor, String> {
     let &[dirs, rows, cols] = q.shape.as_slice() else {
-        return Err(ctx.err(format!("input {at} must have rank 3, not {}", q.rank())));
+        return Err(format!("the weight must have rank 3, not {}", q.rank()));
     };
-    let values = q.to_f64s().ok_or_else(|| ctx.unsupported("string weights"))?;
-    let scale = ctx.input(scale_at)?.to_f64s().ok_or_else(|| ctx.unsupported("string scale"))?;
-    let zero = match ctx.opt_input(zero_at)? {
-        Some(z) => z.to_f64s().ok_or_else(|| ctx.unsupported("string zero point"))?,
+    let values = q.to_f64s().ok_or("string weights")?;
+    let scale = scale.to_f64s().ok_or("string scale")?;
+    let zero = match zero {
+        Some(z) => z.to_f64s().ok_or("string zero point")?,
         None => vec![0.0; scale.len()],
     };
     // per direction, or per direction and column
     let per_column = match scale.len() {
         n if n == dirs => false,
         n if n == dirs * cols => true,
-        n => return Err(ctx.err(format!("input {scale_at} holds {n} scales for {dirs} direction(s) of {cols}"))),
+        n => return Err(format!("{n} scales for {dirs} direction(s) of {cols}")),
     };
     if zero.len() != scale.len() {
-        return Err(ctx.err(format!("input {zero_at} holds {} zero points for {} scales", zero.len(), scale.len())));
+        return Err(format!("{} zero points for {} scales", zero.len(), scale.len()));
     }
     let mut out = vec![0.0f32; values.len()];
     for d in 0..dirs {

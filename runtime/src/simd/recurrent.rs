@@ -64,7 +64,14 @@ impl Cell {
 
 /// Whether the session hands `node` to [`compute`].
 pub fn covers(node: &Node) -> bool {
-    Cell::of(node).is_some()
+    Cell::of(node).is_some() || quantized(node)
+}
+
+/// Whether `node` is onnxruntime's `com.microsoft` `DynamicQuantizeLSTM`:
+/// an LSTM over 8-bit `W` and `R`, which [`compute`] dequantizes (as the
+/// reference executor does) and runs on these kernels.
+fn quantized(node: &Node) -> bool {
+    node.domain.as_deref() == Some("com.microsoft") && node.op_type.as_deref() == Some("DynamicQuantizeLSTM")
 }
 
 /// The attributes that shape the computation.
@@ -199,7 +206,24 @@ fn spec(node: &Node, cell: Cell, x: &Tensor, w: &Tensor, r: &Tensor) -> Option<S
 /// Computes the node's outputs (`Y`, `Y_h` and, for LSTM, `Y_c`), or
 /// `None` when these kernels do not cover it.
 pub fn compute(node: &Node, inputs: &[Option<&Tensor>]) -> Option<Vec<Tensor>> {
-    let cell = Cell::of(node)?;
+    if quantized(node) {
+        // W and R dequantized to the LSTM's layout; the scales and zero
+        // points (inputs 8-11) are not operands of the LSTM
+        let operand = |i: usize| inputs.get(i).copied().flatten();
+        let dequantize = |at: usize, scale: usize, zero: usize| {
+            crate::ops::rnn::dequantize_weights(operand(at)?, operand(scale)?, operand(zero)).ok()
+        };
+        let (w, r) = (dequantize(1, 8, 9)?, dequantize(2, 10, 11)?);
+        let mut lstm: Vec<Option<&Tensor>> = inputs.iter().take(8).copied().collect();
+        lstm[1] = Some(&w);
+        lstm[2] = Some(&r);
+        return compute_cell(node, Cell::Lstm, &lstm);
+    }
+    compute_cell(node, Cell::of(node)?, inputs)
+}
+
+/// [`compute`] for a node whose attributes are those of `cell`'s ONNX operator.
+fn compute_cell(node: &Node, cell: Cell, inputs: &[Option<&Tensor>]) -> Option<Vec<Tensor>> {
     let operand = |i: usize| inputs.get(i).copied().flatten();
     let (x, w, r) = (operand(0)?, operand(1)?, operand(2)?);
     let s = spec(node, cell, x, w, r)?;
