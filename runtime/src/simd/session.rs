@@ -354,9 +354,10 @@ impl<'m> Session<'m> {
                     steps.push(Planned::Native(*n));
                 }
                 Step::Node(n) => match lowered.unfused.iter().find(|u| u.node == *n) {
-                    // integer arithmetic and comparisons: the session's own kernels
+                    // integer arithmetic and comparisons (of any shape, known
+                    // before the run or not): the session's own kernels
                     Some(u)
-                        if u.refusal.reason == FallbackReason::OperandType
+                        if matches!(u.refusal.reason, FallbackReason::OperandType | FallbackReason::UnboundExtent)
                             && super::integer::OPS.contains(&graph.nodes[*n].op_type()) =>
                     {
                         coverage.native_nodes += 1;
