@@ -2,9 +2,11 @@
 //! `f32` to float16 or bfloat16 — the conversions at the edges of a
 //! half-precision model computed in `f32`
 //! (`diamond_optimize::widen::compute_in_f32`) and the index-to-float casts
-//! of masks and positions. Half conversions go through the `half` crate's
+//! of masks and positions — and `f32` to `int32`, `int64`, `int8` and
+//! `uint8` (truncated toward zero and saturated, NaN to 0, as the reference
+//! casts: the rounded zero points of quantized models). Half conversions go through the `half` crate's
 //! slice conversions (F16C instructions where the processor has them),
-//! split over the pool for large tensors. Other casts (to integers, to
+//! split over the pool for large tensors. Other casts (between integers, to
 //! strings, 8-bit floats, `saturate`) are left to the reference kernels.
 
 use super::contraction::{int_attr, overwritten, Take};
@@ -24,7 +26,15 @@ pub(crate) fn covers(node: &Node) -> bool {
         && node.attribute("saturate").is_none()
         && matches!(
             int_attr(node, "to", 0).map(|c| ElemType::from_code(c as i32)),
-            Some(ElemType::Float | ElemType::Float16 | ElemType::Bfloat16)
+            Some(
+                ElemType::Float
+                    | ElemType::Float16
+                    | ElemType::Bfloat16
+                    | ElemType::Int32
+                    | ElemType::Int64
+                    | ElemType::Int8
+                    | ElemType::Uint8
+            )
         )
 }
 
@@ -49,6 +59,11 @@ pub(crate) fn cast(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -> O
         (ElemType::Float, Data::Bool(v)) => Data::F32(map(take, v, |&a| f32::from(u8::from(a)))),
         (ElemType::Float16, Data::F32(v)) => Data::F16(from_f32(v, |s, d: &mut [f16]| d.convert_from_f32_slice(s))),
         (ElemType::Bfloat16, Data::F32(v)) => Data::Bf16(from_f32(v, |s, d: &mut [bf16]| d.convert_from_f32_slice(s))),
+        // truncated toward zero and saturated, NaN to 0 (Rust's `as`, the reference's rule)
+        (ElemType::Int32, Data::F32(v)) => Data::I32(from_f32(v, |s, d: &mut [i32]| truncate(s, d, |a| a as i32))),
+        (ElemType::Int64, Data::F32(v)) => Data::I64(from_f32(v, |s, d: &mut [i64]| truncate(s, d, |a| a as i64))),
+        (ElemType::Int8, Data::F32(v)) => Data::I8(from_f32(v, |s, d: &mut [i8]| truncate(s, d, |a| a as i8))),
+        (ElemType::Uint8, Data::F32(v)) => Data::U8(from_f32(v, |s, d: &mut [u8]| truncate(s, d, |a| a as u8))),
         _ => return None,
     };
     Some(Tensor { shape: x.shape.clone(), data })
@@ -66,6 +81,13 @@ fn from_f32<T: Send + Default + Clone>(src: &[f32], convert: impl Fn(&[f32], &mu
     let mut out = vec![T::default(); src.len()];
     out.par_chunks_mut(CHUNK).zip(src.par_chunks(CHUNK)).for_each(|(d, s)| convert(s, d));
     out
+}
+
+/// `d[i] = f(s[i])`.
+fn truncate<T>(s: &[f32], d: &mut [T], f: impl Fn(f32) -> T) {
+    for (o, &a) in d.iter_mut().zip(s) {
+        *o = f(a);
+    }
 }
 
 /// `f(x)` of each element of `src`, into a pooled `f32` buffer.

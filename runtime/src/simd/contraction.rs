@@ -181,20 +181,17 @@ fn gemm(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>, ep: Epilogue) -
     Tensor::new(vec![m, n], Data::F32(out))
 }
 
-fn conv(
-    node: &Node,
-    inputs: &[Option<&Tensor>],
-    take: Take<'_>,
-    kept: Option<&mut Option<Prepared>>,
-    ep: Epilogue,
-) -> Option<Tensor> {
-    let (x, w) = (inputs.first().copied()??, inputs.get(1).copied()??);
+/// The 2-D geometry of convolution `node` over an input and a weight of
+/// these shapes (a 1-D one as a 2-D one over a single row: the `bool`),
+/// or `None` for other ranks, `auto_pad`, inconsistent groups or a
+/// kernel that does not fit.
+pub(super) fn conv_geometry(node: &Node, x_shape: &[usize], w_shape: &[usize]) -> Option<(Conv2d, bool)> {
     // A 1-D convolution is a 2-D one over a single row.
-    let one_d = x.shape.len() == 3 && w.shape.len() == 3;
+    let one_d = x_shape.len() == 3 && w_shape.len() == 3;
     let (xs, ws) = if one_d {
-        ([x.shape[0], x.shape[1], 1, x.shape[2]], [w.shape[0], w.shape[1], 1, w.shape[2]])
-    } else if x.shape.len() == 4 && w.shape.len() == 4 {
-        ([x.shape[0], x.shape[1], x.shape[2], x.shape[3]], [w.shape[0], w.shape[1], w.shape[2], w.shape[3]])
+        ([x_shape[0], x_shape[1], 1, x_shape[2]], [w_shape[0], w_shape[1], 1, w_shape[2]])
+    } else if x_shape.len() == 4 && w_shape.len() == 4 {
+        ([x_shape[0], x_shape[1], x_shape[2], x_shape[3]], [w_shape[0], w_shape[1], w_shape[2], w_shape[3]])
     } else {
         return None;
     };
@@ -241,6 +238,19 @@ fn conv(
     if group == 0 || p.c_in % group != 0 || p.c_out % group != 0 || ws[1] * group != p.c_in {
         return None;
     }
+    p.output_hw()?;
+    Some((p, one_d))
+}
+
+fn conv(
+    node: &Node,
+    inputs: &[Option<&Tensor>],
+    take: Take<'_>,
+    kept: Option<&mut Option<Prepared>>,
+    ep: Epilogue,
+) -> Option<Tensor> {
+    let (x, w) = (inputs.first().copied()??, inputs.get(1).copied()??);
+    let (p, one_d) = conv_geometry(node, &x.shape, &w.shape)?;
     let (oh, ow) = p.output_hw()?;
     let bias = match inputs.get(2).copied().flatten() {
         None => Bias::None,

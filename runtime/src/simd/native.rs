@@ -17,7 +17,8 @@
 //!   **Split** (several outputs, also called by the session itself),
 //!   **Slice**, **Gather** and **Pad** ([`movement`]); `f32` elementwise
 //!   nodes and reductions whose shapes are known only at run time
-//!   ([`late`]).
+//!   ([`late`]); onnxruntime's dynamically quantized `DynamicQuantizeLinear`,
+//!   `MatMulInteger` and `ConvInteger` ([`quantized`], exact `i32` products).
 //!
 //! Anything else about these operators — other ranks, element types,
 //! `auto_pad`, `output_shape`, cubic or antialiased resizing, a crop box,
@@ -27,7 +28,7 @@
 use super::contraction::{floats, int_attr, overwritten, sized, Take};
 use super::epilogue::Epilogue;
 use super::gemm::{sgemm, MatRef};
-use super::{cast, concat, einsum, gather, integer, late, movement, norm, pool, recurrent, relayout};
+use super::{cast, concat, einsum, gather, integer, late, movement, norm, pool, quantized, recurrent, relayout};
 use crate::ops::resize::axis_taps;
 use crate::tensor::{Data, Tensor};
 use diamond_ir::{AttrValue, Node};
@@ -60,6 +61,7 @@ pub(crate) fn covers(node: &Node) -> bool {
         || relayout::relabels(node)
         || cast::covers(node)
         || recurrent::covers(node)
+        || quantized::covers(node)
 }
 
 /// Computes `node` on `inputs` (`None` where omitted) into a tensor whose

@@ -70,7 +70,7 @@ pub fn covers(node: &Node) -> bool {
 /// Whether `node` is onnxruntime's `com.microsoft` `DynamicQuantizeLSTM`:
 /// an LSTM over 8-bit `W` and `R`, which [`compute`] dequantizes (as the
 /// reference executor does) and runs on these kernels.
-fn quantized(node: &Node) -> bool {
+pub(crate) fn quantized(node: &Node) -> bool {
     node.domain.as_deref() == Some("com.microsoft") && node.op_type.as_deref() == Some("DynamicQuantizeLSTM")
 }
 
@@ -206,17 +206,43 @@ fn spec(node: &Node, cell: Cell, x: &Tensor, w: &Tensor, r: &Tensor) -> Option<S
 /// Computes the node's outputs (`Y`, `Y_h` and, for LSTM, `Y_c`), or
 /// `None` when these kernels do not cover it.
 pub fn compute(node: &Node, inputs: &[Option<&Tensor>]) -> Option<Vec<Tensor>> {
+    compute_keeping(node, inputs, None)
+}
+
+/// [`compute`], with `kept` the session's slot for a `DynamicQuantizeLSTM`'s
+/// dequantized `W` and `R` when they (and their scales and zero points) are
+/// constant: filled on the first run, used as they are after.
+pub(crate) fn compute_keeping(
+    node: &Node,
+    inputs: &[Option<&Tensor>],
+    kept: Option<&mut Option<(Tensor, Tensor)>>,
+) -> Option<Vec<Tensor>> {
     if quantized(node) {
         // W and R dequantized to the LSTM's layout; the scales and zero
         // points (inputs 8-11) are not operands of the LSTM
         let operand = |i: usize| inputs.get(i).copied().flatten();
-        let dequantize = |at: usize, scale: usize, zero: usize| {
-            crate::ops::rnn::dequantize_weights(operand(at)?, operand(scale)?, operand(zero)).ok()
+        let dequantize = || {
+            let one = |at: usize, scale: usize, zero: usize| {
+                crate::ops::rnn::dequantize_weights(operand(at)?, operand(scale)?, operand(zero)).ok()
+            };
+            Some((one(1, 8, 9)?, one(2, 10, 11)?))
         };
-        let (w, r) = (dequantize(1, 8, 9)?, dequantize(2, 10, 11)?);
+        let fresh;
+        let (w, r) = match kept {
+            Some(slot) => {
+                if slot.is_none() {
+                    *slot = Some(dequantize()?);
+                }
+                slot.as_ref()?
+            }
+            None => {
+                fresh = dequantize()?;
+                &fresh
+            }
+        };
         let mut lstm: Vec<Option<&Tensor>> = inputs.iter().take(8).copied().collect();
-        lstm[1] = Some(&w);
-        lstm[2] = Some(&r);
+        lstm[1] = Some(w);
+        lstm[2] = Some(r);
         return compute_cell(node, Cell::Lstm, &lstm);
     }
     compute_cell(node, Cell::of(node)?, inputs)

@@ -21,7 +21,8 @@ use super::fold::{fold, Fold};
 use super::profile::{first_names, op_list, StepKind, StepTime};
 use super::tile::{Dst, Src};
 use super::{
-    contraction, elementwise, fused_post, hot_pool, movement, native, norm_lanes, recurrent, reduce, relayout, Options,
+    contraction, elementwise, fused_post, hot_pool, movement, native, norm_lanes, quantized, recurrent, reduce,
+    relayout, Options,
 };
 use crate::error::{Result, RunError};
 use crate::exec::{run_one, Frame};
@@ -170,6 +171,8 @@ pub struct Session<'m> {
     resident: u64,
     /// What convolutions with a constant weight derive from it, by node.
     filters: HashMap<NodeId, Prepared>,
+    /// What quantized products with a constant weight derive from it, by node.
+    quantized: HashMap<NodeId, quantized::Weights>,
     pool: Vec<Vec<f32>>,
     simd: bool,
     coverage: Coverage,
@@ -305,6 +308,16 @@ impl<'m> Session<'m> {
                 coverage.fused_nodes += p.nodes.len();
                 steps.push(Planned::Program(Box::new(r)));
             }
+            // a program the fused kernels refuse for its types or sizes
+            // whose nodes the session's own kernels all take (a Cast of
+            // int32 sums to float): those kernels, node by node
+            Err(why)
+                if matches!(why.reason, FallbackReason::OperandType | FallbackReason::UnboundExtent)
+                    && p.nodes.iter().all(|&n| native::covers(&graph.nodes[n])) =>
+            {
+                coverage.native_nodes += p.nodes.len();
+                steps.extend(p.nodes.iter().map(|&n| Planned::Native(n)));
+            }
             Err(why) => {
                 coverage.reference_nodes += p.nodes.len();
                 let float = p.outputs.iter().any(|o| is_float(o.view.elem)) || p.body.iter().any(|i| is_float(i.ty));
@@ -393,6 +406,7 @@ impl<'m> Session<'m> {
             initializer,
             resident,
             filters: HashMap::new(),
+            quantized: HashMap::new(),
             pool: Vec::new(),
             simd: options.use_simd(),
             coverage,
@@ -1095,13 +1109,64 @@ impl<'m> Session<'m> {
         if relayout::relabels(&self.frame.graph.nodes[n]) {
             return self.run_relabel(n, step, peak, live);
         }
+        if recurrent::quantized(&self.frame.graph.nodes[n]) {
+            return self.run_quantized(n, peak, live);
+        }
         if recurrent::covers(&self.frame.graph.nodes[n]) {
             return self.run_several(n, peak, live, &mut |node, inputs, _| recurrent::compute(node, inputs));
         }
         if self.frame.graph.nodes[n].op_type() == "Split" {
             return self.run_several(n, peak, live, &mut movement::split);
         }
+        if quantized::covers(&self.frame.graph.nodes[n]) {
+            return self.run_quantized(n, peak, live);
+        }
         self.run_on_own_kernels(n, peak, live, &mut native::compute)
+    }
+
+    /// Runs quantized node `n` ([`quantized`], or a `DynamicQuantizeLSTM`
+    /// through [`recurrent`]); the bytes it added. A node whose weights
+    /// and their scales and zero points are initializers keeps what it
+    /// derives from them ([`quantized::Weights`]), resident like the weights.
+    fn run_quantized(&mut self, n: NodeId, peak: &mut u64, live: u64) -> Result<u64> {
+        let simd = self.simd;
+        let node = &self.frame.graph.nodes[n];
+        if node.op_type() == "DynamicQuantizeLinear" {
+            return self.run_several(n, peak, live, &mut |_, inputs, _| quantized::dynamic_quantize(inputs, simd));
+        }
+        let lstm = recurrent::quantized(node);
+        let weights: &[usize] = if lstm { &[1, 2, 8, 9, 10, 11] } else { &[1, 3] };
+        let constant = weights.iter().all(|&i| {
+            node.inputs.get(i).is_none_or(|&v| self.initializer[idx(v)] || self.frame.graph.value_name(v).is_empty())
+        });
+        let mut slot = constant.then(|| self.quantized.remove(&n));
+        let before = slot.as_ref().and_then(|s| s.as_ref()).map_or(0, quantized::Weights::byte_size);
+        let made = if lstm {
+            let mut kept = match slot.take() {
+                Some(Some(quantized::Weights::Lstm(w, r))) => Some(Some((w, r))),
+                Some(_) => Some(None),
+                None => None,
+            };
+            let made = self.run_several(n, peak, live, &mut |node, inputs, _| {
+                recurrent::compute_keeping(node, inputs, kept.as_mut())
+            })?;
+            slot = kept.map(|k| k.map(|(w, r)| quantized::Weights::Lstm(w, r)));
+            made
+        } else {
+            let conv = node.op_type() == "ConvInteger";
+            self.run_on_own_kernels(n, peak, live, &mut |node, inputs, _| {
+                if conv {
+                    quantized::conv_integer(node, inputs, slot.as_mut(), simd)
+                } else {
+                    quantized::matmul_integer(inputs, slot.as_mut(), simd)
+                }
+            })?
+        };
+        let Some(Some(weights)) = slot else { return Ok(made) };
+        let added = weights.byte_size().saturating_sub(before);
+        self.resident += added;
+        self.quantized.insert(n, weights);
+        Ok(made + added)
     }
 
     /// Runs relabelling node `n` (Reshape, Flatten, Squeeze, Unsqueeze) of
