@@ -1,5 +1,9 @@
-//! onnxruntime's `com.microsoft` operators the executors run, against
-//! onnxruntime's stored outputs: `DynamicQuantizeLSTM`
+//! onnxruntime's quantized operators the executors run, against
+//! onnxruntime's stored outputs. The standard `DynamicQuantizeLinear`,
+//! `ConvInteger` and `MatMulInteger` (`fixtures/runtime/quantized_ops/`,
+//! made by `fixtures/runtime/gen_quantized_ops.py`) give onnxruntime's
+//! integers exactly, on the reference executor and on the SIMD session's
+//! own kernels. The `com.microsoft` `DynamicQuantizeLSTM`
 //! (`fixtures/runtime/quantized_lstm/`, made by
 //! `fixtures/runtime/gen_quantized_lstm.py`), forward with per-direction
 //! scales and bidirectional with per-column ones, on the reference executor
@@ -19,8 +23,44 @@ fn dir() -> PathBuf {
 }
 
 fn stored(name: &str) -> Tensor {
-    let t = diamond_importers::tensor_file::read_tensor_file(&dir().join(name)).unwrap();
+    read(&dir().join(name))
+}
+
+fn read(path: &std::path::Path) -> Tensor {
+    let t = diamond_importers::tensor_file::read_tensor_file(path).unwrap();
     Tensor::from_ir(&t).unwrap()
+}
+
+#[test]
+fn quantize_and_integer_products_give_onnxruntime_s_integers_exactly() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/runtime/quantized_ops");
+    let model = diamond_importers::onnx::load_model(&dir.join("quantized_ops.onnx")).unwrap();
+    let inputs: Vec<(String, Value)> = ["x", "y", "v", "u"]
+        .iter()
+        .map(|n| (n.to_string(), Value::Tensor(read(&dir.join(format!("inputs/{n}.npy"))))))
+        .collect();
+    let run = run_model(&model, inputs.clone(), &RunOptions::default()).unwrap();
+    let lowered = diamond_optimize::lower::lower(&model).unwrap();
+    let fed: Vec<(String, Fed)> = inputs.iter().map(|(n, v)| (n.clone(), Fed::of(v))).collect();
+    let mut session = Session::new(&model, &lowered, &fed, &Options::default()).unwrap();
+    // four DynamicQuantizeLinear, three ConvInteger, two MatMulInteger: all on the session's kernels
+    assert_eq!(session.coverage().native_nodes, 9);
+    assert_eq!(session.coverage().reference_nodes, 0);
+    // twice: the second run takes the weights the first one packed
+    for round in 0..2 {
+        let simd = session.run(inputs.clone()).unwrap();
+        assert!(session.fallbacks().is_empty(), "{:?}", session.fallbacks());
+        assert_eq!(run.outputs.len(), 8);
+        for (executor, outputs) in [("reference", &run.outputs), ("simd", &simd.outputs)] {
+            for (name, got) in outputs {
+                let want = read(&dir.join(format!("outputs/{name}.npy")));
+                let Value::Tensor(got) = got else { panic!("output {name} is not a tensor") };
+                assert_eq!(got.elem(), want.elem(), "{executor}: output {name}");
+                assert_eq!(got.shape, want.shape, "{executor}: output {name}");
+                assert_eq!(got.to_f64s(), want.to_f64s(), "{executor} (run {round}): output {name}");
+            }
+        }
+    }
 }
 
 #[test]

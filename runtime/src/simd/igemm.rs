@@ -12,7 +12,8 @@
 //! does), unlike the `f32` product, whose 24-bit mantissa loses the low
 //! bits of long sums. Panels run in parallel on the current rayon pool.
 //!
-//! The portable instance computes the same sums with scalar loops.
+//! With AVX-512 VNNI (`vpdpwssd`) the multiply and the add are one
+//! instruction. The portable instance computes the same sums with scalar loops.
 
 use super::cpu;
 use rayon::prelude::*;
@@ -39,24 +40,35 @@ impl PackedB {
 
     /// Packs row-major `b` (`k` rows of `n`).
     pub(crate) fn from_rows(k: usize, n: usize, b: &[i16]) -> PackedB {
-        assert_eq!(b.len(), k * n, "a {k}×{n} matrix");
         let mut packed = PackedB::zeroed(k, n);
-        packed.panels_mut().for_each(|(p, panel)| {
+        packed.fill_from_rows(b);
+        packed
+    }
+
+    /// Packs row-major `b` (`k` rows of `n`, this packing's sizes) over
+    /// what it held.
+    pub(crate) fn fill_from_rows(&mut self, b: &[i16]) {
+        let (k, n) = (self.k, self.n);
+        assert_eq!(b.len(), k * n, "a {k}×{n} matrix");
+        self.panels_mut().for_each(|(p, panel)| {
             let (c0, width) = (p * NR, NR.min(n - p * NR));
             for (q, pairs) in panel.chunks_exact_mut(2 * NR).enumerate() {
                 let first = &b[2 * q * n + c0..][..width];
-                for (j, &v) in first.iter().enumerate() {
-                    pairs[2 * j] = v;
-                }
                 if 2 * q + 1 < k {
                     let second = &b[(2 * q + 1) * n + c0..][..width];
-                    for (j, &v) in second.iter().enumerate() {
-                        pairs[2 * j + 1] = v;
+                    // an interleaving store the compiler vectorizes
+                    for ((d, &x), &y) in pairs.chunks_exact_mut(2).zip(first).zip(second) {
+                        d[0] = x;
+                        d[1] = y;
+                    }
+                } else {
+                    for (d, &x) in pairs.chunks_exact_mut(2).zip(first) {
+                        d[0] = x;
+                        d[1] = 0;
                     }
                 }
             }
         });
-        packed
     }
 
     /// The panels, in parallel, each with its index: panel `p` is
@@ -96,7 +108,11 @@ pub(crate) fn product(m: usize, a: &[i16], lda: usize, b: &PackedB, c: &mut [i32
     let isa = if !simd || !cpu::avx2_fma() {
         Isa::Portable
     } else if cpu::avx512() && avx512bw() {
-        Isa::Avx512
+        if avx512vnni() {
+            Isa::Avx512Vnni
+        } else {
+            Isa::Avx512
+        }
     } else {
         Isa::Avx2
     };
@@ -106,6 +122,13 @@ pub(crate) fn product(m: usize, a: &[i16], lda: usize, b: &PackedB, c: &mut [i32
 fn avx512bw() -> bool {
     #[cfg(target_arch = "x86_64")]
     return std::arch::is_x86_feature_detected!("avx512bw");
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+fn avx512vnni() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::arch::is_x86_feature_detected!("avx512vnni");
     #[cfg(not(target_arch = "x86_64"))]
     false
 }
@@ -167,6 +190,9 @@ enum Isa {
     Portable,
     Avx2,
     Avx512,
+    /// AVX-512 with VNNI's `vpdpwssd`: the pair products added into the
+    /// sums in one instruction.
+    Avx512Vnni,
 }
 
 impl Isa {
@@ -175,7 +201,7 @@ impl Isa {
         match self {
             Isa::Portable => 4,
             Isa::Avx2 => 3,
-            Isa::Avx512 => 6,
+            Isa::Avx512 | Isa::Avx512Vnni => 6,
         }
     }
 
@@ -209,6 +235,9 @@ impl Isa {
         {
             if self == Isa::Avx512 {
                 return by_rows!(block_avx512, 1 2 3 4 5 6);
+            }
+            if self == Isa::Avx512Vnni {
+                return by_rows!(block_vnni, 1 2 3 4 5 6);
             }
             if self == Isa::Avx2 {
                 return by_rows!(block_avx2, 1 2 3);
@@ -306,6 +335,19 @@ unsafe fn block_avx512<const R: usize>(
             row[1] = _mm512_add_epi32(row[1], _mm512_madd_epi16(av, b1));
         }
     }
+    unsafe { store_avx512(&acc, c, ldc, width) }
+}
+
+/// Stores the sums of one AVX-512 block (`width` columns of each row).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn store_avx512<const R: usize>(
+    acc: &[[std::arch::x86_64::__m512i; 2]; R],
+    c: *mut i32,
+    ldc: usize,
+    width: usize,
+) {
+    use std::arch::x86_64::*;
     for (r, row) in acc.iter().enumerate() {
         let dst = unsafe { c.add(r * ldc) };
         if width == NR {
@@ -322,6 +364,32 @@ unsafe fn block_avx512<const R: usize>(
             }
         }
     }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+unsafe fn block_vnni<const R: usize>(
+    a: *const i16,
+    lda: usize,
+    b: *const i16,
+    pairs: usize,
+    c: *mut i32,
+    ldc: usize,
+    width: usize,
+) {
+    use std::arch::x86_64::*;
+    let mut acc = [[_mm512_setzero_si512(); 2]; R];
+    for q in 0..pairs {
+        let (b0, b1) = unsafe {
+            (_mm512_loadu_si512(b.add(q * 2 * NR) as *const _), _mm512_loadu_si512(b.add(q * 2 * NR + NR) as *const _))
+        };
+        for (r, row) in acc.iter_mut().enumerate() {
+            let av = _mm512_set1_epi32(unsafe { pair(a.add(r * lda), q) });
+            row[0] = _mm512_dpwssd_epi32(row[0], av, b0);
+            row[1] = _mm512_dpwssd_epi32(row[1], av, b1);
+        }
+    }
+    unsafe { store_avx512(&acc, c, ldc, width) }
 }
 
 #[cfg(test)]
@@ -365,6 +433,9 @@ mod tests {
             }
             if avx512bw() && std::arch::is_x86_feature_detected!("avx512f") {
                 isas.push(Isa::Avx512);
+                if avx512vnni() {
+                    isas.push(Isa::Avx512Vnni);
+                }
             }
             for isa in isas {
                 let mut c = vec![7i32; m * (n + 3)];

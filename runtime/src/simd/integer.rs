@@ -66,8 +66,12 @@ pub(super) fn map2<T: Copy, U>(
     for _ in 0..len / inner {
         let (oa, ob): (usize, usize) =
             index.iter().zip(ta.iter().zip(&tb)).fold((0, 0), |(x, y), (i, (p, q))| (x + i * p, y + i * q));
-        for j in 0..inner {
-            out.push(f(a[oa + j * ia], b[ob + j * ib]));
+        // contiguous or broadcast rows as slices, which the compiler vectorizes
+        match (ia, ib) {
+            (1, 1) => out.extend(a[oa..oa + inner].iter().zip(&b[ob..ob + inner]).map(|(&x, &y)| f(x, y))),
+            (1, 0) => out.extend(a[oa..oa + inner].iter().map(|&x| f(x, b[ob]))),
+            (0, 1) => out.extend(b[ob..ob + inner].iter().map(|&y| f(a[oa], y))),
+            _ => out.extend((0..inner).map(|j| f(a[oa + j * ia], b[ob + j * ib]))),
         }
         for axis in (0..rank - 1).rev() {
             index[axis] += 1;

@@ -63,6 +63,7 @@ pub mod pool;
 pub mod portable_gemm;
 pub mod profile;
 mod quantized;
+mod recurrence_8bit;
 pub mod recurrent;
 pub mod reduce;
 pub mod reduce_flat;

@@ -24,7 +24,8 @@
 use super::contraction::conv_geometry;
 use super::conv::Conv2d;
 use super::cpu;
-use super::igemm::{self, PackedB, NR};
+use super::igemm::{self, PackedB};
+use super::recurrent::KeptLstm;
 use crate::tensor::{Data, Tensor};
 use diamond_ir::Node;
 use rayon::prelude::*;
@@ -43,8 +44,8 @@ pub(crate) enum Weights {
     /// ConvInteger's filters, centered: per output channel one row of its
     /// `c_in/group · kh · kw` taps, padded to `stride` (even).
     Rows { rows: Vec<i16>, stride: usize },
-    /// A `DynamicQuantizeLSTM`'s `W` and `R`, dequantized ([`recurrent`](super::recurrent)).
-    Lstm(Tensor, Tensor),
+    /// What a `DynamicQuantizeLSTM` derives from `W` and `R` ([`recurrent`](super::recurrent)).
+    Lstm(Box<KeptLstm>),
 }
 
 impl Weights {
@@ -53,7 +54,7 @@ impl Weights {
         match self {
             Weights::Packed(p) => p.byte_size(),
             Weights::Rows { rows, .. } => (rows.len() * 2) as u64,
-            Weights::Lstm(w, r) => w.byte_size() + r.byte_size(),
+            Weights::Lstm(kept) => kept.byte_size(),
         }
     }
 }
@@ -197,15 +198,17 @@ pub(crate) fn conv_integer(
     let positions = oh * ow;
     let x = bytes(x)?;
     let mut out = vec![0i32; p.n * p.c_out * positions];
+    let mut patches = vec![0i16; taps * positions];
     let mut col = PackedB::zeroed(taps, positions);
     let (gin, gout) = (p.group_in(), p.group_out());
     for image in 0..p.n {
         for g in 0..p.group {
             let first = (image * p.c_in + g * gin) * p.h * p.w;
             match &x {
-                Bytes::U8(v) => im2col(v, first, &p, (oh, ow), x_zp, &mut col),
-                Bytes::I8(v) => im2col(v, first, &p, (oh, ow), x_zp, &mut col),
+                Bytes::U8(v) => im2col(v, first, &p, (oh, ow), x_zp, &mut patches),
+                Bytes::I8(v) => im2col(v, first, &p, (oh, ow), x_zp, &mut patches),
             }
+            col.fill_from_rows(&patches);
             let c = &mut out[(image * p.c_out + g * gout) * positions..][..gout * positions];
             igemm::product(gout, &rows[g * gout * stride..][..gout * stride], stride, &col, c, positions, simd);
         }
@@ -222,40 +225,45 @@ fn filter_rows(w: &Tensor, zp: Option<&Tensor>, p: &Conv2d, taps: usize, stride:
 }
 
 /// The patches of one image's group of channels (starting at value
-/// `first` of `x`), centered, into `col`: row `(c, ki, kj)`, column the
-/// output position; taps in the padding are 0.
+/// `first` of `x`), centered, into `rows` (row-major, one row of output
+/// positions per tap `(c, ki, kj)`); taps in the padding are 0. Each
+/// output row's run of in-bounds taps is one contiguous (or, at a column
+/// stride, strided) read of an input row.
 fn im2col<T: Copy + Into<i16> + Sync>(
     x: &[T],
     first: usize,
     p: &Conv2d,
     (oh, ow): (usize, usize),
     zp: i16,
-    col: &mut PackedB,
+    rows: &mut [i16],
 ) {
-    let positions = oh * ow;
     let taps = p.kh * p.kw;
-    let count = p.group_in() * taps;
-    col.panels_mut().for_each(|(panel_index, panel)| {
-        let start = panel_index * NR;
-        let width = NR.min(positions - start);
-        let (mut top, mut left) = ([0isize; NR], [0isize; NR]);
-        for j in 0..width {
-            let (oy, ox) = ((start + j) / ow, (start + j) % ow);
-            top[j] = (oy * p.stride[0]) as isize - p.pads[0] as isize;
-            left[j] = (ox * p.stride[1]) as isize - p.pads[1] as isize;
-        }
-        for t in 0..count {
-            let (c, ki, kj) = (t / taps, t % taps / p.kw, t % p.kw);
-            let plane = &x[first + c * p.h * p.w..][..p.h * p.w];
-            let (dy, dx) = ((ki * p.dilation[0]) as isize, (kj * p.dilation[1]) as isize);
-            let dst = &mut panel[t / 2 * 2 * NR + t % 2..];
-            for j in 0..width {
-                let (iy, ix) = (top[j] + dy, left[j] + dx);
-                dst[2 * j] = if (iy as usize) < p.h && (ix as usize) < p.w {
-                    plane[iy as usize * p.w + ix as usize].into() - zp
-                } else {
-                    0
-                };
+    let (sh, sw) = (p.stride[0], p.stride[1]);
+    rows.par_chunks_mut(oh * ow).enumerate().for_each(|(t, row)| {
+        let (c, ki, kj) = (t / taps, t % taps / p.kw, t % p.kw);
+        let plane = &x[first + c * p.h * p.w..][..p.h * p.w];
+        // ix = ox·sw + kj·dw − left lies in [0, w) for ox in [lo, hi)
+        let shift = (kj * p.dilation[1]) as isize - p.pads[1] as isize;
+        let lo = if shift >= 0 { 0 } else { (-shift) as usize }.div_ceil(sw).min(ow);
+        let hi = if (p.w as isize) <= shift { 0 } else { (p.w as isize - shift) as usize }.div_ceil(sw).clamp(lo, ow);
+        for (oy, out) in row.chunks_exact_mut(ow).enumerate() {
+            let iy = (oy * sh + ki * p.dilation[0]) as isize - p.pads[0] as isize;
+            if iy < 0 || iy as usize >= p.h || lo == hi {
+                out.fill(0);
+                continue;
+            }
+            let src = &plane[iy as usize * p.w..][..p.w];
+            out[..lo].fill(0);
+            out[hi..].fill(0);
+            let start = (lo * sw) as isize + shift;
+            if sw == 1 {
+                for (o, &v) in out[lo..hi].iter_mut().zip(&src[start as usize..]) {
+                    *o = v.into() - zp;
+                }
+            } else {
+                for (o, &v) in out[lo..hi].iter_mut().zip(src[start as usize..].iter().step_by(sw)) {
+                    *o = v.into() - zp;
+                }
             }
         }
     });
@@ -341,7 +349,9 @@ unsafe fn quantize_avx2(v: &[f32], scale: f32, zp: f32, q: &mut [u8]) {
 #[inline(always)]
 fn quantize_body(v: &[f32], scale: f32, zp: f32, q: &mut [u8]) {
     for (d, &x) in q.iter_mut().zip(v) {
-        // `as u8` saturates, and takes NaN to 0
-        *d = ((x / scale).round_ties_even() + zp).clamp(0.0, 255.0) as u8;
+        // `max` takes NaN to 0, as the reference's saturating conversion does
+        let r = ((x / scale).round_ties_even() + zp).max(0.0).min(255.0);
+        // SAFETY: r is finite and in [0, 255] (a plain conversion, which vectorizes)
+        *d = unsafe { r.to_int_unchecked::<i32>() } as u8;
     }
 }

@@ -20,6 +20,7 @@ use super::cpu;
 use super::epilogue::{Bias, Epilogue};
 use super::gemm::{sgemm_on, MatRef};
 use super::math::{clamp, sigmoid_in, tanh_in, Arith, Fused, Split};
+use super::recurrence_8bit::Recurrence8;
 use crate::tensor::{Data, Tensor};
 use diamond_ir::{AttrValue, Node};
 
@@ -209,47 +210,100 @@ pub fn compute(node: &Node, inputs: &[Option<&Tensor>]) -> Option<Vec<Tensor>> {
     compute_keeping(node, inputs, None)
 }
 
+/// What a `DynamicQuantizeLSTM` derives from its constant weights, kept
+/// by the session from run to run: `W` and `R` dequantized, and `R` per
+/// direction in 8 bits for the steps ([`Recurrence8`]).
+pub(crate) struct KeptLstm {
+    w: Tensor,
+    r: Tensor,
+    r8: Option<Vec<Recurrence8>>,
+}
+
+impl KeptLstm {
+    /// The bytes it holds.
+    pub(crate) fn byte_size(&self) -> u64 {
+        self.w.byte_size() + self.r.byte_size() + self.r8.iter().flatten().map(Recurrence8::byte_size).sum::<u64>()
+    }
+}
+
 /// [`compute`], with `kept` the session's slot for a `DynamicQuantizeLSTM`'s
 /// dequantized `W` and `R` when they (and their scales and zero points) are
 /// constant: filled on the first run, used as they are after.
 pub(crate) fn compute_keeping(
     node: &Node,
     inputs: &[Option<&Tensor>],
-    kept: Option<&mut Option<(Tensor, Tensor)>>,
+    kept: Option<&mut Option<KeptLstm>>,
 ) -> Option<Vec<Tensor>> {
     if quantized(node) {
         // W and R dequantized to the LSTM's layout; the scales and zero
         // points (inputs 8-11) are not operands of the LSTM
         let operand = |i: usize| inputs.get(i).copied().flatten();
-        let dequantize = || {
+        let derive = || {
             let one = |at: usize, scale: usize, zero: usize| {
                 crate::ops::rnn::dequantize_weights(operand(at)?, operand(scale)?, operand(zero)).ok()
             };
-            Some((one(1, 8, 9)?, one(2, 10, 11)?))
+            let r8 = recurrence_8bit(operand(2)?, operand(10)?, operand(11));
+            Some(KeptLstm { w: one(1, 8, 9)?, r: one(2, 10, 11)?, r8 })
         };
         let fresh;
-        let (w, r) = match kept {
+        let kept = match kept {
             Some(slot) => {
                 if slot.is_none() {
-                    *slot = Some(dequantize()?);
+                    *slot = Some(derive()?);
                 }
                 slot.as_ref()?
             }
             None => {
-                fresh = dequantize()?;
+                fresh = derive()?;
                 &fresh
             }
         };
         let mut lstm: Vec<Option<&Tensor>> = inputs.iter().take(8).copied().collect();
-        lstm[1] = Some(w);
-        lstm[2] = Some(r);
-        return compute_cell(node, Cell::Lstm, &lstm);
+        lstm[1] = Some(&kept.w);
+        lstm[2] = Some(&kept.r);
+        return compute_cell(node, Cell::Lstm, &lstm, kept.r8.as_deref());
     }
-    compute_cell(node, Cell::of(node)?, inputs)
+    compute_cell(node, Cell::of(node)?, inputs, None)
+}
+
+/// A `DynamicQuantizeLSTM`'s `R` (`[dirs, hidden, 4·hidden]` 8-bit
+/// integers) per direction in 8 bits, or `None` for other types or scales.
+fn recurrence_8bit(r: &Tensor, scale: &Tensor, zero: Option<&Tensor>) -> Option<Vec<Recurrence8>> {
+    let &[dirs, hidden, gates] = r.shape.as_slice() else { return None };
+    let (values, unsigned): (Vec<i16>, bool) = match &r.data {
+        Data::I8(v) => (v.iter().map(|&x| i16::from(x)).collect(), false),
+        Data::U8(v) => (v.iter().map(|&x| i16::from(x)).collect(), true),
+        _ => return None,
+    };
+    let scale = floats(scale)?;
+    let zero: Vec<f32> = match zero {
+        None => vec![0.0; scale.len()],
+        Some(z) => z.to_f64s()?.iter().map(|&v| v as f32).collect(),
+    };
+    let per = scale.len().checked_div(dirs)?;
+    if per * dirs != scale.len() || zero.len() != scale.len() {
+        return None;
+    }
+    (0..dirs)
+        .map(|d| {
+            Recurrence8::from_columns(
+                &values[d * hidden * gates..][..hidden * gates],
+                unsigned,
+                (hidden, gates),
+                &scale[d * per..][..per],
+                &zero[d * per..][..per],
+            )
+        })
+        .collect()
 }
 
 /// [`compute`] for a node whose attributes are those of `cell`'s ONNX operator.
-fn compute_cell(node: &Node, cell: Cell, inputs: &[Option<&Tensor>]) -> Option<Vec<Tensor>> {
+fn compute_cell(
+    node: &Node,
+    cell: Cell,
+    inputs: &[Option<&Tensor>],
+    r8: Option<&[Recurrence8]>,
+) -> Option<Vec<Tensor>> {
     let operand = |i: usize| inputs.get(i).copied().flatten();
     let (x, w, r) = (operand(0)?, operand(1)?, operand(2)?);
     let s = spec(node, cell, x, w, r)?;
@@ -293,6 +347,7 @@ fn compute_cell(node: &Node, cell: Cell, inputs: &[Option<&Tensor>]) -> Option<V
             rb: bias.map(|b| &b[d * 2 * g + g..][..g]),
             peep: peepholes.map(|p| &p[d * 3 * h..][..3 * h]),
             reverse: s.reverse || d == 1,
+            r8: r8.and_then(|r| r.get(d)),
         };
         let start = |init: Option<&[f32]>| -> Vec<f32> {
             let mut state = vec![0f32; s.batch * h];
@@ -349,6 +404,8 @@ struct Direction<'a> {
     rb: Option<&'a [f32]>,
     peep: Option<&'a [f32]>,
     reverse: bool,
+    /// `r` in 8 bits (a `DynamicQuantizeLSTM`'s), for the steps' products.
+    r8: Option<&'a Recurrence8>,
 }
 
 /// Runs one direction over the sequence from states `hs`, `cs` (batch rows
@@ -408,8 +465,20 @@ fn run_direction(
     let count = lens.iter().copied().max().unwrap_or(0);
     let fma = cpu::avx2_fma();
     for step in 0..count {
-        let ep = Epilogue { bias: Bias::PerCol(&recurrent_bias), ..Epilogue::default() };
-        sgemm_on(MatRef::row_major(hs, s.batch, h), r_first, &mut recurrent, &ep, threads);
+        match dir.r8 {
+            Some(r8) if recurrent_gates == g => {
+                for (state, out) in hs.chunks_exact(h).zip(recurrent.chunks_exact_mut(g)) {
+                    r8.product(state, out);
+                    for (o, &b) in out.iter_mut().zip(&recurrent_bias) {
+                        *o += b;
+                    }
+                }
+            }
+            _ => {
+                let ep = Epilogue { bias: Bias::PerCol(&recurrent_bias), ..Epilogue::default() };
+                sgemm_on(MatRef::row_major(hs, s.batch, h), r_first, &mut recurrent, &ep, threads);
+            }
+        }
         let time = |b: usize| if dir.reverse { lens[b] - 1 - step } else { step };
         let live = |b: usize| step < lens[b];
         if let (Some(r_candidate), false) = (r_candidate, s.linear_before_reset) {

@@ -1143,14 +1143,14 @@ impl<'m> Session<'m> {
         let before = slot.as_ref().and_then(|s| s.as_ref()).map_or(0, quantized::Weights::byte_size);
         let made = if lstm {
             let mut kept = match slot.take() {
-                Some(Some(quantized::Weights::Lstm(w, r))) => Some(Some((w, r))),
+                Some(Some(quantized::Weights::Lstm(kept))) => Some(Some(*kept)),
                 Some(_) => Some(None),
                 None => None,
             };
             let made = self.run_several(n, peak, live, &mut |node, inputs, _| {
                 recurrent::compute_keeping(node, inputs, kept.as_mut())
             })?;
-            slot = kept.map(|k| k.map(|(w, r)| quantized::Weights::Lstm(w, r)));
+            slot = kept.map(|k| k.map(|kept| quantized::Weights::Lstm(Box::new(kept))));
             made
         } else {
             let conv = node.op_type() == "ConvInteger";
