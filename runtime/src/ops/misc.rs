@@ -543,14 +543,15 @@ fn non_max_suppression(ctx: &NodeCtx<'_>) -> Result<Outs> {
         for c in 0..nc {
             let score = |i: usize| sv[(b * nc + c) * n + i];
             let mut order: Vec<usize> = (0..n).filter(|&i| score_threshold.is_none_or(|t| score(i) > t)).collect();
-            order.sort_by(|&p, &q| score(q).total_cmp(&score(p)).then(p.cmp(&q)));
-            let mut kept: Vec<([f64; 4], f64)> = Vec::new();
+            // by score, ties by index: a total order, so the unstable sort gives one result
+            order.sort_unstable_by(|&p, &q| score(q).total_cmp(&score(p)).then(p.cmp(&q)));
+            let mut kept = Kept::default();
             for i in order {
                 if kept.len() >= max_out {
                     break;
                 }
                 let box_i = &geometry[i];
-                if kept.iter().all(|k| iou(k, box_i) <= iou_threshold) {
+                if kept.overlapping(box_i, iou_threshold < 0.0).all(|k| iou(k, box_i) <= iou_threshold) {
                     kept.push(*box_i);
                     selected.extend([b as i64, c as i64, i as i64]);
                 }
@@ -559,6 +560,52 @@ fn non_max_suppression(ctx: &NodeCtx<'_>) -> Result<Outs> {
     }
     let count = selected.len() / 3;
     one(Tensor { shape: vec![count, 3], data: Data::I64(selected) })
+}
+
+/// The boxes NonMaxSuppression has kept for one class, ordered by their
+/// left edge, so that a candidate is held against the kept boxes whose
+/// columns can meet its own: a box that does not meet it has an IoU of 0,
+/// which suppresses nothing at a threshold of 0 or more. Detection exports
+/// run one NMS over every class with each class's boxes shifted apart
+/// (torchvision's `batched_nms`): tens of thousands of kept boxes, of which
+/// a candidate meets a handful.
+#[derive(Default)]
+struct Kept {
+    /// (left edge, box) by left edge.
+    boxes: Vec<(f64, ([f64; 4], f64))>,
+    /// The widest kept box's width.
+    widest: f64,
+    /// Whether a kept box has an edge that is not finite (then every kept
+    /// box is a candidate's neighbour: NaN has no place in the order).
+    unordered: bool,
+}
+
+impl Kept {
+    fn len(&self) -> usize {
+        self.boxes.len()
+    }
+
+    fn push(&mut self, b: ([f64; 4], f64)) {
+        let left = b.0[1];
+        self.unordered |= !left.is_finite() || !b.0[3].is_finite();
+        let at = self.boxes.partition_point(|(l, _)| *l <= left);
+        self.boxes.insert(at, (left, b));
+        self.widest = self.widest.max(b.0[3] - b.0[1]);
+    }
+
+    /// The kept boxes that may meet `b` (all of them when `every`: a
+    /// negative threshold, which boxes that do not meet exceed).
+    fn overlapping<'k>(&'k self, b: &([f64; 4], f64), every: bool) -> impl Iterator<Item = &'k ([f64; 4], f64)> + 'k {
+        let (from, to) =
+            if every || self.unordered || !self.widest.is_finite() || !b.0[1].is_finite() || !b.0[3].is_finite() {
+                (0, self.boxes.len())
+            } else {
+                // a kept box meets b's columns only if left < b.right and left + widest > b.left
+                let (low, high) = (b.0[1] - self.widest, b.0[3]);
+                (self.boxes.partition_point(|(l, _)| *l < low), self.boxes.partition_point(|(l, _)| *l <= high))
+            };
+        self.boxes[from..to.max(from)].iter().map(|(_, k)| k)
+    }
 }
 
 /// `StringSplit`: Python's `str.split(delimiter, maxsplit)`; no delimiter
@@ -1000,4 +1047,51 @@ fn mel_weight_matrix(ctx: &NodeCtx<'_>) -> Result<Outs> {
     }
     let elem = ElemType::from_code(ctx.attr_i("output_datatype", 1) as i32);
     one(from_f64s(ctx, elem, vec![spec_bins, bins], &out)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Kept;
+
+    /// Corners and area of a box at (y, x) of size (h, w).
+    fn boxed(y: f64, x: f64, h: f64, w: f64) -> ([f64; 4], f64) {
+        ([y, x, y + h, x + w], h * w)
+    }
+
+    #[test]
+    fn kept_boxes_that_meet_a_candidate_are_all_among_its_neighbours() {
+        // clusters of boxes of every width, some classes shifted apart as batched NMS shifts them
+        let mut seed = 12_345u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let mut kept = Kept::default();
+        let mut all = Vec::new();
+        for i in 0..400 {
+            let shift = (i % 5) as f64 * 1000.0;
+            let b = boxed(
+                next() * 300.0,
+                shift + next() * 300.0,
+                1.0 + next() * 80.0,
+                1.0 + next() * if i % 50 == 0 { 400.0 } else { 60.0 },
+            );
+            let meets: Vec<usize> = (0..all.len())
+                .filter(|&j| {
+                    let (a, c): (&([f64; 4], f64), &([f64; 4], f64)) = (&all[j], &b);
+                    a.0[3].min(c.0[3]) > a.0[1].max(c.0[1]) && a.0[2].min(c.0[2]) > a.0[0].max(c.0[0])
+                })
+                .collect();
+            let near: Vec<[f64; 4]> = kept.overlapping(&b, false).map(|k| k.0).collect();
+            for j in meets {
+                assert!(near.contains(&all[j].0), "box {i} meets kept box {j} but is not held against it");
+            }
+            assert_eq!(kept.overlapping(&b, true).count(), all.len(), "a negative threshold holds every box");
+            kept.push(b);
+            all.push(b);
+        }
+        // and the neighbourhoods are small: the classes lie apart
+        let probe = boxed(100.0, 2100.0, 10.0, 10.0);
+        assert!(kept.overlapping(&probe, false).count() < all.len() / 3);
+    }
 }

@@ -131,14 +131,23 @@ mod tests {
     }
 
     #[test]
-    fn integers_and_bools_become_floats_and_other_targets_are_left_to_the_reference() {
+    fn integers_and_bools_become_floats_floats_truncate_to_integers_and_other_pairs_are_left_to_the_reference() {
         let mut take = |len: usize| Vec::with_capacity(len);
         let x = Tensor { shape: vec![3], data: Data::I64(vec![-2, 0, 7]) };
         let y = cast(&cast_node(ElemType::Float), &[Some(&x)], &mut take).expect("covered");
         assert_eq!(y.data, Data::F32(vec![-2.0, 0.0, 7.0]));
         let b = Tensor { shape: vec![2], data: Data::Bool(vec![true, false]) };
         assert_eq!(cast(&cast_node(ElemType::Float), &[Some(&b)], &mut take).unwrap().data, Data::F32(vec![1.0, 0.0]));
-        assert!(!covers(&cast_node(ElemType::Int64)));
+        assert!(!covers(&cast_node(ElemType::Int16)));
         assert!(cast(&cast_node(ElemType::Float16), &[Some(&x)], &mut take).is_none());
+        // float to integers: toward zero, saturated, NaN to 0, as the reference casts
+        let f = Tensor { shape: vec![5], data: Data::F32(vec![-2.7, 2.7, 1e10, f32::NAN, -300.0]) };
+        let to = |e| cast(&cast_node(e), &[Some(&f)], &mut |len| Vec::with_capacity(len)).expect("covered").data;
+        assert_eq!(to(ElemType::Int32), Data::I32(vec![-2, 2, i32::MAX, 0, -300]));
+        assert_eq!(to(ElemType::Int64), Data::I64(vec![-2, 2, 10_000_000_000, 0, -300]));
+        assert_eq!(to(ElemType::Uint8), Data::U8(vec![0, 2, 255, 0, 0]));
+        assert_eq!(to(ElemType::Int8), Data::I8(vec![-2, 2, 127, 0, -128]));
+        // integers to integers stay with the reference
+        assert!(cast(&cast_node(ElemType::Int32), &[Some(&x)], &mut take).is_none());
     }
 }

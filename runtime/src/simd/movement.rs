@@ -1,7 +1,8 @@
 //! Data movement on the session's own kernels: **Split**, **Slice**,
-//! **Gather** along an axis and **Pad**, for tensors of any element type
-//! but strings, the `f32` ones written into buffers from the session's
-//! pool.
+//! **Gather** along an axis, **GatherND**, **Pad**, and **Transpose** and
+//! **Concat** of the types the `f32` kernels ([`relayout`](super::relayout),
+//! [`concat`](super::concat)) leave, for tensors of any element type but
+//! strings, the `f32` ones written into buffers from the session's pool.
 //!
 //! The reference kernels build these outputs through an index vector per
 //! element (Gather, strided Slice) or runs into freshly allocated vectors,
@@ -303,6 +304,126 @@ pub(crate) fn gather(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) ->
     copied(x, shape, &views, take)
 }
 
+/// GatherND: for every index tuple (the last axis of `indices`, after
+/// `batch_dims` axes shared with the data), the block of the data it
+/// names; one view per tuple. Negative indices count from the end.
+pub(crate) fn gather_nd(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -> Option<Tensor> {
+    let (x, indices) = (operand(inputs, 0)?, operand(inputs, 1)?);
+    let batch = usize::try_from(int_attr(node, "batch_dims").unwrap_or(0)).ok()?;
+    let (r, q) = (x.rank(), indices.rank());
+    let k = *indices.shape.last()?;
+    if q < 1 || batch >= q || batch + k > r || x.shape[..batch] != indices.shape[..batch] {
+        return None;
+    }
+    let whole = Strided::whole(&x.shape);
+    // the trailing axes of a row-major tensor: one contiguous block
+    let block: usize = x.shape[batch + k..].iter().product();
+    let batch_stride = if batch == 0 { 0 } else { whole.strides[batch - 1] as usize };
+    let picked = ints(indices)?;
+    let tuples: usize = indices.shape[..q - 1].iter().product();
+    let per_batch: usize = indices.shape[batch..q - 1].iter().product();
+    // tuples of no index (each naming a whole batch block) go to the reference
+    if k == 0 || picked.len() != tuples * k {
+        return None;
+    }
+    let mut starts = Vec::with_capacity(tuples);
+    for (t, tuple) in picked.chunks_exact(k).enumerate() {
+        let mut at = t / per_batch * batch_stride;
+        for (a, &i) in tuple.iter().enumerate() {
+            let dim = x.shape[batch + a] as i64;
+            let i = if i < 0 { i + dim } else { i };
+            if !(0..dim).contains(&i) {
+                return None;
+            }
+            at += i as usize * whole.strides[batch + a] as usize;
+        }
+        starts.push(at);
+    }
+    let shape = [&indices.shape[..q - 1], &x.shape[batch + k..]].concat();
+    fn fill<T: Copy>(src: &[T], starts: &[usize], block: usize, mut out: Vec<T>) -> Vec<T> {
+        out.clear();
+        for &at in starts {
+            out.extend_from_slice(&src[at..at + block]);
+        }
+        out
+    }
+    let total = starts.len() * block;
+    let data = match &x.data {
+        Data::F32(v) => Data::F32(fill(v, &starts, block, take(total))),
+        Data::Str(_) => return None,
+        other => {
+            crate::each_num!(other, v => Elem::wrap(fill(v, &starts, block, Vec::with_capacity(total))), _ => return None)
+        }
+    };
+    Tensor::new(shape, data)
+}
+
+/// Transpose of a tensor of any type: one view, its strides permuted.
+pub(crate) fn transpose(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -> Option<Tensor> {
+    let x = operand(inputs, 0)?;
+    let rank = x.rank();
+    let perm: Vec<usize> = match ints_attr(node, "perm") {
+        None => (0..rank).rev().collect(),
+        Some(p) => p.iter().map(|&a| axis_of(a, rank)).collect::<Option<_>>()?,
+    };
+    let mut sorted = perm.clone();
+    sorted.sort_unstable();
+    if sorted != (0..rank).collect::<Vec<_>>() {
+        return None;
+    }
+    let whole = Strided::whole(&x.shape);
+    let view = Strided {
+        base: 0,
+        shape: perm.iter().map(|&a| x.shape[a]).collect(),
+        strides: perm.iter().map(|&a| whole.strides[a]).collect(),
+    };
+    copied(x, view.shape.clone(), &[view], take)
+}
+
+/// Concat of `int64`, `int32` or bool tensors: per block before the axis,
+/// each operand's block in turn.
+pub(crate) fn concat(node: &Node, inputs: &[Option<&Tensor>]) -> Option<Tensor> {
+    let parts: Vec<&Tensor> = inputs.iter().copied().collect::<Option<_>>()?;
+    let first = parts.first()?;
+    let rank = first.rank();
+    let axis = axis_of(int_attr(node, "axis")?, rank)?;
+    let fits = |t: &Tensor| t.rank() == rank && (0..rank).all(|a| a == axis || t.shape[a] == first.shape[a]);
+    if !parts.iter().all(|t| fits(t)) {
+        return None;
+    }
+    let outer: usize = first.shape[..axis].iter().product();
+    fn join<T: Copy>(slices: &[&[T]], outer: usize) -> Vec<T> {
+        let total = slices.iter().map(|s| s.len()).sum();
+        let mut out = Vec::with_capacity(total);
+        for o in 0..outer {
+            for s in slices {
+                let block = s.len() / outer;
+                out.extend_from_slice(&s[o * block..][..block]);
+            }
+        }
+        out
+    }
+    macro_rules! joined {
+        ($variant:ident) => {{
+            let slices: Vec<&[_]> = parts
+                .iter()
+                .map(|t| if let Data::$variant(v) = &t.data { Some(&v[..]) } else { None })
+                .collect::<Option<_>>()?;
+            Data::$variant(join(&slices, outer))
+        }};
+    }
+    let data = match first.data {
+        _ if outer == 0 => return None,
+        Data::I64(_) => joined!(I64),
+        Data::I32(_) => joined!(I32),
+        Data::Bool(_) => joined!(Bool),
+        _ => return None,
+    };
+    let mut shape = first.shape.clone();
+    shape[axis] = parts.iter().map(|t| t.shape[axis]).sum();
+    Tensor::new(shape, data)
+}
+
 /// Where an output position along one padded axis reads: a source index,
 /// or the constant.
 fn source_index(out: i64, before: i64, dim: i64, mode: &str) -> Option<Option<usize>> {
@@ -467,5 +588,56 @@ mod tests {
         assert_eq!(source_index(5, 0, 4, "edge"), Some(Some(3)));
         assert_eq!(source_index(5, 0, 4, "wrap"), Some(Some(1)));
         assert_eq!(source_index(5, 0, 1, "reflect"), None);
+    }
+
+    fn node(op: &str, attrs: Vec<(&str, i64)>) -> Node {
+        let attributes = attrs
+            .into_iter()
+            .map(|(name, v)| diamond_ir::Attribute {
+                name: Some(name.into()),
+                attr_type: Some(diamond_ir::AttrType::Int),
+                i: Some(v),
+                ..Default::default()
+            })
+            .collect();
+        Node { op_type: Some(op.into()), attributes, ..Default::default() }
+    }
+
+    fn take(len: usize) -> Vec<f32> {
+        Vec::with_capacity(len)
+    }
+
+    #[test]
+    fn gather_nd_takes_the_named_blocks_per_batch() {
+        // data [2, 3, 2] int64, batch_dims 1, indices [2, 2, 1]: rows of each batch
+        let data = Tensor::new(vec![2, 3, 2], Data::I64((0..12).collect())).unwrap();
+        let indices = Tensor::new(vec![2, 2, 1], Data::I64(vec![2, 0, -1, 1])).unwrap();
+        let n = node("GatherND", vec![("batch_dims", 1)]);
+        let out = gather_nd(&n, &[Some(&data), Some(&indices)], &mut take).unwrap();
+        assert_eq!(out.shape, vec![2, 2, 2]);
+        assert_eq!(out.data, Data::I64(vec![4, 5, 0, 1, 10, 11, 8, 9]));
+        // no batch axes, whole tuples: single elements of f32 data
+        let data = Tensor::new(vec![2, 2], Data::F32(vec![1.0, 2.0, 3.0, 4.0])).unwrap();
+        let indices = Tensor::new(vec![3, 2], Data::I64(vec![1, 0, 0, 1, 1, 1])).unwrap();
+        let out = gather_nd(&node("GatherND", vec![]), &[Some(&data), Some(&indices)], &mut take).unwrap();
+        assert_eq!((out.shape, out.data), (vec![3], Data::F32(vec![3.0, 2.0, 4.0])));
+        // an index out of range goes to the reference, which reports it
+        let bad = Tensor::new(vec![1, 2], Data::I64(vec![2, 0])).unwrap();
+        assert!(gather_nd(&node("GatherND", vec![]), &[Some(&data), Some(&bad)], &mut take).is_none());
+    }
+
+    #[test]
+    fn transpose_and_concat_of_integers_and_masks() {
+        let x = Tensor::new(vec![2, 3], Data::I64(vec![0, 1, 2, 3, 4, 5])).unwrap();
+        let t = transpose(&node("Transpose", vec![]), &[Some(&x)], &mut take).unwrap();
+        assert_eq!((t.shape, t.data), (vec![3, 2], Data::I64(vec![0, 3, 1, 4, 2, 5])));
+        let y = Tensor::new(vec![2, 1], Data::I64(vec![9, 8])).unwrap();
+        let c = concat(&node("Concat", vec![("axis", -1)]), &[Some(&x), Some(&y)]).unwrap();
+        assert_eq!((c.shape, c.data), (vec![2, 4], Data::I64(vec![0, 1, 2, 9, 3, 4, 5, 8])));
+        let m = Tensor::new(vec![1, 2], Data::Bool(vec![true, false])).unwrap();
+        let c = concat(&node("Concat", vec![("axis", 0)]), &[Some(&m), Some(&m)]).unwrap();
+        assert_eq!(c.data, Data::Bool(vec![true, false, true, false]));
+        // mixed types go to the reference
+        assert!(concat(&node("Concat", vec![("axis", 0)]), &[Some(&x), Some(&m)]).is_none());
     }
 }

@@ -54,6 +54,7 @@ pub(crate) fn covers(node: &Node) -> bool {
                 | "Slice"
                 | "Split"
                 | "Pad"
+                | "GatherND"
                 | "Shape"
                 | "Size"
         )
@@ -74,8 +75,9 @@ pub(crate) fn compute(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -
         "BatchNormalization" => norm::batch_norm(node, inputs, take),
         "MaxPool" => pool::pool(node, inputs, take, true),
         "AveragePool" => pool::pool(node, inputs, take, false),
-        "Concat" => concat::concat(node, inputs, take),
-        "Transpose" => relayout::transpose(node, inputs, take),
+        "Concat" => concat::concat(node, inputs, take).or_else(|| movement::concat(node, inputs)),
+        "Transpose" => relayout::transpose(node, inputs, take).or_else(|| movement::transpose(node, inputs, take)),
+        "GatherND" => movement::gather_nd(node, inputs, take),
         "Cast" => cast::cast(node, inputs, take),
         "Einsum" => einsum::einsum(node, inputs, take),
         "InstanceNormalization" => norm::instance_norm(node, inputs, take),
