@@ -69,6 +69,7 @@ pub mod reduce;
 pub mod reduce_flat;
 pub mod reduce_lanes;
 pub mod relayout;
+pub mod selection;
 pub mod session;
 pub mod small_plane;
 pub mod tile;

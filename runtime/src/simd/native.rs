@@ -17,7 +17,7 @@
 //!   **Split** (several outputs, also called by the session itself),
 //!   **Slice**, **Gather** and **Pad** ([`movement`]); `f32` elementwise
 //!   nodes and reductions whose shapes are known only at run time
-//!   ([`late`]); onnxruntime's dynamically quantized `DynamicQuantizeLinear`,
+//!   ([`late`]); TopK and NonZero ([`selection`]); onnxruntime's dynamically quantized `DynamicQuantizeLinear`,
 //!   `MatMulInteger` and `ConvInteger` ([`quantized`], exact `i32` products).
 //!
 //! Anything else about these operators — other ranks, element types,
@@ -28,7 +28,9 @@
 use super::contraction::{floats, int_attr, overwritten, sized, Take};
 use super::epilogue::Epilogue;
 use super::gemm::{sgemm, MatRef};
-use super::{cast, concat, einsum, gather, integer, late, movement, norm, pool, quantized, recurrent, relayout};
+use super::{
+    cast, concat, einsum, gather, integer, late, movement, norm, pool, quantized, recurrent, relayout, selection,
+};
 use crate::ops::resize::axis_taps;
 use crate::tensor::{Data, Tensor};
 use diamond_ir::{AttrValue, Node};
@@ -55,6 +57,8 @@ pub(crate) fn covers(node: &Node) -> bool {
                 | "Split"
                 | "Pad"
                 | "GatherND"
+                | "NonZero"
+                | "TopK"
                 | "Shape"
                 | "Size"
         )
@@ -78,6 +82,7 @@ pub(crate) fn compute(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -
         "Concat" => concat::concat(node, inputs, take).or_else(|| movement::concat(node, inputs)),
         "Transpose" => relayout::transpose(node, inputs, take).or_else(|| movement::transpose(node, inputs, take)),
         "GatherND" => movement::gather_nd(node, inputs, take),
+        "NonZero" => selection::non_zero(inputs),
         "Cast" => cast::cast(node, inputs, take),
         "Einsum" => einsum::einsum(node, inputs, take),
         "InstanceNormalization" => norm::instance_norm(node, inputs, take),

@@ -22,7 +22,7 @@ use super::profile::{first_names, op_list, StepKind, StepTime};
 use super::tile::{Dst, Src};
 use super::{
     contraction, elementwise, fused_post, hot_pool, movement, native, norm_lanes, quantized, recurrent, reduce,
-    relayout, Options,
+    relayout, selection, Options,
 };
 use crate::error::{Result, RunError};
 use crate::exec::{run_one, Frame};
@@ -1117,6 +1117,9 @@ impl<'m> Session<'m> {
         }
         if self.frame.graph.nodes[n].op_type() == "Split" {
             return self.run_several(n, peak, live, &mut movement::split);
+        }
+        if self.frame.graph.nodes[n].op_type() == "TopK" {
+            return self.run_several(n, peak, live, &mut |node, inputs, _| selection::top_k(node, inputs));
         }
         if quantized::covers(&self.frame.graph.nodes[n]) {
             return self.run_quantized(n, peak, live);
