@@ -85,7 +85,7 @@ mod tests {
 
     #[test]
     fn top_k_picks_by_value_then_index_and_non_zero_lists_coordinates() {
-        let x = Tensor::new(vec![2, 4], Data::F32(vec![1.0, 3.0, 3.0, -1.0, 0.5, f32::NAN, 2.0, 2.0])).unwrap();
+        let x = Tensor::new(vec![2, 4], Data::F32(vec![1.0, 3.0, 3.0, 0.0, 0.5, f32::NAN, 2.0, 2.0])).unwrap();
         let k = Tensor::new(vec![1], Data::I64(vec![2])).unwrap();
         let node = Node { op_type: Some("TopK".into()), ..Default::default() };
         let out = top_k(&node, &[Some(&x), Some(&k)]).unwrap();
@@ -96,6 +96,6 @@ mod tests {
         assert_eq!(out[1].data, Data::I64(vec![1, 2, 1, 2]));
         let nz = non_zero(&[Some(&x)]).unwrap();
         assert_eq!(nz.shape, vec![2, 7]);
-        assert_eq!(nz.data, Data::I64(vec![0, 0, 0, 0, 1, 1, 1, 0, 1, 2, 3, 0, 1, 2, 3]));
+        assert_eq!(nz.data, Data::I64(vec![0, 0, 0, 1, 1, 1, 1, 0, 1, 2, 0, 1, 2, 3]));
     }
 }
