@@ -312,31 +312,45 @@ unsafe fn block_avx2<const R: usize>(
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw")]
-unsafe fn block_avx512<const R: usize>(
-    a: *const i16,
-    lda: usize,
-    b: *const i16,
-    pairs: usize,
-    c: *mut i32,
-    ldc: usize,
-    width: usize,
-) {
-    use std::arch::x86_64::*;
-    let mut acc = [[_mm512_setzero_si512(); 2]; R];
-    for q in 0..pairs {
-        let (b0, b1) = unsafe {
-            (_mm512_loadu_si512(b.add(q * 2 * NR) as *const _), _mm512_loadu_si512(b.add(q * 2 * NR + NR) as *const _))
-        };
-        for (r, row) in acc.iter_mut().enumerate() {
-            let av = _mm512_set1_epi32(unsafe { pair(a.add(r * lda), q) });
-            row[0] = _mm512_add_epi32(row[0], _mm512_madd_epi16(av, b0));
-            row[1] = _mm512_add_epi32(row[1], _mm512_madd_epi16(av, b1));
+/// The AVX-512 register block, one instance per way of adding a pair's
+/// products into the sums (`vpmaddwd` then `vpaddd`, or VNNI's `vpdpwssd`).
+macro_rules! avx512_block {
+    ($name:ident, $features:literal, |$acc:ident, $av:ident, $bv:ident| $add:expr) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        unsafe fn $name<const R: usize>(
+            a: *const i16,
+            lda: usize,
+            b: *const i16,
+            pairs: usize,
+            c: *mut i32,
+            ldc: usize,
+            width: usize,
+        ) {
+            use std::arch::x86_64::*;
+            let mut acc = [[_mm512_setzero_si512(); 2]; R];
+            for q in 0..pairs {
+                let (b0, b1) = unsafe {
+                    (
+                        _mm512_loadu_si512(b.add(q * 2 * NR) as *const _),
+                        _mm512_loadu_si512(b.add(q * 2 * NR + NR) as *const _),
+                    )
+                };
+                for (r, row) in acc.iter_mut().enumerate() {
+                    let $av = _mm512_set1_epi32(unsafe { pair(a.add(r * lda), q) });
+                    for (s, bv) in row.iter_mut().zip([b0, b1]) {
+                        let ($acc, $bv) = (*s, bv);
+                        *s = $add;
+                    }
+                }
+            }
+            unsafe { store_avx512(&acc, c, ldc, width) }
         }
-    }
-    unsafe { store_avx512(&acc, c, ldc, width) }
+    };
 }
+
+avx512_block!(block_avx512, "avx512f,avx512bw", |acc, av, bv| _mm512_add_epi32(acc, _mm512_madd_epi16(av, bv)));
+avx512_block!(block_vnni, "avx512f,avx512bw,avx512vnni", |acc, av, bv| _mm512_dpwssd_epi32(acc, av, bv));
 
 /// Stores the sums of one AVX-512 block (`width` columns of each row).
 #[cfg(target_arch = "x86_64")]
@@ -364,32 +378,6 @@ unsafe fn store_avx512<const R: usize>(
             }
         }
     }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-unsafe fn block_vnni<const R: usize>(
-    a: *const i16,
-    lda: usize,
-    b: *const i16,
-    pairs: usize,
-    c: *mut i32,
-    ldc: usize,
-    width: usize,
-) {
-    use std::arch::x86_64::*;
-    let mut acc = [[_mm512_setzero_si512(); 2]; R];
-    for q in 0..pairs {
-        let (b0, b1) = unsafe {
-            (_mm512_loadu_si512(b.add(q * 2 * NR) as *const _), _mm512_loadu_si512(b.add(q * 2 * NR + NR) as *const _))
-        };
-        for (r, row) in acc.iter_mut().enumerate() {
-            let av = _mm512_set1_epi32(unsafe { pair(a.add(r * lda), q) });
-            row[0] = _mm512_dpwssd_epi32(row[0], av, b0);
-            row[1] = _mm512_dpwssd_epi32(row[1], av, b1);
-        }
-    }
-    unsafe { store_avx512(&acc, c, ldc, width) }
 }
 
 #[cfg(test)]

@@ -59,6 +59,21 @@ impl Weights {
     }
 }
 
+/// What a kernel derives from constant weights: the session's `kept` slot
+/// (filled by `derive` on the first run, read after), or, without one,
+/// `derive`'s result in `fresh` for this call only.
+pub(crate) fn kept_or_fresh<'a, T>(
+    kept: Option<&'a mut Option<T>>,
+    fresh: &'a mut Option<T>,
+    derive: impl FnOnce() -> Option<T>,
+) -> Option<&'a T> {
+    let slot = kept.unwrap_or(fresh);
+    if slot.is_none() {
+        *slot = Some(derive()?);
+    }
+    slot.as_ref()
+}
+
 /// An 8-bit operand's values.
 enum Bytes<'a> {
     U8(&'a [u8]),
@@ -122,21 +137,11 @@ pub(crate) fn matmul_integer(
         return None;
     }
     let a_zp = zero_points(inputs.get(2).copied().flatten(), m)?;
-    let fresh;
-    let packed = match kept {
-        Some(slot) => {
-            if slot.is_none() {
-                *slot = Some(Weights::Packed(pack_b(b, inputs.get(3).copied().flatten())?));
-            }
-            match slot.as_ref()? {
-                Weights::Packed(p) => p,
-                _ => return None,
-            }
-        }
-        None => {
-            fresh = pack_b(b, inputs.get(3).copied().flatten())?;
-            &fresh
-        }
+    let mut fresh = None;
+    let Weights::Packed(packed) =
+        kept_or_fresh(kept, &mut fresh, || Some(Weights::Packed(pack_b(b, inputs.get(3).copied().flatten())?)))?
+    else {
+        return None;
     };
     let lda = 2 * k.div_ceil(2);
     let rows = centered_rows(&bytes(a)?, k, lda, &a_zp, m);
@@ -177,19 +182,9 @@ pub(crate) fn conv_integer(
     let x_zp = zero_points(inputs.get(2).copied().flatten(), 1)?[0];
     let taps = p.group_in() * p.kh * p.kw;
     let stride = 2 * taps.div_ceil(2);
-    let fresh;
-    let filters = match kept {
-        Some(slot) => {
-            if slot.is_none() {
-                *slot = Some(filter_rows(w, inputs.get(3).copied().flatten(), &p, taps, stride)?);
-            }
-            slot.as_ref()?
-        }
-        None => {
-            fresh = filter_rows(w, inputs.get(3).copied().flatten(), &p, taps, stride)?;
-            &fresh
-        }
-    };
+    let mut fresh = None;
+    let filters =
+        kept_or_fresh(kept, &mut fresh, || filter_rows(w, inputs.get(3).copied().flatten(), &p, taps, stride))?;
     let Weights::Rows { rows, stride: lda } = filters else { return None };
     if *lda != stride || rows.len() != p.c_out * stride {
         return None;

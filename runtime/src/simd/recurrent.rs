@@ -245,19 +245,8 @@ pub(crate) fn compute_keeping(
             let r8 = recurrence_8bit(operand(2)?, operand(10)?, operand(11));
             Some(KeptLstm { w: one(1, 8, 9)?, r: one(2, 10, 11)?, r8 })
         };
-        let fresh;
-        let kept = match kept {
-            Some(slot) => {
-                if slot.is_none() {
-                    *slot = Some(derive()?);
-                }
-                slot.as_ref()?
-            }
-            None => {
-                fresh = derive()?;
-                &fresh
-            }
-        };
+        let mut fresh = None;
+        let kept = super::quantized::kept_or_fresh(kept, &mut fresh, derive)?;
         let mut lstm: Vec<Option<&Tensor>> = inputs.iter().take(8).copied().collect();
         lstm[1] = Some(&kept.w);
         lstm[2] = Some(&kept.r);
