@@ -2,8 +2,10 @@
 //! reference allocates a fresh one each run, whose pages the kernel must
 //! fault in and zero): for each of the `outer` blocks before the axis, each
 //! operand's block is copied into place, the copies spread over the current
-//! rayon pool when there are enough bytes to move. Other element types and
-//! mismatched operands return `None` (the reference reports them).
+//! rayon pool when there are enough bytes to move. `int64`, `int32` and
+//! bool operands (indices and masks) are joined into a new vector; other
+//! element types and mismatched operands return `None` (the reference
+//! reports them).
 
 use super::contraction::floats;
 use crate::ops::shape_ops::interleave_blocks_into;
@@ -32,10 +34,13 @@ pub fn concat(node: &Node, inputs: &[Option<&Tensor>], take: &mut dyn FnMut(usiz
     if !parts.iter().all(|t| same(t)) {
         return None;
     }
-    let data: Vec<&[f32]> = parts.iter().map(|t| floats(t)).collect::<Option<_>>()?;
     let outer: usize = first.shape[..axis].iter().product();
     let inner: usize = first.shape[axis + 1..].iter().product();
     let blocks: Vec<usize> = parts.iter().map(|t| t.shape[axis] * inner).collect();
+    if !matches!(first.data, Data::F32(_)) {
+        return indices_or_masks(first, &parts, &blocks, outer, axis);
+    }
+    let data: Vec<&[f32]> = parts.iter().map(|t| floats(t)).collect::<Option<_>>()?;
     if data.iter().zip(&blocks).any(|(d, &b)| d.len() != b * outer) {
         return None;
     }
@@ -65,9 +70,68 @@ pub fn concat(node: &Node, inputs: &[Option<&Tensor>], take: &mut dyn FnMut(usiz
     Tensor::new(shape_of(first, &parts, axis), Data::F32(out))
 }
 
+/// Concat of `int64`, `int32` or bool operands (index and mask tensors),
+/// in the reference's layout in a new vector; `None` for other or mixed types.
+fn indices_or_masks(first: &Tensor, parts: &[&Tensor], blocks: &[usize], outer: usize, axis: usize) -> Option<Tensor> {
+    macro_rules! joined {
+        ($variant:ident) => {{
+            let slices: Vec<&[_]> = parts
+                .iter()
+                .map(|t| if let Data::$variant(v) = &t.data { Some(&v[..]) } else { None })
+                .collect::<Option<_>>()?;
+            if slices.iter().zip(blocks).any(|(d, &b)| d.len() != b * outer) {
+                return None;
+            }
+            let mut out = Vec::with_capacity(blocks.iter().sum::<usize>() * outer);
+            interleave_blocks_into(&mut out, &slices, blocks, outer);
+            Data::$variant(out)
+        }};
+    }
+    let data = match first.data {
+        Data::I64(_) => joined!(I64),
+        Data::I32(_) => joined!(I32),
+        Data::Bool(_) => joined!(Bool),
+        _ => return None,
+    };
+    Tensor::new(shape_of(first, parts, axis), data)
+}
+
 /// The concatenation's shape: `first`'s with `axis` the parts' sum.
 fn shape_of(first: &Tensor, parts: &[&Tensor], axis: usize) -> Vec<usize> {
     let mut shape = first.shape.clone();
     shape[axis] = parts.iter().map(|t| t.shape[axis]).sum();
     shape
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn concat_on(axis: i64, parts: &[&Tensor]) -> Option<Tensor> {
+        let node = Node {
+            op_type: Some("Concat".into()),
+            attributes: vec![diamond_ir::Attribute {
+                name: Some("axis".into()),
+                attr_type: Some(diamond_ir::AttrType::Int),
+                i: Some(axis),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let inputs: Vec<Option<&Tensor>> = parts.iter().map(|&t| Some(t)).collect();
+        concat(&node, &inputs, &mut |len| Vec::with_capacity(len))
+    }
+
+    #[test]
+    fn integers_and_masks_concatenate_and_mixed_types_go_to_the_reference() {
+        let x = Tensor::new(vec![2, 3], Data::I64(vec![0, 1, 2, 3, 4, 5])).unwrap();
+        let y = Tensor::new(vec![2, 1], Data::I64(vec![9, 8])).unwrap();
+        let c = concat_on(-1, &[&x, &y]).unwrap();
+        assert_eq!((c.shape, c.data), (vec![2, 4], Data::I64(vec![0, 1, 2, 9, 3, 4, 5, 8])));
+        let m = Tensor::new(vec![1, 2], Data::Bool(vec![true, false])).unwrap();
+        let c = concat_on(0, &[&m, &m]).unwrap();
+        assert_eq!(c.data, Data::Bool(vec![true, false, true, false]));
+        // mixed types go to the reference
+        assert!(concat_on(0, &[&x, &m]).is_none());
+    }
 }

@@ -1,7 +1,6 @@
 //! Data movement on the session's own kernels: **Split**, **Slice**,
-//! **Gather** along an axis, **GatherND**, **Pad**, and **Transpose** and
-//! **Concat** of the types the `f32` kernels ([`relayout`](super::relayout),
-//! [`concat`](super::concat)) leave, for tensors of any element type but
+//! **Gather** along an axis, **GatherND**, **Pad**, and **Transpose** of
+//! the types the `f32` kernel ([`relayout`](super::relayout)) leaves, for tensors of any element type but
 //! strings, the `f32` ones written into buffers from the session's pool.
 //!
 //! The reference kernels build these outputs through an index vector per
@@ -361,16 +360,7 @@ pub(crate) fn gather_nd(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>)
 /// Transpose of a tensor of any type: one view, its strides permuted.
 pub(crate) fn transpose(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -> Option<Tensor> {
     let x = operand(inputs, 0)?;
-    let rank = x.rank();
-    let perm: Vec<usize> = match ints_attr(node, "perm") {
-        None => (0..rank).rev().collect(),
-        Some(p) => p.iter().map(|&a| axis_of(a, rank)).collect::<Option<_>>()?,
-    };
-    let mut sorted = perm.clone();
-    sorted.sort_unstable();
-    if sorted != (0..rank).collect::<Vec<_>>() {
-        return None;
-    }
+    let perm = super::relayout::permutation(node, x.rank())?;
     let whole = Strided::whole(&x.shape);
     let view = Strided {
         base: 0,
@@ -378,50 +368,6 @@ pub(crate) fn transpose(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>)
         strides: perm.iter().map(|&a| whole.strides[a]).collect(),
     };
     copied(x, view.shape.clone(), &[view], take)
-}
-
-/// Concat of `int64`, `int32` or bool tensors: per block before the axis,
-/// each operand's block in turn.
-pub(crate) fn concat(node: &Node, inputs: &[Option<&Tensor>]) -> Option<Tensor> {
-    let parts: Vec<&Tensor> = inputs.iter().copied().collect::<Option<_>>()?;
-    let first = parts.first()?;
-    let rank = first.rank();
-    let axis = axis_of(int_attr(node, "axis")?, rank)?;
-    let fits = |t: &Tensor| t.rank() == rank && (0..rank).all(|a| a == axis || t.shape[a] == first.shape[a]);
-    if !parts.iter().all(|t| fits(t)) {
-        return None;
-    }
-    let outer: usize = first.shape[..axis].iter().product();
-    fn join<T: Copy>(slices: &[&[T]], outer: usize) -> Vec<T> {
-        let total = slices.iter().map(|s| s.len()).sum();
-        let mut out = Vec::with_capacity(total);
-        for o in 0..outer {
-            for s in slices {
-                let block = s.len() / outer;
-                out.extend_from_slice(&s[o * block..][..block]);
-            }
-        }
-        out
-    }
-    macro_rules! joined {
-        ($variant:ident) => {{
-            let slices: Vec<&[_]> = parts
-                .iter()
-                .map(|t| if let Data::$variant(v) = &t.data { Some(&v[..]) } else { None })
-                .collect::<Option<_>>()?;
-            Data::$variant(join(&slices, outer))
-        }};
-    }
-    let data = match first.data {
-        _ if outer == 0 => return None,
-        Data::I64(_) => joined!(I64),
-        Data::I32(_) => joined!(I32),
-        Data::Bool(_) => joined!(Bool),
-        _ => return None,
-    };
-    let mut shape = first.shape.clone();
-    shape[axis] = parts.iter().map(|t| t.shape[axis]).sum();
-    Tensor::new(shape, data)
 }
 
 /// Where an output position along one padded axis reads: a source index,
@@ -627,17 +573,9 @@ mod tests {
     }
 
     #[test]
-    fn transpose_and_concat_of_integers_and_masks() {
+    fn transpose_of_integers() {
         let x = Tensor::new(vec![2, 3], Data::I64(vec![0, 1, 2, 3, 4, 5])).unwrap();
         let t = transpose(&node("Transpose", vec![]), &[Some(&x)], &mut take).unwrap();
         assert_eq!((t.shape, t.data), (vec![3, 2], Data::I64(vec![0, 3, 1, 4, 2, 5])));
-        let y = Tensor::new(vec![2, 1], Data::I64(vec![9, 8])).unwrap();
-        let c = concat(&node("Concat", vec![("axis", -1)]), &[Some(&x), Some(&y)]).unwrap();
-        assert_eq!((c.shape, c.data), (vec![2, 4], Data::I64(vec![0, 1, 2, 9, 3, 4, 5, 8])));
-        let m = Tensor::new(vec![1, 2], Data::Bool(vec![true, false])).unwrap();
-        let c = concat(&node("Concat", vec![("axis", 0)]), &[Some(&m), Some(&m)]).unwrap();
-        assert_eq!(c.data, Data::Bool(vec![true, false, true, false]));
-        // mixed types go to the reference
-        assert!(concat(&node("Concat", vec![("axis", 0)]), &[Some(&x), Some(&m)]).is_none());
     }
 }

@@ -79,7 +79,7 @@ pub(crate) fn compute(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -
         "BatchNormalization" => norm::batch_norm(node, inputs, take),
         "MaxPool" => pool::pool(node, inputs, take, true),
         "AveragePool" => pool::pool(node, inputs, take, false),
-        "Concat" => concat::concat(node, inputs, take).or_else(|| movement::concat(node, inputs)),
+        "Concat" => concat::concat(node, inputs, take),
         "Transpose" => relayout::transpose(node, inputs, take).or_else(|| movement::transpose(node, inputs, take)),
         "GatherND" => movement::gather_nd(node, inputs, take),
         "NonZero" => selection::non_zero(inputs),

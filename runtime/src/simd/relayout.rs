@@ -31,10 +31,9 @@ pub(crate) fn relabels(node: &Node) -> bool {
 /// Transpose of an `f32` tensor by the node's `perm` (reversed axes when
 /// absent) into a buffer from `take`, or `None` when the operand or the
 /// permutation is not one (the reference then reports it).
-pub(crate) fn transpose(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -> Option<Tensor> {
-    let x = inputs.first().copied()??;
-    let xd = floats(x)?;
-    let rank = x.shape.len();
+/// Transpose `node`'s permutation of `rank` axes (reversed when `perm` is
+/// absent, negative axes counted from the end), or `None` when it is not one.
+pub(crate) fn permutation(node: &Node, rank: usize) -> Option<Vec<usize>> {
     let perm: Vec<usize> = match node.attribute("perm").and_then(|a| a.value()) {
         None => (0..rank).rev().collect(),
         Some(AttrValue::Ints(p)) => {
@@ -44,7 +43,14 @@ pub(crate) fn transpose(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>)
     };
     let mut sorted = perm.clone();
     sorted.sort_unstable();
-    if sorted != (0..rank).collect::<Vec<_>>() || xd.len() != x.shape.iter().product::<usize>() {
+    (sorted == (0..rank).collect::<Vec<_>>()).then_some(perm)
+}
+
+pub(crate) fn transpose(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -> Option<Tensor> {
+    let x = inputs.first().copied()??;
+    let xd = floats(x)?;
+    let perm = permutation(node, x.shape.len())?;
+    if xd.len() != x.shape.iter().product::<usize>() {
         return None;
     }
     let shape: Vec<usize> = perm.iter().map(|&p| x.shape[p]).collect();

@@ -5,17 +5,10 @@
 //! coordinate). Detection postprocessing runs both once per class: in
 //! torchvision's SSDlite export, 90 of each a run.
 
+use super::contraction::int_attr;
 use crate::ops::reduce_linalg::top_k_sources;
 use crate::tensor::{Data, Tensor};
-use diamond_ir::{AttrValue, Node};
-
-fn int_attr(node: &Node, name: &str, default: i64) -> Option<i64> {
-    match node.attribute(name).and_then(|a| a.value()) {
-        None => Some(default),
-        Some(AttrValue::Int(v)) => Some(v),
-        _ => None,
-    }
-}
+use diamond_ir::Node;
 
 /// TopK of an `f32` tensor (opset 10+: `K` an operand): the values and
 /// their indices along the axis, or `None` for other types, a `K` out of

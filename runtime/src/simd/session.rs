@@ -914,11 +914,7 @@ impl<'m> Session<'m> {
     /// Puts back what [`Self::take_filters`] took (now filled, if the call
     /// derived it), held like the weight; the bytes it grew by.
     fn keep_filters(&mut self, n: NodeId, slot: Option<Option<Prepared>>, before: u64) -> u64 {
-        let Some(Some(filters)) = slot else { return 0 };
-        let added = filters.byte_size() - before.min(filters.byte_size());
-        self.resident += added;
-        self.filters.insert(n, filters);
-        added
+        keep_derived(&mut self.resident, &mut self.filters, n, slot, before, Prepared::byte_size)
     }
 
     /// Where each operand of program `r` lies (operand `skip`, if any, a
@@ -1165,11 +1161,7 @@ impl<'m> Session<'m> {
                 }
             })?
         };
-        let Some(Some(weights)) = slot else { return Ok(made) };
-        let added = weights.byte_size().saturating_sub(before);
-        self.resident += added;
-        self.quantized.insert(n, weights);
-        Ok(made + added)
+        Ok(made + keep_derived(&mut self.resident, &mut self.quantized, n, slot, before, quantized::Weights::byte_size))
     }
 
     /// Runs relabelling node `n` (Reshape, Flatten, Squeeze, Unsqueeze) of
@@ -1379,6 +1371,24 @@ impl<'m> Session<'m> {
             }
         }
     }
+}
+
+/// Puts back into `kept` what node `n`'s kernel derived from its constant
+/// weights (`slot`, now filled if the call derived it; `before` the bytes
+/// it held), resident like the weights; the bytes it grew by.
+fn keep_derived<T>(
+    resident: &mut u64,
+    kept: &mut HashMap<NodeId, T>,
+    n: NodeId,
+    slot: Option<Option<T>>,
+    before: u64,
+    size: impl Fn(&T) -> u64,
+) -> u64 {
+    let Some(Some(derived)) = slot else { return 0 };
+    let added = size(&derived).saturating_sub(before);
+    *resident += added;
+    kept.insert(n, derived);
+    added
 }
 
 /// Node `node`'s input tensors in `frame` (`None` where an input is
