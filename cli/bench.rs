@@ -22,9 +22,7 @@ use crate::bench_tract;
 use crate::run::{gather_inputs, Backend};
 use crate::Failure;
 use diamond_importers::torch::lower::InputShape;
-use diamond_ir::Model;
-use diamond_runtime::simd::{Fallback, Session, StepTime};
-use diamond_runtime::{run_planned, Fed, Plan, RunError, RunOptions, Value};
+use diamond_runtime::simd::{Fallback, StepTime};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -96,33 +94,6 @@ struct Measured {
     executor: &'static str,
 }
 
-/// A model made ready for its backend, once, before the runs.
-enum Prepared<'m> {
-    /// A SIMD session (kernel programs bound to the fed shapes, initializers decoded).
-    Simd(Box<Session<'m>>),
-    /// The reference executor (nothing to prepare).
-    Reference,
-}
-
-/// Runs the model once — the one place a backend is called.
-fn execute(
-    prepared: &mut Prepared<'_>,
-    model: &Model,
-    plan: &Plan,
-    fed: Vec<(String, Value)>,
-) -> Result<Measured, RunError> {
-    match prepared {
-        Prepared::Simd(session) => {
-            let run = session.run(fed)?;
-            Ok(Measured { peak_bytes: run.peak_bytes, executor: "simd" })
-        }
-        Prepared::Reference => {
-            let result = run_planned(model, plan, fed, &RunOptions::default())?;
-            Ok(Measured { peak_bytes: result.peak_bytes, executor: "reference" })
-        }
-    }
-}
-
 /// `diamond bench MODEL [--backend B] [--threads N] [--runs N] [--warmup N] [--input-shape ...] [--json]`.
 pub fn run(args: &Args) -> Result<(), Failure> {
     let path = &args.model;
@@ -134,55 +105,35 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         Some(n) => n,
         None => std::thread::available_parallelism().map_or(1, usize::from),
     };
-    let model = diamond_importers::torch::load::load_any(path, &args.input_shape).map_err(bad)?;
-    let graph = model.main_graph().ok_or_else(|| bad(format!("{}: the model has no graph", path.display())))?;
+    let model = diamond::Model::open_with(path, &diamond::LoadOptions { input_shapes: args.input_shape.clone() })
+        .map_err(bad)?;
+    let graph = model.ir().main_graph().ok_or_else(|| bad(format!("{}: the model has no graph", path.display())))?;
     let fed = gather_inputs(graph, &args.inputs, &args.input_shape, Some(args.seed))?;
-    let refused = |e: RunError| match e {
-        RunError::Input { .. } | RunError::Binding { .. } => bad(e),
-        other => Failure { code: 1, message: format!("{}: cannot run: {other}", path.display()) },
-    };
-    let shapes: Vec<(String, Fed)> = fed.iter().map(|(n, v)| (n.clone(), Fed::of(v))).collect();
-    let plan = Plan::new(&model, &shapes).map_err(refused)?;
-    let lowered;
-    let optimized;
-    let mut prepared = match args.backend {
-        Backend::Cuda => return Err(bad(diamond_runtime::cuda::device::unavailable())),
-        Backend::Reference => Prepared::Reference,
-        Backend::Simd => {
-            optimized = crate::run::simd_model(&model, args.optimize);
-            lowered = diamond_optimize::lower::lower(&optimized)
-                .ok_or_else(|| bad(format!("{}: the model has no graph", path.display())))?;
-            let options = crate::run::simd_options(args.optimize);
-            Prepared::Simd(Box::new(Session::new(&optimized, &lowered, &shapes, &options).map_err(refused)?))
-        }
-    };
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .map_err(|e| bad(format!("cannot start {threads} threads: {e}")))?;
+    let refused = |e: diamond::Error| Failure { code: e.exit_code(), message: e.to_string() };
+    let options =
+        diamond::SessionOptions { backend: args.backend.library(), threads: Some(threads), optimize: args.optimize };
+    let mut session = diamond::Session::new(&model, &options).map_err(refused)?;
+    session.prepare(&fed).map_err(refused)?;
+    let executor = session.backend().name();
     // The pool's other threads spin for the whole loop, between runs too
     // (as onnxruntime's spin between its parallel sections).
-    let (latency, last) = pool
-        .install(|| {
-            diamond_runtime::simd::hot_pool::while_hot(|| {
-                let mut times = Vec::with_capacity(args.runs);
-                let mut last = None;
-                for i in 0..args.warmup + args.runs {
-                    if i == args.warmup {
-                        if let Prepared::Simd(session) = &mut prepared {
-                            session.start_profiling();
-                        }
-                    }
-                    let inputs = fed.clone();
-                    let start = Instant::now();
-                    let measured = execute(&mut prepared, &model, &plan, inputs)?;
-                    if i >= args.warmup {
-                        times.push(start.elapsed());
-                    }
-                    last = Some(measured);
+    let (latency, last) = session
+        .hot(|session| {
+            let mut times = Vec::with_capacity(args.runs);
+            let mut last = None;
+            for i in 0..args.warmup + args.runs {
+                if i == args.warmup {
+                    session.start_profiling();
                 }
-                Ok::<_, RunError>((Latency::of(times), last.expect("at least one run")))
-            })
+                let inputs = fed.clone();
+                let start = Instant::now();
+                let outputs = session.run(inputs)?;
+                if i >= args.warmup {
+                    times.push(start.elapsed());
+                }
+                last = Some(Measured { peak_bytes: outputs.peak_bytes(), executor });
+            }
+            Ok::<_, diamond::Error>((Latency::of(times), last.expect("at least one run")))
         })
         .map_err(refused)?;
     #[cfg(feature = "tract")]
@@ -195,9 +146,9 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         let _ = &fed;
         Err("this diamond was built without the `tract` feature".to_string())
     };
-    let (profile, fallbacks) = match &prepared {
-        Prepared::Simd(session) => (Some(session.profile()), session.fallbacks()),
-        Prepared::Reference => (None, Vec::new()),
+    let (profile, fallbacks) = match session.backend() {
+        diamond::Backend::Simd => (Some(session.profile()), session.fallbacks()),
+        _ => (None, Vec::new()),
     };
     report(args, threads, &latency, &last, &tract, profile.as_deref(), &fallbacks);
     match fallbacks.iter().find(|f| f.float) {

@@ -19,11 +19,10 @@
 use crate::value_io::{file_name, Written};
 use crate::Failure;
 use diamond_importers::torch::lower::{DimSpec, InputShape};
-use diamond_ir::{DimValue, ElemType, Graph, Model, TypeValue};
+use diamond_ir::{DimValue, ElemType, Graph, TypeValue};
 use diamond_runtime::exec::DumpSet;
 use diamond_runtime::simd::Fallback;
 use diamond_runtime::{run_planned, Data, Fed, Plan, RunError, RunOptions, RunResult, Tensor, Value};
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -47,47 +46,17 @@ pub enum Backend {
 impl Backend {
     /// The name `--backend` takes.
     pub fn name(self) -> &'static str {
+        self.library().name()
+    }
+
+    /// The library's backend of that name.
+    pub fn library(self) -> diamond::Backend {
         match self {
-            Backend::Simd => "simd",
-            Backend::Reference => "reference",
-            Backend::Cuda => "cuda",
+            Backend::Simd => diamond::Backend::Simd,
+            Backend::Reference => diamond::Backend::Reference,
+            Backend::Cuda => diamond::Backend::Cuda,
         }
     }
-}
-
-/// The model the SIMD backend lowers: `model` after the default passes of
-/// `diamond optimize` — as onnxruntime and tract optimize a model they load —
-/// unless `optimize` is false or the optimizer refuses the model (it then
-/// runs as it is). The passes keep the graph's inputs and outputs, and each
-/// is held to the reference executor by the optimizer's tests. A float16
-/// or bfloat16 model is first rewritten to compute in `f32`, converting at
-/// its inputs and outputs ([`diamond_optimize::widen::compute_in_f32`]): the
-/// SIMD kernels are `f32` kernels.
-pub fn simd_model(model: &Model, optimize: bool) -> Cow<'_, Model> {
-    let model = match diamond_optimize::widen::compute_in_f32(model) {
-        Some(wide) => Cow::Owned(wide),
-        None => Cow::Borrowed(model),
-    };
-    if !optimize {
-        return model;
-    }
-    match diamond_optimize::optimize(&model, &diamond_optimize::Options::default()) {
-        Ok(outcome) => Cow::Owned(outcome.model),
-        Err(_) => model,
-    }
-}
-
-/// The simd backend's options: from the environment (`DIAMOND_SIMD=off`),
-/// with `If` branches prepared as the main graph is — widened to `f32`,
-/// optimized when `optimize`, lowered.
-pub fn simd_options(optimize: bool) -> diamond_runtime::simd::Options {
-    let mut options = diamond_runtime::simd::Options::from_env();
-    options.prepare_body = Some(std::sync::Arc::new(move |body: &Model| {
-        let prepared = simd_model(body, optimize).into_owned();
-        let lowered = diamond_optimize::lower::lower(&prepared)?;
-        Some((prepared, lowered))
-    }));
-    options
 }
 
 /// The options of `diamond run`.
@@ -127,7 +96,9 @@ fn bad(message: impl std::fmt::Display) -> Failure {
 /// `diamond run MODEL [--input NAME=FILE]... [-o DIR] [--json] [--compare PATH] [--seed N] [--random]`.
 pub fn run(args: &Args) -> Result<(), Failure> {
     let path = &args.model;
-    let model = diamond_importers::torch::load::load_any(path, &args.input_shape).map_err(bad)?;
+    let loaded = diamond::Model::open_with(path, &diamond::LoadOptions { input_shapes: args.input_shape.clone() })
+        .map_err(bad)?;
+    let model = loaded.ir();
     let graph = model.main_graph().ok_or_else(|| bad(format!("{}: the model has no graph", path.display())))?;
     let fed = gather_inputs(graph, &args.inputs, &args.input_shape, args.random.then_some(args.seed))?;
     let dump = if args.dump_all {
@@ -145,7 +116,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         other => bad(format!("{}: cannot run: {other}", path.display())),
     };
     let shapes: Vec<(String, Fed)> = fed.iter().map(|(n, v)| (n.clone(), Fed::of(v))).collect();
-    let plan = Plan::new(&model, &shapes).map_err(refused)?;
+    let plan = Plan::new(model, &shapes).map_err(refused)?;
     // Dumps name intermediate values, which fused programs do not hold: they come from the reference executor.
     let backend = if dump.is_some() { Backend::Reference } else { args.backend };
     // Steps of the simd backend that fell back to the reference kernels, with why,
@@ -154,19 +125,15 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     let mut reference_share = None;
     let result = match backend {
         Backend::Cuda => return Err(bad(diamond_runtime::cuda::device::unavailable())),
-        Backend::Reference => run_planned(&model, &plan, fed, &RunOptions { dump }).map_err(refused)?,
+        Backend::Reference => run_planned(model, &plan, fed, &RunOptions { dump }).map_err(refused)?,
         Backend::Simd => {
-            let model = simd_model(&model, args.optimize);
-            let lowered = diamond_optimize::lower::lower(&model)
-                .ok_or_else(|| bad(format!("{}: the model has no graph", path.display())))?;
-            let options = simd_options(args.optimize);
-            let mut session =
-                diamond_runtime::simd::Session::new(&model, &lowered, &shapes, &options).map_err(refused)?;
+            let options = diamond::SessionOptions { optimize: args.optimize, ..Default::default() };
+            let mut session = diamond::Session::new(&loaded, &options).map_err(bad)?;
             session.start_profiling();
-            let run = session.run(fed).map_err(refused)?;
+            let run = session.run(fed).map_err(bad)?;
             fallbacks = session.fallbacks();
             reference_share = Some(crate::bench_profile::Profile::of(&session.profile(), 1).reference_share());
-            RunResult { outputs: run.outputs, peak_bytes: run.peak_bytes, dumped: Vec::new() }
+            RunResult { peak_bytes: run.peak_bytes(), outputs: run.into_vec(), dumped: Vec::new() }
         }
     };
     let comparison = match &args.compare {

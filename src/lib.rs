@@ -1,0 +1,68 @@
+//! diamond: read ONNX and TorchScript models, infer every value's shape and
+//! element type, report what is wrong with them, optimize them, and run
+//! them on fused SIMD kernels.
+//!
+//! This crate is the library the `diamond` command and the Python package
+//! are built on. The pipeline is three types:
+//!
+//! - [`Model`] — a model read once ([`Model::open`] for a file,
+//!   [`Model::from_bytes`] for ONNX bytes), then [`checked`](Model::check),
+//!   [`optimized`](Model::optimize), [`converted`](Model::convert) or
+//!   [`written`](Model::write);
+//! - [`Session`] — a model prepared for a [`Backend`] once and
+//!   [`run`](Session::run) many times, on any input shapes the model
+//!   allows;
+//! - [`Error`] — why a call failed, in the kinds a caller acts on.
+//!
+//! # Checking a model
+//!
+//! ```
+//! let model = diamond::Model::open("fixtures/check/exported_transformer.onnx")?;
+//! let report = model.check(&diamond::CheckOptions::default());
+//! let logits = report.values.iter().find(|v| v.name == "logits").unwrap();
+//! assert_eq!(logits.shape_text(), "[batch, seq, 32]");
+//! assert_eq!(report.errors(), 0);
+//! # Ok::<(), diamond::Error>(())
+//! ```
+//!
+//! # Running a model
+//!
+//! A [`Session`] prepares the model for its backend when it is made (for
+//! the SIMD backend: widened from 16-bit floats, optimized, lowered to
+//! kernel programs) and binds it to input shapes at the first run:
+//!
+//! ```
+//! use diamond::{Model, Session, SessionOptions, Tensor, Value};
+//! let model = Model::open("fixtures/check/exported_transformer.onnx")?;
+//! let mut session = Session::new(&model, &SessionOptions { threads: Some(1), ..Default::default() })?;
+//! assert_eq!(session.inputs()[0].name, "input_ids");
+//! let ids = Tensor::from_i64s(vec![3, 1, 4, 1, 5]).reshaped(vec![1, 5]).unwrap();
+//! let mask = Tensor::from_i64s(vec![1; 5]).reshaped(vec![1, 5]).unwrap();
+//! let outputs = session.run(vec![
+//!     ("input_ids".into(), Value::Tensor(ids)),
+//!     ("attention_mask".into(), Value::Tensor(mask)),
+//! ])?;
+//! assert_eq!(outputs.get("logits").and_then(Value::as_tensor).unwrap().shape, [1, 5, 32]);
+//! # Ok::<(), diamond::Error>(())
+//! ```
+//!
+//! # Optimizing a model
+//!
+//! ```no_run
+//! let model = diamond::Model::open("model.onnx")?;
+//! let optimized = model.optimize(&diamond::OptimizeOptions { verify: true, ..Default::default() })?;
+//! optimized.model.write("model.opt.onnx")?;
+//! # Ok::<(), diamond::Error>(())
+//! ```
+
+#![deny(missing_docs)]
+
+mod error;
+mod model;
+pub mod session;
+
+pub use diamond_importers::torch::lower::InputShape;
+pub use diamond_runtime::{Data, Tensor, Value};
+pub use error::{Error, Result};
+pub use model::{CheckOptions, LoadOptions, Model, OptimizeOptions, Optimized, Report};
+pub use session::{Backend, Dim, Outputs, Session, SessionOptions, ValueInfo};
