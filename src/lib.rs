@@ -19,8 +19,8 @@
 //! ```
 //! let model = diamond::Model::open("fixtures/check/exported_transformer.onnx")?;
 //! let report = model.check(&diamond::CheckOptions::default());
-//! let logits = report.values.iter().find(|v| v.name == "logits").unwrap();
-//! assert_eq!(logits.shape_text(), "[batch, seq, 32]");
+//! let hidden = report.values.iter().find(|v| v.name == "last_hidden_state").unwrap();
+//! assert_eq!(hidden.shape_text(), "[batch, seq, 64]");
 //! assert_eq!(report.errors(), 0);
 //! # Ok::<(), diamond::Error>(())
 //! ```
@@ -42,7 +42,7 @@
 //!     ("input_ids".into(), Value::Tensor(ids)),
 //!     ("attention_mask".into(), Value::Tensor(mask)),
 //! ])?;
-//! assert_eq!(outputs.get("logits").and_then(Value::as_tensor).unwrap().shape, [1, 5, 32]);
+//! assert_eq!(outputs.get("last_hidden_state").and_then(Value::as_tensor).unwrap().shape, [1, 5, 64]);
 //! # Ok::<(), diamond::Error>(())
 //! ```
 //!

@@ -49,8 +49,8 @@ impl Model {
     /// archive (`.pt`) or TorchScript IR text.
     ///
     /// ```
-    /// let model = diamond::Model::open("fixtures/synthetic/valid_mlp.onnx")?;
-    /// assert_eq!(model.input_names(), ["input"]);
+    /// let model = diamond::Model::open("fixtures/check/exported_transformer.onnx")?;
+    /// assert_eq!(model.input_names(), ["input_ids", "attention_mask"]);
     /// # Ok::<(), diamond::Error>(())
     /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Model> {
@@ -119,7 +119,7 @@ impl Model {
     /// as `diamond check` does (ones-vector notes included).
     ///
     /// ```
-    /// let model = diamond::Model::open("fixtures/synthetic/valid_mlp.onnx")?;
+    /// let model = diamond::Model::open("fixtures/check/exported_transformer.onnx")?;
     /// let report = model.check(&diamond::CheckOptions::default());
     /// assert_eq!(report.errors(), 0);
     /// # Ok::<(), diamond::Error>(())

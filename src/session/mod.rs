@@ -138,8 +138,8 @@ enum Engine {
 ///         ("input_ids".into(), Value::Tensor(ids)),
 ///         ("attention_mask".into(), Value::Tensor(mask)),
 ///     ])?;
-///     let logits = outputs.get("logits").and_then(Value::as_tensor).unwrap();
-///     assert_eq!(logits.shape[..2], [2, seq]);
+///     let hidden = outputs.get("last_hidden_state").and_then(Value::as_tensor).unwrap();
+///     assert_eq!(hidden.shape, [2, seq, 64]);
 /// }
 /// # Ok::<(), diamond::Error>(())
 /// ```
