@@ -149,9 +149,7 @@ impl Model {
     pub fn convert(&self) -> Result<Model> {
         let options = CheckOptions::default();
         let report = diamond_infer::check_model(&self.ir, &options);
-        if let Some(first) =
-            report.diagnostics.iter().find(|d| d.severity == diamond_infer::Severity::Error)
-        {
+        if let Some(first) = report.diagnostics.iter().find(|d| d.severity == diamond_infer::Severity::Error) {
             return Err(Error::Model(format!(
                 "{}: {} error(s) in the model; the first: {}",
                 self.label,

@@ -11,6 +11,8 @@ while it works, and raises :class:`ReadError` for a model it cannot read and
     print(report.values["logits"].shape)      # ('batch', 1000)
     model = diamond.optimize(onnx_model)       # an onnx.ModelProto back
     outputs = diamond.run("model.onnx", {"x": x})
+    session = diamond.Session("model.onnx")   # prepared once
+    (logits,) = session.run(["logits"], {"x": x})
 
 The ``diamond`` command is installed with the package.
 """
@@ -23,9 +25,11 @@ from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence, Tuple,
 
 from . import _native
 from ._batch import ConvertResult, convert_many
-from ._errors import DiamondError, ModelError, ReadError
+from ._errors import DiamondError, FallbackWarning, ModelError, ReadError
 from ._models import DimLike, as_source, returned, shape_texts
 from ._report import Diagnostic, Dim, Report, ValueInfo
+from ._session import Session, native_feeds
+from ._session import ValueInfo as SessionValueInfo
 
 if TYPE_CHECKING:
     import numpy
@@ -40,6 +44,8 @@ __all__ = [
     "convert",
     "optimize",
     "run",
+    "Session",
+    "SessionValueInfo",
     "convert_many",
     "Report",
     "ValueInfo",
@@ -49,6 +55,7 @@ __all__ = [
     "DiamondError",
     "ReadError",
     "ModelError",
+    "FallbackWarning",
     "PASSES",
 ]
 
@@ -159,13 +166,17 @@ def run(
     model: ModelLike,
     inputs: Mapping[str, Any],
     input_shapes: Optional[Mapping[str, Sequence[DimLike]]] = None,
+    backend: str = "simd",
 ) -> Dict[str, "numpy.ndarray"]:
-    """Runs the model on the reference executor (``diamond run``).
+    """Runs the model once (``diamond run``): a :class:`Session` made and
+    used once. Prepare a :class:`Session` to run a model many times.
 
     Args:
         inputs: graph input name → ``numpy.ndarray`` of the declared element
             type (a list of arrays for a sequence input, ``None`` for an
             empty optional). Inputs with an initializer may be left out.
+        backend: ``"simd"`` (fused kernels) or ``"reference"`` (the plain
+            kernels, the oracle the others are held to).
 
     Returns:
         Output name → ``numpy.ndarray``, in the graph's order (a list for a
@@ -180,22 +191,4 @@ def run(
         NotImplementedError: an operator the executor lacks.
     """
     source, _ = as_source(model)
-    fed = []
-    for name, value in inputs.items():
-        if value is None:
-            fed.append((name, None))
-        elif isinstance(value, (list, tuple)):
-            fed.append((name, [_native_array(v) for v in value]))
-        else:
-            fed.append((name, _native_array(value)))
-    return _native.run(source, fed, shape_texts(input_shapes))
-
-
-def _native_array(value: Any) -> "numpy.ndarray":
-    """``value`` as an array in the machine's byte order (the executor's)."""
-    import numpy
-
-    array = numpy.asarray(value)
-    if not array.dtype.isnative:
-        array = array.astype(array.dtype.newbyteorder("="))
-    return array
+    return _native.run(source, native_feeds(inputs), shape_texts(input_shapes), backend)

@@ -49,3 +49,11 @@ def _is_report(obj: Any) -> bool:
     from ._report import Report
 
     return isinstance(obj, Report)
+
+
+class FallbackWarning(RuntimeWarning):
+    """A :class:`diamond.Session` on the simd backend runs some steps on the
+    reference kernels (an operator, element type or shape the fused kernels
+    do not cover): the results are right, the speed is not that of the fast
+    path. The message lists each step and why; ``Session.fallbacks()``
+    returns the same lines."""

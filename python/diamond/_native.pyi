@@ -47,8 +47,32 @@ def optimize(
     input_shapes: Optional[List[str]] = None,
     output: Optional[str] = None,
 ) -> Optional[bytes]: ...
+_Fed = List[Tuple[str, Union[numpy.ndarray, List[numpy.ndarray], None]]]
+_Described = Tuple[str, Optional[str], Optional[List[Union[int, str, None]]]]
+
 def run(
     model: _Model,
-    inputs: List[Tuple[str, Union[numpy.ndarray, List[numpy.ndarray], None]]],
+    inputs: _Fed,
     input_shapes: Optional[List[str]] = None,
+    backend: str = "simd",
 ) -> Dict[str, Any]: ...
+
+class Session:
+    """A model prepared once for a backend (the library's ``diamond::Session``)."""
+
+    def __init__(
+        self,
+        model: _Model,
+        backend: str = "simd",
+        threads: Optional[int] = None,
+        input_shapes: Optional[List[str]] = None,
+        optimize: bool = True,
+    ) -> None: ...
+    @property
+    def backend(self) -> str: ...
+    @property
+    def label(self) -> str: ...
+    def run(self, inputs: _Fed) -> Dict[str, Any]: ...
+    def inputs(self) -> List[_Described]: ...
+    def outputs(self) -> List[_Described]: ...
+    def fallbacks(self) -> List[str]: ...

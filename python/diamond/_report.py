@@ -119,6 +119,11 @@ class Report:
     def _from_native(cls, native: Any) -> "Report":
         return cls(native)
 
+    @classmethod
+    def _from_document(cls, document: Dict[str, Any], assumptions: List[int]) -> "Report":
+        """A report made in another process, from its plain data."""
+        return cls(_Detached(document, assumptions))
+
     @property
     def errors(self) -> List[Diagnostic]:
         """The diagnostics of severity ``error``."""
@@ -167,3 +172,29 @@ class Report:
         lines = [repr(self)]
         lines += [f"  {d}" for d in self.diagnostics]
         return "\n".join(lines)
+
+
+class _Detached:
+    """A report's data without the model, as it comes back from a worker
+    process: everything but the HTML page, which needs the model."""
+
+    def __init__(self, document: Dict[str, Any], assumptions: List[int]) -> None:
+        self._document = document
+        self._assumptions = assumptions
+
+    def document(self) -> Dict[str, Any]:
+        return self._document
+
+    def assumption_indices(self) -> List[int]:
+        return self._assumptions
+
+    def json_text(self) -> str:
+        import json
+
+        return json.dumps(self._document, indent=2)
+
+    def write_html(self, path: str) -> None:
+        raise RuntimeError(
+            f"{self._document.get('model')}: this report was made in another process and has no model to draw; "
+            "check the model here (diamond.check) to write its HTML page"
+        )

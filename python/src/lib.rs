@@ -38,6 +38,7 @@ mod module {
         m.add_function(wrap_pyfunction!(crate::writing::convert_file, m)?)?;
         m.add_function(wrap_pyfunction!(crate::writing::optimize, m)?)?;
         m.add_function(wrap_pyfunction!(crate::running::run, m)?)?;
+        m.add_class::<crate::running::Session>()?;
         m.add("PASS_NAMES", diamond_optimize::PASS_NAMES.to_vec())?;
         m.add("__version__", env!("CARGO_PKG_VERSION"))?;
         Ok(())

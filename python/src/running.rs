@@ -1,29 +1,21 @@
-//! `run`: the model executed by the reference executor on NumPy inputs, as
-//! `diamond run` does (the execution plan checks the fed shapes against the
-//! model first), with the GIL released while it runs.
+//! `Session` and `run`: a model prepared once for a backend (`simd` by
+//! default, `reference` on request) through the library's
+//! [`diamond::Session`], run on NumPy inputs with the GIL released; `run`
+//! is a session used once.
 
 use crate::arrays::{tensor_from_array, value_to_python};
-use crate::errors::{bad_argument, model_error};
-use crate::source::{input_shapes, load_detached, Source};
-use diamond_ir::{ElemType, Graph, TypeValue};
-use diamond_runtime::{run_planned, Fed, Plan, RunError, RunOptions, Value};
+use crate::errors::{bad_argument, model_error, unreadable};
+use crate::source::{input_shapes, Source};
+use diamond_ir::{ElemType, TypeValue};
+use diamond_runtime::Value;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
+use std::sync::Mutex;
 
-/// The declared type of graph input `name`.
-fn declared<'g>(graph: &'g Graph, name: &str) -> Option<&'g TypeValue> {
-    graph
-        .inputs
-        .iter()
-        .find(|i| i.value.is_some_and(|v| graph.value_name(v) == name))
-        .and_then(|i| i.ty.as_ref())
-        .and_then(|t| t.value.as_ref())
-}
-
-/// What `obj` feeds input `name`: an array is a tensor (inside an optional
-/// when the input is one), a list of arrays a sequence, `None` an empty optional.
-fn fed_value(graph: &Graph, name: &str, obj: &Bound<'_, PyAny>) -> PyResult<Value> {
-    let ty = declared(graph, name);
+/// What `obj` feeds an input declared as `ty`: an array is a tensor
+/// (inside an optional when the input is one), a list of arrays a sequence,
+/// `None` an empty optional.
+fn fed_value(name: &str, ty: Option<&TypeValue>, obj: &Bound<'_, PyAny>) -> PyResult<Value> {
     if obj.is_none() {
         return Ok(Value::Optional(None));
     }
@@ -46,44 +38,161 @@ fn fed_value(graph: &Graph, name: &str, obj: &Bound<'_, PyAny>) -> PyResult<Valu
     })
 }
 
-/// Runs `model` on `inputs` (graph input name → NumPy array; a list of
-/// arrays for a sequence input, `None` for an empty optional) and returns
-/// the outputs by name, in the graph's order. A fed value that does not fit
-/// the model is a `ValueError`; an operator the executor lacks a
-/// `NotImplementedError`; a fault the model has a `ModelError`.
+/// The library's error as the Python exception the package documents.
+fn raised(error: diamond::Error) -> PyErr {
+    match error {
+        diamond::Error::Read(m) => unreadable(m),
+        diamond::Error::Input(m) => bad_argument(m),
+        diamond::Error::Unsupported(m) | diamond::Error::Unavailable(m) => {
+            pyo3::exceptions::PyNotImplementedError::new_err(m)
+        }
+        diamond::Error::Model(m) => model_error(m),
+        diamond::Error::Write(m) => pyo3::exceptions::PyOSError::new_err(m),
+    }
+}
+
+/// One input or output: `(name, element type name or None, shape)`, each
+/// axis a size, a symbol or `None`.
+type Described = (String, Option<String>, Option<Vec<Option<DimOut>>>);
+
+/// An axis as Python sees it.
+#[derive(IntoPyObject)]
+enum DimOut {
+    Size(u64),
+    Symbol(String),
+}
+
+fn describe(info: &diamond::ValueInfo) -> Described {
+    let dims = info.shape.as_ref().map(|dims| {
+        dims.iter()
+            .map(|d| match d {
+                diamond::Dim::Known(n) => Some(DimOut::Size(*n)),
+                diamond::Dim::Symbol(s) => Some(DimOut::Symbol(s.clone())),
+                diamond::Dim::Unknown => None,
+            })
+            .collect()
+    });
+    (info.name.clone(), info.elem.map(|e| diamond_infer::graph::report_json_dtype(e).to_string()), dims)
+}
+
+/// A model prepared once for a backend and run many times.
+#[pyclass(module = "diamond._native")]
+pub struct Session {
+    session: Mutex<diamond::Session>,
+    /// Each graph input's declared type, by name (how a fed object is read).
+    declared: Vec<(String, Option<TypeValue>)>,
+    label: String,
+}
+
+#[pymethods]
+impl Session {
+    /// Reads `model` and prepares it for `backend` (`simd` or `reference`)
+    /// on `threads` threads (`None`: one per core), optimized unless
+    /// `optimize` is false.
+    #[new]
+    #[pyo3(signature = (model, backend="simd", threads=None, input_shapes=None, optimize=true))]
+    fn new(
+        py: Python<'_>,
+        model: &Bound<'_, PyAny>,
+        backend: &str,
+        threads: Option<usize>,
+        input_shapes: Option<Vec<String>>,
+        optimize: bool,
+    ) -> PyResult<Session> {
+        let source = Source::from_py(model)?;
+        let shapes = self::input_shapes(input_shapes)?;
+        let backend: diamond::Backend = backend.parse().map_err(|e: diamond::Error| bad_argument(e))?;
+        let options = diamond::SessionOptions { backend, threads, optimize };
+        let (session, declared, label) = py
+            .detach(|| {
+                let model = match &source {
+                    Source::Path(path) => {
+                        diamond::Model::open_with(path, &diamond::LoadOptions { input_shapes: shapes })
+                    }
+                    Source::Bytes(bytes) => diamond::Model::from_bytes(bytes.clone()),
+                }?;
+                let graph = model.ir().main_graph().expect("a Model has a main graph");
+                let declared = graph
+                    .inputs
+                    .iter()
+                    .filter_map(|i| {
+                        let ty = i.ty.as_ref().and_then(|t| t.value.clone());
+                        Some((graph.value_name(i.value?).to_string(), ty))
+                    })
+                    .collect();
+                let session = diamond::Session::new(&model, &options)?;
+                Ok((session, declared, model.label().to_string()))
+            })
+            .map_err(raised)?;
+        Ok(Session { session: Mutex::new(session), declared, label })
+    }
+
+    /// Runs on `inputs` (name → array, a list of arrays for a sequence,
+    /// `None` for an empty optional); the outputs by name, in the graph's order.
+    fn run<'py>(&self, py: Python<'py>, inputs: Vec<(String, Bound<'py, PyAny>)>) -> PyResult<Bound<'py, PyDict>> {
+        let mut fed = Vec::with_capacity(inputs.len());
+        for (name, obj) in &inputs {
+            let ty = self.declared.iter().find(|(n, _)| n == name).and_then(|(_, t)| t.as_ref());
+            fed.push((name.clone(), fed_value(name, ty, obj)?));
+        }
+        let outputs = py
+            .detach(|| {
+                let mut session = self.session.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                session.run(fed)
+            })
+            .map_err(raised)?;
+        let dict = PyDict::new(py);
+        for (name, value) in outputs.into_vec() {
+            dict.set_item(name, value_to_python(py, value)?)?;
+        }
+        Ok(dict)
+    }
+
+    /// The inputs a run feeds: `(name, dtype, shape)` each.
+    fn inputs(&self, py: Python<'_>) -> Vec<Described> {
+        py.detach(|| self.lock().inputs().iter().map(describe).collect())
+    }
+
+    /// The outputs a run returns: `(name, dtype, shape)` each.
+    fn outputs(&self, py: Python<'_>) -> Vec<Described> {
+        py.detach(|| self.lock().outputs().iter().map(describe).collect())
+    }
+
+    /// The backend's name.
+    #[getter]
+    fn backend(&self) -> &'static str {
+        self.lock().backend().name()
+    }
+
+    /// The SIMD backend's steps that ran on the reference kernels, as text
+    /// lines naming the step and why (empty before the first run).
+    fn fallbacks(&self) -> Vec<String> {
+        self.lock().fallbacks().iter().map(|f| f.to_string()).collect()
+    }
+
+    /// How the model is named in messages.
+    #[getter]
+    fn label(&self) -> &str {
+        &self.label
+    }
+}
+
+impl Session {
+    fn lock(&self) -> std::sync::MutexGuard<'_, diamond::Session> {
+        self.session.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Runs `model` once on `inputs` on `backend`, as a `Session` would.
 #[pyfunction]
-#[pyo3(signature = (model, inputs, input_shapes=None))]
+#[pyo3(signature = (model, inputs, input_shapes=None, backend="simd"))]
 pub fn run<'py>(
     py: Python<'py>,
     model: &Bound<'py, PyAny>,
     inputs: Vec<(String, Bound<'py, PyAny>)>,
     input_shapes: Option<Vec<String>>,
+    backend: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let source = Source::from_py(model)?;
-    let shapes = self::input_shapes(input_shapes)?;
-    let loaded = load_detached(py, &source, &shapes)?;
-    let label = source.label();
-    let graph =
-        loaded.main_graph().ok_or_else(|| crate::errors::unreadable(format!("{label}: the model has no graph")))?;
-    let mut fed = Vec::with_capacity(inputs.len());
-    for (name, obj) in &inputs {
-        fed.push((name.clone(), fed_value(graph, name, obj)?));
-    }
-    let result = py.detach(|| {
-        let shapes: Vec<(String, Fed)> = fed.iter().map(|(n, v)| (n.clone(), Fed::of(v))).collect();
-        let plan = Plan::new(&loaded, &shapes)?;
-        run_planned(&loaded, &plan, fed, &RunOptions::default())
-    });
-    let result = result.map_err(|e| match e {
-        RunError::Input { .. } | RunError::Binding { .. } => bad_argument(e),
-        RunError::Unsupported { .. } => {
-            pyo3::exceptions::PyNotImplementedError::new_err(format!("{label}: cannot run: {e}"))
-        }
-        other => model_error(format!("{label}: cannot run: {other}")),
-    })?;
-    let outputs = PyDict::new(py);
-    for (name, value) in result.outputs {
-        outputs.set_item(name, value_to_python(py, value)?)?;
-    }
-    Ok(outputs)
+    let session = Session::new(py, model, backend, None, input_shapes, true)?;
+    session.run(py, inputs)
 }

@@ -146,8 +146,9 @@ enum Engine {
 pub struct Session {
     label: String,
     backend: Backend,
-    /// The inputs a run feeds, in the graph's order.
-    input_names: Vec<String>,
+    /// The graph's inputs, in its order, and whether each must be fed (an
+    /// input with an initializer may be, overriding it).
+    input_names: Vec<(String, bool)>,
     /// The inputs and outputs described, once asked for (it takes a check).
     described: std::sync::OnceLock<(Vec<ValueInfo>, Vec<ValueInfo>)>,
     engine: Engine,
@@ -178,7 +179,15 @@ impl Session {
                     .ok_or_else(|| Error::Read(format!("{label}: the model has no graph")))?,
             )),
         };
-        let input_names = model.input_names().into_iter().map(str::to_string).collect();
+        let graph = model.graph();
+        let required = model.input_names();
+        let input_names = graph
+            .inputs
+            .iter()
+            .filter_map(|i| i.value)
+            .map(|v| graph.value_name(v))
+            .map(|n| (n.to_string(), required.contains(&n)))
+            .collect();
         let described = std::sync::OnceLock::new();
         Ok(Session { label, backend: options.backend, input_names, described, engine, pool })
     }
@@ -291,22 +300,23 @@ impl Session {
         }
     }
 
-    /// `inputs` in the graph's order, each a declared input fed once, every
+    /// `inputs` in the graph's order, each a graph input fed once, every
     /// required input present.
     fn ordered<T>(&self, mut inputs: Vec<(String, T)>) -> Result<Vec<(String, T)>> {
-        let names: Vec<&str> = self.input_names.iter().map(String::as_str).collect();
-        if let Some((name, _)) = inputs.iter().find(|(n, _)| !names.contains(&n.as_str())) {
+        if let Some((name, _)) = inputs.iter().find(|(n, _)| !self.input_names.iter().any(|(m, _)| m == n)) {
+            let required: Vec<&str> = self.input_names.iter().filter(|(_, r)| *r).map(|(n, _)| n.as_str()).collect();
             return Err(Error::Input(format!(
                 "input '{name}': the model has no input of that name (inputs: {})",
-                if names.is_empty() { "none".to_string() } else { names.join(", ") }
+                if required.is_empty() { "none".to_string() } else { required.join(", ") }
             )));
         }
         let mut ordered = Vec::with_capacity(inputs.len());
-        for name in &names {
+        for (name, required) in &self.input_names {
             let mut fed = inputs.iter().filter(|(n, _)| n == name);
             match (fed.next(), fed.next()) {
                 (Some(_), Some(_)) => return Err(Error::Input(format!("input '{name}': fed more than once"))),
-                (None, _) => return Err(Error::Input(format!("input '{name}': not fed"))),
+                (None, _) if *required => return Err(Error::Input(format!("input '{name}': not fed"))),
+                (None, _) => continue,
                 _ => {}
             }
             let at = inputs.iter().position(|(n, _)| n == name).expect("found above");

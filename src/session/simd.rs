@@ -80,7 +80,11 @@ impl SimdEngine {
     pub fn new(model: &Model, optimize: bool) -> Option<SimdEngine> {
         let model = simd_model(model, optimize).into_owned();
         let lowered = diamond_optimize::lower::lower(&model)?;
-        Some(SimdEngine { cell: Cell::new(Prepared { model, lowered }, |_| None), options: simd_options(optimize), profiling: false })
+        Some(SimdEngine {
+            cell: Cell::new(Prepared { model, lowered }, |_| None),
+            options: simd_options(optimize),
+            profiling: false,
+        })
     }
 
     /// The model the backend runs (optimized, widened).

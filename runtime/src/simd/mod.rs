@@ -20,62 +20,41 @@
 //! the reference kernels, each such step reported with its reason
 //! ([`fallback`]). A [`Session`] prepares a model once for given input
 //! shapes and runs it many times.
+//!
+//! The files, by family (each folder's `mod.rs` maps its own; the modules
+//! are re-exported here, so `simd::gemm` names `simd/products/gemm.rs`):
+//! - `engine/` — the [`Session`]: preparing, binding programs to sizes,
+//!   each step's route and fallbacks, profiling, the instruction set, the
+//!   hot pool;
+//! - `products/` — GEMM and its epilogues, integer products, MatMul, Gemm,
+//!   Einsum, the elementwise programs folded into them;
+//! - `convolution/` — 2-D convolution, one route per shape class, and the
+//!   depthwise kernels;
+//! - `pointwise/` — elementwise programs (tiles, register-resident
+//!   chains), activations and math, integer and cast kernels;
+//! - `reductions/` — reduction programs, normalizations, pools, TopK;
+//! - `layout/` — Split, Slice, Transpose, Concat, gathers, relayouts;
+//! - `recurrence/` — LSTM, GRU, RNN.
 
-pub mod activation;
-pub mod bind;
-pub mod branch;
-pub mod cast;
-pub mod chain;
-pub mod chain_vector;
-mod channel_vector;
-pub mod concat;
-pub mod contraction;
-pub mod conv;
-pub mod cpu;
-pub mod dead_taps;
-pub mod denormals;
-pub mod depthwise;
-mod depthwise_lanes;
+mod convolution;
+mod engine;
+mod layout;
+mod pointwise;
+mod products;
+mod recurrence;
+mod reductions;
+
 #[cfg(target_arch = "x86_64")]
-mod depthwise_rows;
-pub mod direct;
-mod direct_store;
-pub mod einsum;
-pub mod elementwise;
-pub mod epilogue;
-pub mod fallback;
-pub mod few_rows;
-pub mod fold;
-pub mod fused_post;
-pub mod gather;
-pub mod gemm;
-pub mod hot_pool;
-mod igemm;
-pub mod im2col;
-pub mod integer;
-mod late;
-pub mod math;
-pub mod movement;
-pub mod native;
-pub mod norm;
-pub mod norm_lanes;
-pub mod pool;
-pub mod portable_gemm;
-pub mod profile;
-mod quantized;
-mod recurrence_8bit;
-pub mod recurrent;
-pub mod reduce;
-pub mod reduce_flat;
-pub mod reduce_lanes;
-pub mod relayout;
-pub mod selection;
-pub mod session;
-pub mod small_plane;
-pub mod tile;
-#[cfg(target_arch = "x86_64")]
-pub(crate) mod transpose;
-pub mod winograd;
+pub(crate) use convolution::transpose;
+pub use convolution::{conv, dead_taps, depthwise, direct, im2col, small_plane, winograd};
+pub use engine::{bind, branch, cpu, denormals, fallback, hot_pool, native, profile, session};
+pub use layout::{concat, gather, movement, relayout};
+use pointwise::late;
+pub use pointwise::{activation, cast, chain, chain_vector, elementwise, integer, math, tile};
+use products::quantized;
+pub use products::{contraction, einsum, epilogue, few_rows, fold, fused_post, gemm, portable_gemm};
+pub use recurrence::recurrent;
+pub use reductions::{norm, norm_lanes, pool, reduce, reduce_flat, reduce_lanes, selection};
 
 pub use fallback::{Fallback, FallbackReason, Refusal};
 pub use profile::{StepKind, StepTime};

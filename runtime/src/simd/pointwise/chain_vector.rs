@@ -182,7 +182,7 @@ macro_rules! run_body {
 
 /// The AVX2 instance: four 8-lane registers a block.
 #[cfg(target_arch = "x86_64")]
-pub(super) mod avx2 {
+pub(in crate::simd) mod avx2 {
     use std::arch::x86_64::*;
 
     type V = __m256;
@@ -270,7 +270,7 @@ pub(super) mod avx2 {
 
 /// The AVX-512 instance: eight 16-lane registers a block (AVX-512 F only).
 #[cfg(target_arch = "x86_64")]
-pub(super) mod avx512 {
+pub(in crate::simd) mod avx512 {
     use std::arch::x86_64::*;
 
     type V = __m512;

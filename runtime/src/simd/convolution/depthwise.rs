@@ -132,7 +132,7 @@ mod blocked {
     }
 
     /// As [`super::conv`], for a processor with AVX2 and FMA.
-    pub(super) fn conv(
+    pub(in crate::simd) fn conv(
         input: &[f32],
         weight: &[f32],
         p: &Conv2d,

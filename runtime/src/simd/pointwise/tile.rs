@@ -399,7 +399,7 @@ unsafe fn eval_body<P: Place, A: Arith>(
 /// # Safety
 /// As [`eval_with`], for the one instruction.
 #[inline(always)]
-pub(super) unsafe fn eval_one<P: Place, A: Arith>(
+pub(in crate::simd) unsafe fn eval_one<P: Place, A: Arith>(
     body: &[Instr],
     i: usize,
     place: P,
@@ -449,7 +449,7 @@ pub(super) unsafe fn eval_one<P: Place, A: Arith>(
 /// # Safety
 /// Every point read lies inside the operand.
 #[inline(always)]
-pub(super) unsafe fn load(src: Src, off: isize, stride: isize, out: &mut [f32]) {
+pub(in crate::simd) unsafe fn load(src: Src, off: isize, stride: isize, out: &mut [f32]) {
     match src {
         Src::F32(p) => {
             let p = p.offset(off);
@@ -530,7 +530,7 @@ macro_rules! inlined {
 }
 
 #[inline(always)]
-pub(super) fn unary<A: Arith>(op: UnaryOp, a: &[f32], out: &mut [f32]) {
+pub(in crate::simd) fn unary<A: Arith>(op: UnaryOp, a: &[f32], out: &mut [f32]) {
     match op {
         UnaryOp::Identity => out.copy_from_slice(a),
         UnaryOp::Neg => map1(out, a, |x| -x),
@@ -609,7 +609,7 @@ pub(super) fn unary<A: Arith>(op: UnaryOp, a: &[f32], out: &mut [f32]) {
 
 /// `op(a, c)`, or `op(c, a)` when `swap`.
 #[inline(always)]
-pub(super) fn binary_scalar(op: BinaryOp, a: &[f32], c: f32, swap: bool, out: &mut [f32]) {
+pub(in crate::simd) fn binary_scalar(op: BinaryOp, a: &[f32], c: f32, swap: bool, out: &mut [f32]) {
     macro_rules! both {
         ($f:expr) => {
             if swap {
@@ -653,7 +653,7 @@ pub(super) fn binary_scalar(op: BinaryOp, a: &[f32], c: f32, swap: bool, out: &m
 }
 
 #[inline(always)]
-pub(super) fn binary(op: BinaryOp, a: &[f32], b: &[f32], out: &mut [f32]) {
+pub(in crate::simd) fn binary(op: BinaryOp, a: &[f32], b: &[f32], out: &mut [f32]) {
     match op {
         BinaryOp::Add => map2(out, a, b, |x, y| x + y),
         BinaryOp::Sub => map2(out, a, b, |x, y| x - y),

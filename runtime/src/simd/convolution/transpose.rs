@@ -11,7 +11,7 @@ const LANES: usize = 8;
 /// depthwise layers, and the export, 6% slower.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-pub(super) unsafe fn transpose8(from: [&[f32]; LANES], to: &mut [f32]) {
+pub(in crate::simd) unsafe fn transpose8(from: [&[f32]; LANES], to: &mut [f32]) {
     use std::arch::x86_64::*;
     assert!(to.len() >= LANES * LANES && from.iter().all(|r| r.len() >= LANES));
     // no `array::from_fn` here: its closure, compiled for AVX2 and called

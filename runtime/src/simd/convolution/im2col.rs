@@ -168,7 +168,7 @@ fn fill_from_padded(src: &[f32], p: &Conv2d, (oh, ow): (usize, usize), columns: 
 
 /// Writes the padded rows `0..hp`, columns `0..wp` of `channel` into the
 /// zeroed `padded` (`hp × wp`).
-pub(super) fn pad_channel(channel: &[f32], p: &Conv2d, (hp, wp): (usize, usize), padded: &mut [f32]) {
+pub(in crate::simd) fn pad_channel(channel: &[f32], p: &Conv2d, (hp, wp): (usize, usize), padded: &mut [f32]) {
     let (top, left) = (p.pads[0], p.pads[1]);
     // padded columns holding input: left..left + w, clipped to what is read
     let (x0, x1) = (left, (left + p.w).min(wp));

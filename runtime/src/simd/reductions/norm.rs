@@ -262,7 +262,7 @@ fn affine_plane_body(src: &[f32], mean: f32, factor: f32, shift: f32, dst: &mut 
 /// what `GroupNorm(1)` and wav2vec2's feature-extractor norm export to.
 /// `None` (the reference kernels) for other types, ranks below 3, or a
 /// scale or bias that is not one value per channel.
-pub(super) fn instance_norm(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -> Option<Tensor> {
+pub(in crate::simd) fn instance_norm(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>) -> Option<Tensor> {
     let (x, scale, bias) = (inputs.first().copied()??, inputs.get(1).copied()??, inputs.get(2).copied()??);
     let (xd, sd, bd) = (floats(x)?, floats(scale)?, floats(bias)?);
     let epsilon = f64::from(float_attr(node, "epsilon", 1e-5)?);

@@ -43,7 +43,7 @@ fn broadcast(a: &[usize], b: &[usize]) -> Option<(Vec<usize>, Vec<usize>, Vec<us
 }
 
 /// `f(a[i], b[j])` over the broadcast of `a` (dims `sa`) and `b` (dims `sb`).
-pub(super) fn map2<T: Copy, U>(
+pub(in crate::simd) fn map2<T: Copy, U>(
     a: &[T],
     sa: &[usize],
     b: &[T],

@@ -77,7 +77,7 @@ pub fn phases(p: &Program) -> Phases {
 
 /// A reduction's running value.
 #[derive(Clone, Copy)]
-pub(super) enum Acc {
+pub(in crate::simd) enum Acc {
     Sum(f64),
     Prod(f64),
     Max(f32),
@@ -85,7 +85,7 @@ pub(super) enum Acc {
 }
 
 impl Acc {
-    pub(super) fn new(c: Combiner) -> Acc {
+    pub(in crate::simd) fn new(c: Combiner) -> Acc {
         match c {
             Combiner::Sum | Combiner::Mean => Acc::Sum(0.0),
             Combiner::Prod => Acc::Prod(1.0),
@@ -94,7 +94,7 @@ impl Acc {
         }
     }
 
-    pub(super) fn fold(&mut self, simd: bool, xs: &[f32]) {
+    pub(in crate::simd) fn fold(&mut self, simd: bool, xs: &[f32]) {
         match self {
             Acc::Sum(s) => *s += sum(simd, xs),
             Acc::Prod(s) => *s = xs.iter().fold(*s, |a, &x| a * f64::from(x)),
@@ -103,7 +103,7 @@ impl Acc {
         }
     }
 
-    pub(super) fn value(self, c: Combiner, count: usize) -> f32 {
+    pub(in crate::simd) fn value(self, c: Combiner, count: usize) -> f32 {
         match self {
             Acc::Sum(s) if c == Combiner::Mean => (s / count as f64) as f32,
             Acc::Sum(s) | Acc::Prod(s) => s as f32,
@@ -125,7 +125,7 @@ fn extreme(simd: bool, m: f32, xs: &[f32], max: bool) -> f32 {
 
 /// [`extreme`] one float at a time (also the lane-wise runner's fold).
 #[inline(always)]
-pub(super) fn extreme_body(m: f32, xs: &[f32], max: bool) -> f32 {
+pub(in crate::simd) fn extreme_body(m: f32, xs: &[f32], max: bool) -> f32 {
     let pick = |a: f32, x: f32| match (a.is_nan() || x.is_nan(), max) {
         (true, _) => f32::NAN,
         (false, true) => a.max(x),

@@ -262,7 +262,7 @@ fn vector_binary(op: BinaryOp) -> bool {
 
 /// `place`'s registers from point `by` on.
 #[derive(Clone, Copy)]
-pub(super) struct Shifted<P> {
+pub(in crate::simd) struct Shifted<P> {
     pub place: P,
     pub by: usize,
 }

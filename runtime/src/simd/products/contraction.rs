@@ -17,14 +17,14 @@ use crate::tensor::{Data, Tensor};
 use diamond_ir::{AttrValue, Node};
 
 /// The `f32` slice of a tensor.
-pub(super) fn floats(t: &Tensor) -> Option<&[f32]> {
+pub(in crate::simd) fn floats(t: &Tensor) -> Option<&[f32]> {
     match &t.data {
         Data::F32(v) => Some(v),
         _ => None,
     }
 }
 
-pub(super) fn int_attr(node: &Node, name: &str, default: i64) -> Option<i64> {
+pub(in crate::simd) fn int_attr(node: &Node, name: &str, default: i64) -> Option<i64> {
     match node.attribute(name).and_then(|a| a.value()) {
         None => Some(default),
         Some(AttrValue::Int(v)) => Some(v),
@@ -32,7 +32,7 @@ pub(super) fn int_attr(node: &Node, name: &str, default: i64) -> Option<i64> {
     }
 }
 
-pub(super) fn float_attr(node: &Node, name: &str, default: f32) -> Option<f32> {
+pub(in crate::simd) fn float_attr(node: &Node, name: &str, default: f32) -> Option<f32> {
     match node.attribute(name).and_then(|a| a.value()) {
         None => Some(default),
         Some(AttrValue::Float(v)) => Some(v),
@@ -75,7 +75,7 @@ pub(crate) fn compute(
 pub(crate) type Take<'a> = &'a mut dyn FnMut(usize) -> Vec<f32>;
 
 /// A buffer from `take` holding `len` zeros.
-pub(super) fn sized(take: Take<'_>, len: usize) -> Vec<f32> {
+pub(in crate::simd) fn sized(take: Take<'_>, len: usize) -> Vec<f32> {
     let mut buffer = take(len);
     buffer.clear();
     buffer.resize(len, 0.0);
@@ -88,7 +88,7 @@ pub(super) fn sized(take: Take<'_>, len: usize) -> Vec<f32> {
 /// zeroed), which saved SqueezeNet's convolutions a pass over each output.
 /// In builds with debug assertions (the tests) the floats are NaN instead,
 /// so that an element a kernel leaves unwritten shows in its results.
-pub(super) fn overwritten(take: Take<'_>, len: usize) -> Vec<f32> {
+pub(in crate::simd) fn overwritten(take: Take<'_>, len: usize) -> Vec<f32> {
     let mut buffer = take(len);
     if cfg!(debug_assertions) {
         buffer.clear();
@@ -185,7 +185,7 @@ fn gemm(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>, ep: Epilogue) -
 /// these shapes (a 1-D one as a 2-D one over a single row: the `bool`),
 /// or `None` for other ranks, `auto_pad`, inconsistent groups or a
 /// kernel that does not fit.
-pub(super) fn conv_geometry(node: &Node, x_shape: &[usize], w_shape: &[usize]) -> Option<(Conv2d, bool)> {
+pub(in crate::simd) fn conv_geometry(node: &Node, x_shape: &[usize], w_shape: &[usize]) -> Option<(Conv2d, bool)> {
     // A 1-D convolution is a 2-D one over a single row.
     let one_d = x_shape.len() == 3 && w_shape.len() == 3;
     let (xs, ws) = if one_d {
