@@ -729,6 +729,24 @@ fn merge_parallel_matmuls_joins_projections_of_one_input() {
 }
 
 #[test]
+fn noop_keeps_a_value_two_readers_share_after_a_removal() {
+    // `same_shape` goes first, sending both the graph-output Identity and the
+    // Neg to `t`: `swap` must keep writing `t`, and `y` comes from the Identity.
+    let model = load(&fixture("noop_shared_output.onnx"));
+    let outcome = run_passes(&model, &["noop", "dead-code"]);
+    expect![[r#"
+        input x: float [batch, 3, 5]
+        Transpose(x) {perm=[0, 2, 1]} -> t
+        Identity(t) -> y
+        Neg(t) -> z
+        output z
+        output y
+    "#]]
+    .assert_eq(&graph_text(&outcome.model));
+    same_outputs(&model, &outcome.model, &[&[2, 3, 5]]);
+}
+
+#[test]
 fn noop_drops_reductions_over_unit_axes() {
     let model = load(&fixture("noop_reduce.onnx"));
     let outcome = run_passes(&model, &["noop", "dead-code"]);

@@ -164,10 +164,15 @@ impl Session {
         self.lock().backend().name()
     }
 
-    /// The SIMD backend's steps that ran on the reference kernels, as text
-    /// lines naming the step and why (empty before the first run).
+    /// The SIMD backend's steps that run on the reference kernels, as text
+    /// lines naming the step and why (empty before the first run): programs
+    /// the fast kernels refused, with the condition, then every step on the
+    /// reference kernels with its reason.
     fn fallbacks(&self) -> Vec<String> {
-        self.lock().fallbacks().iter().map(|f| f.to_string()).collect()
+        let mut session = self.lock();
+        let mut lines: Vec<String> = session.fallbacks().iter().map(|f| f.to_string()).collect();
+        lines.extend(session.reference_steps());
+        lines
     }
 
     /// How the model is named in messages.

@@ -300,6 +300,30 @@ impl Session {
         }
     }
 
+    /// Every step of the SIMD backend's binding and how it runs (a fused
+    /// program, a contraction, a kernel of the session's own, an `If`
+    /// branch, or the reference kernels with the reason), in run order;
+    /// empty on the reference backend, or before the first run.
+    pub fn routes(&mut self) -> Vec<StepTime> {
+        match &mut self.engine {
+            Engine::Simd(engine) => engine.with_session(|s| s.map(|s| s.routes()).unwrap_or_default()),
+            Engine::Reference { .. } => Vec::new(),
+        }
+    }
+
+    /// The steps of [`Session::routes`] that run on the reference kernels,
+    /// each as a line naming the step, its operators, its first nodes and
+    /// why: `step #3 CumSum [c]: operator`.
+    pub fn reference_steps(&mut self) -> Vec<String> {
+        self.routes()
+            .iter()
+            .filter_map(|step| {
+                let why = step.reason?;
+                Some(format!("step #{} {} [{}]: {}", step.index, step.ops, step.nodes, why.name()))
+            })
+            .collect()
+    }
+
     /// `inputs` in the graph's order, each a graph input fed once, every
     /// required input present.
     fn ordered<T>(&self, mut inputs: Vec<(String, T)>) -> Result<Vec<(String, T)>> {

@@ -34,7 +34,7 @@ impl Pass for Noop {
             if a.is_internal(model, out) {
                 replace_uses(&mut model.graphs[a.main], out, to);
                 dead.insert(nid);
-            } else if let Some(producer) = renamable(model, a, nid, to).filter(|_| renamed.insert(to)) {
+            } else if let Some(producer) = renamable(model, a, nid, to, &dead).filter(|_| renamed.insert(to)) {
                 // A graph output: the input's producer writes it under the output's name.
                 let graph = &mut model.graphs[a.main];
                 for o in &mut graph.nodes[producer].outputs {
@@ -53,15 +53,22 @@ impl Pass for Noop {
 
 /// The node producing `input` when node `nid` (which passes `input` through
 /// to a graph output) is its only reader and its producer may write the
-/// output instead: `input` is internal, and a node's result.
-fn renamable(model: &Model, a: &Analysis, nid: NodeId, input: ValueId) -> Option<NodeId> {
+/// output instead: `input` is internal, and a node's result. Readers are
+/// counted in the graph as this pass has left it so far (nodes it removes,
+/// `dead`, not counted): an earlier removal in the same run may have sent
+/// another node's reads to `input`, which the analysis does not know.
+fn renamable(model: &Model, a: &Analysis, nid: NodeId, input: ValueId, dead: &HashSet<NodeId>) -> Option<NodeId> {
     let graph = a.graph(model);
     let out = graph.nodes[nid].outputs[0];
     // The output must not be a graph input too, nor read by a subgraph from here.
     if a.inputs.contains(&out) || a.outer_refs.contains(graph.value_name(out)) {
         return None;
     }
-    if !a.is_internal(model, input) || a.consumers.get(&input).map_or(0, Vec::len) != 1 {
+    if !a.is_internal(model, input) {
+        return None;
+    }
+    let readers = graph.nodes.iter().filter(|(id, n)| !dead.contains(id) && n.inputs.contains(&input)).count();
+    if readers != 1 {
         return None;
     }
     let producer = *a.producer.get(&input)?;

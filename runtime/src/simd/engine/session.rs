@@ -723,13 +723,23 @@ impl<'m> Session<'m> {
     /// Each step's total time since [`Session::start_profiling`], in the
     /// session's order; empty when profiling was never started.
     pub fn profile(&self) -> Vec<StepTime> {
-        let Some(times) = &self.times else { return Vec::new() };
+        match &self.times {
+            Some(times) => {
+                self.routes().into_iter().zip(times).map(|(step, &total)| StepTime { total, ..step }).collect()
+            }
+            None => Vec::new(),
+        }
+    }
+
+    /// Every step's route — how it runs and, on the reference kernels, why —
+    /// as [`Session::profile`] gives it, without times (`total` is zero).
+    pub fn routes(&self) -> Vec<StepTime> {
         let graph = self.frame.graph;
         self.steps
             .iter()
-            .zip(times)
             .enumerate()
-            .map(|(index, (step, &total))| {
+            .map(|(index, step)| {
+                let total = Duration::ZERO;
                 let kind = match step {
                     Planned::Program(r) if r.program.reduce.is_empty() => StepKind::Elementwise,
                     Planned::Program(_) => StepKind::Reduction,
