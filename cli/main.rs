@@ -143,7 +143,7 @@ enum Command {
         jobs: Option<u16>,
         /// Convert only the K-th of N stable shares of the inputs (K from 0), for job arrays across machines.
         #[arg(long, value_name = "K/N")]
-        shard: Option<convert::inputs::Shard>,
+        shard: Option<diamond::batch::Shard>,
         /// Write one JSON object per model (input, output, status, seconds, nodes, diagnostics) to FILE.
         #[arg(long, value_name = "FILE")]
         report: Option<PathBuf>,
@@ -335,7 +335,7 @@ fn main() -> ExitCode {
             optimize,
             input_shape,
         } => {
-            let settings = convert::one::Settings {
+            let settings = diamond::batch::Settings {
                 shapes: input_shape,
                 allow_errors,
                 no_value_info,

@@ -12,7 +12,10 @@
 //! - [`Session`] — a model prepared for a [`Backend`] once and
 //!   [`run`](Session::run) many times, on any input shapes the model
 //!   allows;
-//! - [`Error`] — why a call failed, in the kinds a caller acts on.
+//! - [`Error`] — why a call failed, in the kinds a caller acts on;
+//!
+//! and [`convert_batch`], which converts a whole tree of models on a pool of
+//! workers, reporting each model to a [`batch::Progress`].
 //!
 //! # Checking a model
 //!
@@ -57,11 +60,14 @@
 
 #![deny(missing_docs)]
 
+pub mod batch;
 mod error;
 mod model;
 pub mod session;
 
+pub use batch::{convert_batch, BatchOptions};
 pub use diamond_importers::torch::lower::InputShape;
+pub use diamond_ir::ElemType;
 pub use diamond_runtime::{Data, Tensor, Value};
 pub use error::{Error, Result};
 pub use model::{CheckOptions, LoadOptions, Model, OptimizeOptions, Optimized, Report};

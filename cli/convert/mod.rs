@@ -13,17 +13,12 @@
 //! stops starting new models and lets those in flight finish; a second one
 //! removes the temporary files being written and exits at once.
 
-pub mod inputs;
-pub mod one;
 pub mod progress;
 
 use crate::Failure;
-use inputs::{Job, Shard};
-use one::{Outcome, Settings, Status};
-use rayon::prelude::*;
+use diamond::batch::{self, BatchOptions, Outcome, Settings, Shard, Status};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
 
 /// Batch options.
 #[derive(Clone, Debug, Default)]
@@ -42,7 +37,7 @@ static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// `diamond convert IN... -o OUT`.
 pub fn run(inputs: &[PathBuf], output: &Path, options: &Options) -> Result<(), Failure> {
-    let single = matches!(inputs, [input] if !input.is_dir() && !inputs::is_pattern(input))
+    let single = matches!(inputs, [input] if !input.is_dir() && !batch::is_pattern(input))
         && !output.is_dir()
         && !output.as_os_str().to_string_lossy().ends_with(std::path::MAIN_SEPARATOR)
         && options.shard.is_none()
@@ -55,7 +50,7 @@ pub fn run(inputs: &[PathBuf], output: &Path, options: &Options) -> Result<(), F
 
 /// One file to one file: the message and exit code of that model.
 fn convert_one(input: &Path, output: &Path, settings: &Settings) -> Result<(), Failure> {
-    let outcome = one::convert(input, output, settings);
+    let outcome = batch::convert_file(input, output, settings);
     let name = input.display();
     match outcome.status {
         Status::Converted => {
@@ -85,80 +80,17 @@ fn convert_one(input: &Path, output: &Path, settings: &Settings) -> Result<(), F
 }
 
 fn batch(args: &[PathBuf], out_dir: &Path, options: &Options) -> Result<(), Failure> {
-    if out_dir.is_file() {
-        return Err(Failure {
-            code: 2,
-            message: format!("output {} is a file; a batch writes into a directory", out_dir.display()),
-        });
-    }
-    let (mut jobs, bad) = inputs::expand(args);
-    if jobs.is_empty() && !bad.is_empty() {
-        let why: Vec<String> = bad.iter().map(|b| format!("{}: {}", b.input.display(), b.message)).collect();
-        return Err(Failure { code: 2, message: why.join("; ") });
-    }
-    if let Some(shard) = options.shard {
-        jobs.retain(|j| shard.holds(&j.key));
-    }
-    let mut outcomes: Vec<Outcome> = bad
-        .iter()
-        .map(|b| Outcome {
-            input: b.input.clone(),
-            output: out_dir.to_path_buf(),
-            status: Status::Unreadable,
-            seconds: 0.0,
-            nodes: None,
-            nodes_written: None,
-            errors: 0,
-            warnings: 0,
-            typed_values: 0,
-            message: Some(b.message.clone()),
-        })
-        .collect();
-    for b in &bad {
-        eprintln!("error: {}: {}", b.input.display(), b.message);
-    }
-    let workers = options.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(workers)
-        .build()
-        .map_err(|e| Failure { code: 2, message: format!("cannot start {workers} workers: {e}") })?;
     install_interrupt_handler();
-    let width = jobs.iter().map(|j| j.key.len()).max().unwrap_or(0).min(60);
-    let progress = progress::Progress::new(jobs.len(), width);
-    let start = Instant::now();
-    let settings = &options.settings;
-    let converted: Vec<Option<Outcome>> = pool.install(|| {
-        jobs.par_iter()
-            .map(|job| {
-                if INTERRUPTED.load(Ordering::SeqCst) {
-                    return None;
-                }
-                let flight = progress.start(&job.key);
-                let outcome = one::convert(&job.input, &output_path(out_dir, job), settings);
-                progress.finish(flight, &outcome, &job.key);
-                Some(outcome)
-            })
-            .collect()
-    });
+    let progress = progress::Progress::default();
+    let batch_options = BatchOptions { settings: options.settings.clone(), jobs: options.jobs, shard: options.shard };
+    let done = diamond::convert_batch(args, out_dir, &batch_options, &progress, &INTERRUPTED)
+        .map_err(|e| Failure { code: e.exit_code(), message: e.to_string() })?;
     progress.close();
-    let seconds = start.elapsed().as_secs_f64();
-    let not_run = converted.iter().filter(|o| o.is_none()).count();
-    outcomes.extend(converted.into_iter().flatten());
-    eprint!("{}", progress::summary(&outcomes, seconds, workers, not_run));
+    eprint!("{}", progress::summary(&done.outcomes, done.seconds, done.workers, done.not_run));
     if let Some(report) = &options.report {
-        write_report(report, &outcomes)?;
+        write_report(report, &done.outcomes)?;
     }
-    exit_status(&outcomes, not_run, jobs.len() + bad.len())
-}
-
-/// Where a job's model is written: its key under the output directory, a
-/// TorchScript file (`.pt`, `.txt`) becoming `.onnx`.
-fn output_path(out_dir: &Path, job: &Job) -> PathBuf {
-    let path = job.key.split('/').fold(out_dir.to_path_buf(), |p, part| p.join(part));
-    match path.extension().and_then(|e| e.to_str()) {
-        Some("onnx") | None => path,
-        Some(_) => path.with_extension("onnx"),
-    }
+    exit_status(&done.outcomes, done.not_run, done.total)
 }
 
 fn exit_status(outcomes: &[Outcome], not_run: usize, total: usize) -> Result<(), Failure> {

@@ -5,14 +5,50 @@
 //! Otherwise (a pipe, a CI log): one plain line per finished model. Then a
 //! summary table either way.
 
-use super::one::{Outcome, Status};
+use diamond::batch::{BadInput, Job, Outcome, Status};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+/// What a batch shows, made once the batch knows its jobs.
+#[derive(Default)]
+pub struct Progress(std::sync::OnceLock<Display>);
+
+impl diamond::batch::Progress for Progress {
+    type Flight = InFlight;
+
+    fn planned(&self, jobs: &[Job]) {
+        let width = jobs.iter().map(|j| j.key.len()).max().unwrap_or(0).min(60);
+        let _ = self.0.set(Display::new(jobs.len(), width));
+    }
+
+    fn rejected(&self, bad: &BadInput) {
+        eprintln!("error: {}: {}", bad.input.display(), bad.message);
+    }
+
+    fn started(&self, key: &str) -> InFlight {
+        self.0.get().map_or(InFlight(None), |d| d.start(key))
+    }
+
+    fn finished(&self, flight: InFlight, outcome: &Outcome, key: &str) {
+        if let Some(display) = self.0.get() {
+            display.finish(flight, outcome, key);
+        }
+    }
+}
+
+impl Progress {
+    /// Clears the bars once the batch is over.
+    pub fn close(&self) {
+        if let Some(display) = self.0.get() {
+            display.close();
+        }
+    }
+}
+
 /// The display of a running batch.
-pub struct Progress {
+struct Display {
     total: usize,
     done: AtomicUsize,
     bars: Option<(MultiProgress, ProgressBar)>,
@@ -22,9 +58,9 @@ pub struct Progress {
 /// One model in flight.
 pub struct InFlight(Option<ProgressBar>);
 
-impl Progress {
+impl Display {
     /// A display for `total` models; `width` pads the input column.
-    pub fn new(total: usize, width: usize) -> Progress {
+    fn new(total: usize, width: usize) -> Display {
         let bars = std::io::stderr().is_terminal().then(|| {
             let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(10));
             let style = ProgressStyle::with_template(
@@ -35,7 +71,7 @@ impl Progress {
             let overall = multi.add(ProgressBar::new(total as u64).with_style(style));
             (multi, overall)
         });
-        Progress { total, done: AtomicUsize::new(0), bars, width }
+        Display { total, done: AtomicUsize::new(0), bars, width }
     }
 
     /// A model starts.

@@ -78,6 +78,24 @@ pub struct Outcome {
     pub message: Option<String>,
 }
 
+impl Outcome {
+    /// The outcome of an input argument that names nothing to convert.
+    pub fn rejected(bad: &super::BadInput, out_dir: &Path) -> Outcome {
+        Outcome {
+            input: bad.input.clone(),
+            output: out_dir.to_path_buf(),
+            status: Status::Unreadable,
+            seconds: 0.0,
+            nodes: None,
+            nodes_written: None,
+            errors: 0,
+            warnings: 0,
+            typed_values: 0,
+            message: Some(bad.message.clone()),
+        }
+    }
+}
+
 /// Converts `input` to `output`. Never panics outward: a panic inside is
 /// caught and reported as a `failed` model naming it as a diamond bug.
 pub fn convert(input: &Path, output: &Path, settings: &Settings) -> Outcome {
