@@ -19,12 +19,13 @@
 
 #[cfg(feature = "tract")]
 use crate::bench_tract;
+use crate::latency::Latency;
 use crate::run::{gather_inputs, Backend};
 use crate::Failure;
 use diamond_importers::torch::lower::InputShape;
 use diamond_runtime::simd::{Fallback, StepTime};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// The options of `diamond bench`.
 pub struct Args {
@@ -58,33 +59,6 @@ pub struct Args {
 
 fn bad(message: impl std::fmt::Display) -> Failure {
     Failure { code: 2, message: message.to_string() }
-}
-
-/// Median, 90th percentile and minimum of a set of run times.
-#[derive(Clone, Copy, Debug)]
-pub struct Latency {
-    pub median: Duration,
-    pub p90: Duration,
-    pub min: Duration,
-}
-
-impl Latency {
-    /// The statistics of `times` (not empty).
-    pub fn of(mut times: Vec<Duration>) -> Latency {
-        times.sort();
-        let at = |q: f64| times[((q * times.len() as f64).ceil() as usize).clamp(1, times.len()) - 1];
-        Latency { median: at(0.5), p90: at(0.9), min: times[0] }
-    }
-
-    fn json(&self) -> serde_json::Value {
-        let ms = |d: Duration| d.as_secs_f64() * 1e3;
-        serde_json::json!({ "median": ms(self.median), "p90": ms(self.p90), "min": ms(self.min) })
-    }
-
-    fn text(&self) -> String {
-        let ms = |d: Duration| d.as_secs_f64() * 1e3;
-        format!("median {:.3} ms, p90 {:.3} ms, min {:.3} ms", ms(self.median), ms(self.p90), ms(self.min))
-    }
 }
 
 /// What one measured run of the backend returns.

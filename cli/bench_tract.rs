@@ -1,7 +1,7 @@
 //! tract, beside `diamond bench`: the same model and inputs, optimized with
 //! the inputs fixed to the fed shapes, run single-threaded in this process.
 
-use crate::bench::Latency;
+use crate::latency::Latency;
 use diamond_runtime::{Data, Tensor, Value};
 use std::path::Path;
 use std::time::Instant;

@@ -15,6 +15,7 @@ mod check_json;
 mod check_report;
 mod commands;
 mod convert;
+mod latency;
 mod lower_cmd;
 mod lower_cuda;
 mod optimize_cmd;

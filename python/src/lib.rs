@@ -25,6 +25,13 @@ mod source;
 #[cfg(feature = "python")]
 mod writing;
 
+/// mimalloc, as the `diamond` command: a session's runs allocate and free
+/// large temporaries (im2col columns, non-`f32` values, outputs), which
+/// glibc's allocator hands back to the system and faults in again each run.
+#[cfg(feature = "python")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[cfg(feature = "python")]
 mod module {
     use pyo3::prelude::*;
