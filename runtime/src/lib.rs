@@ -16,6 +16,15 @@
 //! it does not implement, operands that break the operator's contract — is
 //! refused with a [`RunError`] naming the node and the reason; nothing here
 //! panics on a bad model.
+//!
+//! The crate holds four layers, each using only those before it:
+//! - values and the reference executor: [`tensor`], [`exotic`], [`plan`],
+//!   [`schedule`], [`exec`], the kernels in [`ops`], [`processor`];
+//! - [`kernel`]: the kernel programs fused groups lower to (the IR the
+//!   backends share, with its verifier and text form);
+//! - [`simd`]: the SIMD CPU backend, which runs programs on its own kernels
+//!   and everything else on the reference kernels;
+//! - [`cuda`]: the CUDA backend (code generation, NVRTC, the host shim).
 
 pub mod cuda;
 pub mod error;
@@ -25,6 +34,7 @@ pub mod kernel;
 pub mod npy;
 pub mod ops;
 pub mod plan;
+pub mod processor;
 pub mod rng;
 pub mod schedule;
 pub mod simd;

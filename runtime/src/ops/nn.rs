@@ -507,7 +507,7 @@ fn inside(count: usize, stride: usize, offset: usize, pad: i64, size: usize) -> 
 
 fn pool2d_plane(xin: &[f32], out: &mut [f32], spatial: &[usize], w: &Window, kind: Pool, padded: Option<&[usize]>) {
     #[cfg(target_arch = "x86_64")]
-    if crate::simd::avx2_available() {
+    if crate::processor::avx2_available() {
         // SAFETY: the processor has AVX2 and FMA.
         return unsafe { pool2d_plane_avx2(xin, out, spatial, w, kind, padded) };
     }

@@ -101,14 +101,4 @@ impl Options {
     }
 }
 
-/// Whether this processor has AVX2 and FMA.
-pub fn avx2_available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
+pub use crate::processor::avx2_available;
