@@ -45,13 +45,7 @@ pub fn bind_inputs(graph: &Graph, args: &[PathBuf]) -> Result<HashMap<String, Te
 
 /// Whether graph input `name` is declared as a tensor (or not declared).
 fn declared_tensor(graph: &Graph, name: &str) -> bool {
-    let ty = graph
-        .inputs
-        .iter()
-        .find(|i| i.value.is_some_and(|v| graph.value_name(v) == name))
-        .and_then(|i| i.ty.as_ref())
-        .and_then(|t| t.value.as_ref());
-    matches!(ty, None | Some(diamond_ir::TypeValue::Tensor { .. }))
+    matches!(graph.declared_input(name), None | Some(diamond_ir::TypeValue::Tensor { .. }))
 }
 
 /// The graph inputs that are not initializers, in order: what `input_N` counts.

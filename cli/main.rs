@@ -1,7 +1,8 @@
-//! The `diamond` command line.
+//! The `diamond` command line, over the `diamond` library (`src/`).
 //!
 //! Subcommands: `inspect` (what a model declares), `check` (infer and audit shapes and types), `convert` (import and
-//! re-export), `run` (execute with the reference executor) and `solve` (a `.rows` constraint system). Exit codes are the project's contract: 0 clean (warnings
+//! re-export), `optimize`, `run` and `bench` (execute on the SIMD backend or the reference executor), `lower` (kernel
+//! programs) and `solve` (a `.rows` constraint system). Exit codes are the project's contract: 0 clean (warnings
 //! allowed), 1 errors found in the model, 2 the input could not be read or the
 //! command line is wrong. Every failure prints one `error:` line naming the
 //! file and the problem.
@@ -168,7 +169,7 @@ enum Command {
         #[arg(long = "input-shape", value_name = "NAME=DIMS")]
         input_shape: Vec<diamond_importers::torch::lower::InputShape>,
     },
-    /// Execute a model with the reference executor: print each output's type, shape and summary, and the peak
+    /// Execute a model (on the SIMD backend by default, or the reference executor): print each output's type, shape and summary, and the peak
     /// of live bytes beside the plan's prediction; write them (-o) or compare them with stored outputs
     /// (--compare). Exit 1 on a mismatch, 2 on bad input (a fed shape that contradicts the model included).
     Run {

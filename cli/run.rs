@@ -1,4 +1,6 @@
-//! `diamond run`: execute a model with the reference executor.
+//! `diamond run`: execute a model on a library [`diamond::Session`] (the SIMD
+//! backend by default) or, with `--backend reference` or dumps, the reference
+//! executor.
 //!
 //! Inputs come from `--input NAME=PATH` or `--input PATH` (files matched to
 //! inputs as `--bind` matches them): tensors from `.pb` TensorProto or
@@ -234,13 +236,7 @@ fn stored_name(file: &Path) -> Option<String> {
 
 /// Reads `path` as the value graph input `name` takes.
 fn read_value(graph: &Graph, name: &str, path: &Path) -> Result<Value, Failure> {
-    let ty = graph
-        .inputs
-        .iter()
-        .find(|i| i.value.is_some_and(|v| graph.value_name(v) == name))
-        .and_then(|i| i.ty.as_ref())
-        .and_then(|t| t.value.as_ref());
-    crate::value_io::read_input(name, ty, path)
+    crate::value_io::read_input(name, graph.declared_input(name), path)
 }
 
 /// Random tensors for the declared inputs nothing fed.

@@ -242,6 +242,15 @@ impl Graph {
         self.name.as_deref().unwrap_or("")
     }
 
+    /// The declared type of the graph input named `name`, if it has one.
+    pub fn declared_input(&self, name: &str) -> Option<&crate::TypeValue> {
+        self.inputs
+            .iter()
+            .find(|i| i.value.is_some_and(|v| self.value_name(v) == name))
+            .and_then(|i| i.ty.as_ref())
+            .and_then(|t| t.value.as_ref())
+    }
+
     /// The declared inputs that no initializer gives a default, in
     /// declaration order: what a run of the graph must be fed.
     pub fn required_inputs(&self) -> Vec<&ValueInfo> {

@@ -81,17 +81,24 @@ pub struct Outcome {
 impl Outcome {
     /// The outcome of an input argument that names nothing to convert.
     pub fn rejected(bad: &super::BadInput, out_dir: &Path) -> Outcome {
+        let mut outcome = Outcome::new(&bad.input, out_dir, Status::Unreadable);
+        outcome.message = Some(bad.message.clone());
+        outcome
+    }
+
+    /// An outcome of `input` to `output` that says `status` and nothing else yet.
+    fn new(input: &Path, output: &Path, status: Status) -> Outcome {
         Outcome {
-            input: bad.input.clone(),
-            output: out_dir.to_path_buf(),
-            status: Status::Unreadable,
+            input: input.to_path_buf(),
+            output: output.to_path_buf(),
+            status,
             seconds: 0.0,
             nodes: None,
             nodes_written: None,
             errors: 0,
             warnings: 0,
             typed_values: 0,
-            message: Some(bad.message.clone()),
+            message: None,
         }
     }
 }
@@ -100,18 +107,7 @@ impl Outcome {
 /// caught and reported as a `failed` model naming it as a diamond bug.
 pub fn convert(input: &Path, output: &Path, settings: &Settings) -> Outcome {
     let start = Instant::now();
-    let mut outcome = Outcome {
-        input: input.to_path_buf(),
-        output: output.to_path_buf(),
-        status: Status::Failed,
-        seconds: 0.0,
-        nodes: None,
-        nodes_written: None,
-        errors: 0,
-        warnings: 0,
-        typed_values: 0,
-        message: None,
-    };
+    let mut outcome = Outcome::new(input, output, Status::Failed);
     if settings.skip_existing && output.exists() {
         outcome.status = Status::Skipped;
         return outcome;
