@@ -4,9 +4,7 @@
 //! ones-vectors `inline-ones` folded away.
 
 use crate::Failure;
-use diamond_importers::torch::load::load_any;
-use diamond_importers::torch::lower::InputShape;
-use diamond_optimize::{optimize, OptimizeError, Options, PASS_NAMES};
+use diamond::{InputShape, LoadOptions, Model, OptimizeError, OptimizeOptions as Options, Verdict, PASS_NAMES};
 use std::fmt::Write;
 use std::path::Path;
 
@@ -31,7 +29,8 @@ pub struct Request<'a> {
 /// `diamond optimize`.
 pub fn run(r: &Request<'_>) -> Result<(), Failure> {
     let unreadable = |m: String| Failure { code: 2, message: m };
-    let model = load_any(r.input, r.shapes).map_err(|e| unreadable(e.to_string()))?;
+    let model = Model::open_with(r.input, &LoadOptions { input_shapes: r.shapes.to_vec() })
+        .map_err(|e| unreadable(e.to_string()))?;
     let mut options = Options { verify: r.verify, bisect: r.bisect, ..Options::default() };
     options.target_opset = r.target_opset;
     if let Some(limit) = r.fold_limit {
@@ -40,7 +39,7 @@ pub fn run(r: &Request<'_>) -> Result<(), Failure> {
     if let Some(list) = r.passes {
         options.passes = list.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
     }
-    let outcome = optimize(&model, &options).map_err(|e| match e {
+    let outcome = model.optimize(&options).map_err(|e| match e {
         OptimizeError::ModelErrors(_) => {
             Failure { code: 1, message: format!("{}: {e}; not optimized", r.input.display()) }
         }
@@ -53,15 +52,12 @@ pub fn run(r: &Request<'_>) -> Result<(), Failure> {
         OptimizeError::UnknownPass(_) | OptimizeError::Upgrade(_) => unreadable(format!("{}: {e}", r.input.display())),
         OptimizeError::NoGraph => unreadable(format!("{}: {e}", r.input.display())),
     })?;
-    if let Some(dir) = r.output.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| unreadable(format!("cannot create {}: {e}", dir.display())))?;
-    }
-    diamond_exporters::onnx::write_model(&outcome.model, r.output)
-        .map_err(|e| unreadable(format!("cannot write {}: {e}", r.output.display())))?;
+    outcome.model.write(r.output).map_err(|e| unreadable(e.to_string()))?;
     let nodes = |counts: &std::collections::BTreeMap<String, usize>| counts.values().sum::<usize>();
     let (before, after) = (nodes(&outcome.before), nodes(&outcome.after));
     // Every inline-ones rewrite folds one uniform tensor (or a sum's count) into what reads it.
-    let ones_inlined: usize = outcome.runs.iter().filter(|run| run.pass == "inline-ones").map(|run| run.rewrites).sum();
+    let ones_inlined: usize =
+        outcome.passes.iter().filter(|run| run.pass == "inline-ones").map(|run| run.rewrites).sum();
     if r.json {
         let report = serde_json::json!({
             "input": r.input.display().to_string(),
@@ -70,7 +66,7 @@ pub fn run(r: &Request<'_>) -> Result<(), Failure> {
             "nodes_after": after,
             "ops_before": outcome.before,
             "ops_after": outcome.after,
-            "passes": outcome.runs,
+            "passes": outcome.passes,
             "bodies_skipped": outcome.skipped,
             "ones_inlined": ones_inlined,
             "verification": verdict_text(outcome.verdict.as_ref()),
@@ -86,7 +82,7 @@ pub fn run(r: &Request<'_>) -> Result<(), Failure> {
     );
     if r.stats {
         text += "\npass runs (round, pass, rewrites, nodes after):\n";
-        for run in &outcome.runs {
+        for run in &outcome.passes {
             let scope = if run.graph.is_empty() { String::new() } else { format!("  (in {})", run.graph) };
             let _ = writeln!(
                 text,
@@ -114,8 +110,7 @@ pub fn run(r: &Request<'_>) -> Result<(), Failure> {
 }
 
 /// The verification outcome in words.
-fn verdict_text(v: Option<&diamond_optimize::verify::Verdict>) -> String {
-    use diamond_optimize::verify::Verdict;
+fn verdict_text(v: Option<&Verdict>) -> String {
     match v {
         None => "not verified (--no-verify)".into(),
         Some(Verdict::Agrees(n)) => format!("verified: same outputs at {n} symbol setting(s)"),

@@ -56,5 +56,19 @@ impl Error {
     }
 }
 
+impl From<diamond_optimize::OptimizeError> for Error {
+    /// The optimizer's refusal as the kind a caller acts on: errors in the
+    /// model or a result that computes something else are `Model`, an
+    /// unknown pass or impossible upgrade is `Input`, no graph is `Read`.
+    fn from(error: diamond_optimize::OptimizeError) -> Error {
+        use diamond_optimize::OptimizeError as E;
+        match error {
+            E::ModelErrors(_) | E::Verification { .. } => Error::Model(error.to_string()),
+            E::UnknownPass(_) | E::Upgrade(_) => Error::Input(error.to_string()),
+            E::NoGraph => Error::Read(error.to_string()),
+        }
+    }
+}
+
 /// What the library's calls return.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

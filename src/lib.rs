@@ -70,5 +70,8 @@ pub use diamond_importers::torch::lower::InputShape;
 pub use diamond_ir::ElemType;
 pub use diamond_runtime::{Data, Tensor, Value};
 pub use error::{Error, Result};
-pub use model::{CheckOptions, LoadOptions, Model, OptimizeOptions, Optimized, Report};
+pub use model::{
+    CheckOptions, LoadOptions, Model, OptimizeError, OptimizeOptions, Optimized, PassRun, Report, SkippedBody, Verdict,
+    PASS_NAMES,
+};
 pub use session::{Backend, Dim, Outputs, Session, SessionOptions, ValueInfo};

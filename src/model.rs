@@ -10,7 +10,8 @@ use diamond_importers::torch::lower::InputShape;
 use std::path::Path;
 
 pub use diamond_infer::{CheckOptions, CheckReport as Report};
-pub use diamond_optimize::Options as OptimizeOptions;
+pub use diamond_optimize::verify::Verdict;
+pub use diamond_optimize::{OptimizeError, Options as OptimizeOptions, PassRun, SkippedBody, PASS_NAMES};
 
 /// How to read a model: what a TorchScript input's shape is (an ONNX file
 /// declares its own).
@@ -39,9 +40,11 @@ pub struct Optimized {
     /// Nodes per operator after.
     pub after: std::collections::BTreeMap<String, usize>,
     /// Each pass run that rewrote something, in order.
-    pub passes: Vec<diamond_optimize::PassRun>,
+    pub passes: Vec<PassRun>,
     /// Control-flow bodies left as they were, and why.
-    pub skipped: Vec<diamond_optimize::SkippedBody>,
+    pub skipped: Vec<SkippedBody>,
+    /// How verification went, when `verify` was asked for.
+    pub verdict: Option<Verdict>,
 }
 
 impl Model {
@@ -130,16 +133,19 @@ impl Model {
 
     /// Runs the optimizer's passes (`options.passes`, in order, to a fixed
     /// point), verifying the result on the reference executor when
-    /// `options.verify` is set.
-    pub fn optimize(&self, options: &OptimizeOptions) -> Result<Optimized> {
-        let outcome = diamond_optimize::optimize(&self.ir, options)
-            .map_err(|e| Error::Model(format!("{}: cannot optimize: {e}", self.label)))?;
+    /// `options.verify` is set. The error says which kind of refusal it is
+    /// (errors in the model, a result that computes something else and the
+    /// pass that made it, an unknown pass, an impossible opset upgrade);
+    /// `?` turns it into an [`Error`] of the kind a caller acts on.
+    pub fn optimize(&self, options: &OptimizeOptions) -> std::result::Result<Optimized, OptimizeError> {
+        let outcome = diamond_optimize::optimize(&self.ir, options)?;
         Ok(Optimized {
             model: Model { ir: outcome.model, label: self.label.clone() },
             before: outcome.before,
             after: outcome.after,
             passes: outcome.runs,
             skipped: outcome.skipped,
+            verdict: outcome.verdict,
         })
     }
 
@@ -169,9 +175,13 @@ impl Model {
     }
 
     /// Writes the model as ONNX to `path` (large weights as external data
-    /// beside it, as the exporter decides), the file appearing whole.
+    /// beside it, as the exporter decides), the file appearing whole; the
+    /// folder it goes in is made when missing.
     pub fn write(&self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| Error::Write(format!("cannot create {}: {e}", dir.display())))?;
+        }
         diamond_exporters::onnx::write_model(&self.ir, path)
             .map(drop)
             .map_err(|e| Error::Write(format!("cannot write {}: {e}", path.display())))

@@ -7,7 +7,7 @@ use diamond_importers::torch::lower::InputShape;
 use diamond_ir::Model;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Where a model comes from.
 pub enum Source {
@@ -43,13 +43,22 @@ impl Source {
         }
     }
 
-    /// Imports the model (no GIL needed). An unreadable model is a `ReadError`.
+    /// Imports the model in diamond's IR (no GIL needed), through the
+    /// library's [`diamond::Model`]. An unreadable model is a `ReadError`.
     pub fn load(&self, shapes: &[InputShape]) -> Result<Model, String> {
-        match self {
-            Source::Path(p) => diamond_importers::torch::load::load_any(p, shapes).map_err(|e| e.to_string()),
-            Source::Bytes(b) => diamond_importers::onnx::decode_model(b.clone(), Path::new("<bytes>"), Path::new("."))
-                .map_err(|e| e.to_string()),
-        }
+        self.model(shapes).map(diamond::Model::into_ir)
+    }
+}
+
+impl Source {
+    /// Reads the model into the library's [`diamond::Model`] (no GIL
+    /// needed). An unreadable model, or one without a graph, is the message.
+    pub fn model(&self, shapes: &[InputShape]) -> Result<diamond::Model, String> {
+        let model = match self {
+            Source::Path(p) => diamond::Model::open_with(p, &diamond::LoadOptions { input_shapes: shapes.to_vec() }),
+            Source::Bytes(b) => diamond::Model::from_bytes(b.clone()),
+        };
+        model.map_err(|e| e.to_string())
     }
 }
 

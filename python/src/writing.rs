@@ -5,10 +5,10 @@
 
 use crate::checking::{malformed, Checked};
 use crate::errors::{bad_argument, model_error, model_errors, unreadable};
-use crate::source::{input_shapes, load_detached, Source};
+use crate::source::{input_shapes, Source};
+use diamond::OptimizeError;
 use diamond_importers::torch::lower::InputShape;
 use diamond_ir::Model;
-use diamond_optimize::OptimizeError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::path::{Path, PathBuf};
@@ -154,17 +154,18 @@ pub fn optimize(
 ) -> PyResult<Option<Py<PyBytes>>> {
     let source = Source::from_py(model)?;
     let shapes = self::input_shapes(input_shapes)?;
-    let loaded = load_detached(py, &source, &shapes)?;
+    let loaded = py.detach(|| source.model(&shapes)).map_err(unreadable)?;
     let label = source.label();
-    let mut options = diamond_optimize::Options { verify, ..diamond_optimize::Options::default() };
+    let mut options = diamond::OptimizeOptions { verify, ..diamond::OptimizeOptions::default() };
     if let Some(passes) = passes {
         options.passes = passes;
     }
-    let result = py.detach(|| diamond_optimize::optimize(&loaded, &options));
+    let result = py.detach(|| loaded.optimize(&options));
     let outcome = match result {
         Ok(outcome) => outcome,
         Err(OptimizeError::ModelErrors(n)) => {
-            let checked = py.detach(|| Checked::new(loaded, &diamond_infer::CheckOptions::default(), label.clone()));
+            let ir = loaded.into_ir();
+            let checked = py.detach(|| Checked::new(ir, &diamond_infer::CheckOptions::default(), label.clone()));
             if let Some(why) = malformed(checked.report(), &label) {
                 return Err(unreadable(why));
             }
@@ -174,6 +175,6 @@ pub fn optimize(
         Err(e @ (OptimizeError::UnknownPass(_) | OptimizeError::Upgrade(_))) => return Err(bad_argument(e)),
         Err(e @ OptimizeError::NoGraph) => return Err(unreadable(format!("{label}: {e}"))),
     };
-    let bytes = py.detach(|| emit(&outcome.model, output.as_deref())).map_err(|r| raise(py, r))?;
+    let bytes = py.detach(|| emit(outcome.model.ir(), output.as_deref())).map_err(|r| raise(py, r))?;
     Ok(to_python(py, bytes))
 }
