@@ -6,9 +6,12 @@
 //! - `simd.rs` — the model made ready for the SIMD backend (widened,
 //!   optimized, lowered) and the backend's session over it;
 //! - `info.rs` — [`ValueInfo`]: declared and inferred types of the inputs
-//!   and outputs.
+//!   and outputs;
+//! - `linger.rs` — a session's own pool kept awake for a moment after each
+//!   run, so that the next call does not wait for its threads to wake.
 
 mod info;
+mod linger;
 pub mod simd;
 
 use crate::error::{Error, Result};
@@ -153,6 +156,8 @@ pub struct Session {
     described: std::sync::OnceLock<(Vec<ValueInfo>, Vec<ValueInfo>)>,
     engine: Engine,
     pool: Option<Arc<rayon::ThreadPool>>,
+    /// Keeps the pool's threads awake for a moment after a run.
+    linger: Arc<linger::Linger>,
 }
 
 impl Session {
@@ -189,7 +194,8 @@ impl Session {
             .map(|n| (n.to_string(), required.contains(&n)))
             .collect();
         let described = std::sync::OnceLock::new();
-        Ok(Session { label, backend: options.backend, input_names, described, engine, pool })
+        let linger = Arc::default();
+        Ok(Session { label, backend: options.backend, input_names, described, engine, pool, linger })
     }
 
     /// The model the backend runs: as read (reference), or widened and
@@ -243,11 +249,13 @@ impl Session {
     pub fn run(&mut self, inputs: Vec<(String, Value)>) -> Result<Outputs> {
         let inputs = self.ordered(inputs)?;
         match &self.pool {
-            Some(pool) => {
+            Some(pool) if pool.current_thread_index().is_none() => {
                 let pool = Arc::clone(pool);
-                pool.install(|| self.run_here(inputs))
+                let outputs = pool.install(|| self.run_here(inputs));
+                self.linger.after_run(&pool);
+                outputs
             }
-            None => self.run_here(inputs),
+            _ => self.run_here(inputs),
         }
     }
 
