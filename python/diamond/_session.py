@@ -107,7 +107,6 @@ class Session:
     ) -> None:
         source, _ = as_source(model)
         self._native = _native.Session(source, backend, threads, shape_texts(input_shapes), optimize)
-        self._outputs = [_info(o) for o in self._native.outputs()]
         self._announced = False
 
     @property
@@ -120,8 +119,9 @@ class Session:
         return [_info(i) for i in self._native.inputs()]
 
     def get_outputs(self) -> List[ValueInfo]:
-        """The outputs a run returns, in the graph's order."""
-        return list(self._outputs)
+        """The outputs a run returns, in the graph's order (checked the
+        first time a session is asked, not when it is made)."""
+        return [_info(o) for o in self._native.outputs()]
 
     def run(
         self, output_names: Optional[Sequence[str]], input_feed: Mapping[str, Any]
