@@ -22,8 +22,8 @@ use crate::bench_tract;
 use crate::latency::Latency;
 use crate::run::{gather_inputs, Backend};
 use crate::Failure;
-use diamond_importers::torch::lower::InputShape;
-use diamond_runtime::simd::{Fallback, StepTime};
+use diamond::session::{Fallback, StepTime};
+use diamond::InputShape;
 use std::path::PathBuf;
 use std::time::Instant;
 

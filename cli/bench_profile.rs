@@ -6,7 +6,7 @@
 //! kernels with why each such step went there, and the slowest steps with
 //! their nodes.
 
-use diamond_runtime::simd::{StepKind, StepTime};
+use diamond::session::{StepKind, StepTime};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -179,7 +179,7 @@ fn plural(n: usize) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use diamond_runtime::simd::FallbackReason;
+    use diamond::session::FallbackReason;
 
     fn step(index: usize, kind: StepKind, ops: &str, ms: u64) -> StepTime {
         let reason = match kind {

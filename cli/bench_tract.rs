@@ -2,7 +2,7 @@
 //! the inputs fixed to the fed shapes, run single-threaded in this process.
 
 use crate::latency::Latency;
-use diamond_runtime::{Data, Tensor, Value};
+use diamond::values::{Data, Tensor, Value};
 use std::path::Path;
 use std::time::Instant;
 use tract_onnx::prelude::*;

@@ -10,8 +10,8 @@
 //! rules, so one directory of inputs serves `check` and `run` alike.
 
 use crate::Failure;
-use diamond_importers::tensor_file::read_tensor_file;
-use diamond_ir::{Graph, Tensor};
+use diamond::ir::{Graph, Tensor};
+use diamond::values::read_tensor_file;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -24,7 +24,7 @@ pub fn bind_inputs(graph: &Graph, args: &[PathBuf]) -> Result<HashMap<String, Te
     }
     let mut bound = HashMap::new();
     for file in files {
-        let stored = diamond_importers::value_file::stored_name(&file);
+        let stored = diamond::values::stored_name(&file);
         let name = input_for(&file, stored.as_deref(), &inputs).ok_or_else(|| Failure {
             code: 2,
             message: format!(
@@ -45,7 +45,7 @@ pub fn bind_inputs(graph: &Graph, args: &[PathBuf]) -> Result<HashMap<String, Te
 
 /// Whether graph input `name` is declared as a tensor (or not declared).
 fn declared_tensor(graph: &Graph, name: &str) -> bool {
-    matches!(graph.declared_input(name), None | Some(diamond_ir::TypeValue::Tensor { .. }))
+    matches!(graph.declared_input(name), None | Some(diamond::ir::TypeValue::Tensor { .. }))
 }
 
 /// The graph inputs that are not initializers, in order: what `input_N` counts.

@@ -3,20 +3,20 @@
 //! writer reaches the diagnostics (after every value's shape, most of the
 //! document) at about the time the notes are made, then waits for them and
 //! writes them last, so the output is what the sequential command wrote
-//! (`audit::check_releasing`, then `write_check_json`). The writer
+//! (`Model::check_releasing`, then `write_check_json`). The writer
 //! allocates little (an output buffer, the values' names for the check that
 //! they are distinct), so the second thread adds little to the peak memory.
 
-use diamond_exporters::report::json::pending_check_json;
-use diamond_infer::{CheckReport, Diagnostic};
-use diamond_ir::Model;
-use diamond_optimize::audit::OnesVectorStep;
+use diamond::check::json::pending_check_json;
+use diamond::check::PendingNotes;
+use diamond::check::{Diagnostic, Report as CheckReport};
+use diamond::Model;
 use std::io::{BufWriter, Write};
 use std::sync::{Condvar, Mutex};
 
 /// Writes the `--json` document for `report` to the standard output while
 /// `ones` makes its notes; gives the notes back (the output carries them).
-pub fn write_overlapped(model: &Model, report: &CheckReport, ones: OnesVectorStep, name: &str) -> Vec<Diagnostic> {
+pub fn write_overlapped(model: &Model, report: &CheckReport, ones: PendingNotes, name: &str) -> Vec<Diagnostic> {
     // Everything the writer needs is allocated here: its first allocation
     // would take the second thread a fresh region of the allocator's.
     let handoff = Handoff { notes: Mutex::new(None), ready: Condvar::new() };
@@ -30,7 +30,7 @@ pub fn write_overlapped(model: &Model, report: &CheckReport, ones: OnesVectorSte
         });
         let notes = {
             let _unblock = UnblockOnPanic(&handoff);
-            ones.notes(model, report)
+            ones.make(model, report)
         };
         match writer {
             Ok(writer) => {

@@ -1,8 +1,8 @@
 //! The values table that opens the text report (the rest is `render::text`)
 //! and the summary's count of values. The JSON document is
-//! `diamond_exporters::report::json`, shared with the Python package.
+//! `diamond::check::json`, shared with the Python package.
 
-use diamond_infer::CheckReport;
+use diamond::check::Report as CheckReport;
 use std::fmt::Write;
 
 /// The values table of the text report: each graph input and computed value

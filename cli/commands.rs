@@ -1,9 +1,7 @@
 //! The subcommands' bodies: read, act, report, map errors to exit codes.
 
 use crate::Failure;
-use diamond_exporters::inspect::InspectReport;
-use diamond_importers::torch::load::{load_any, load_any_mapped};
-use diamond_importers::torch::lower::InputShape;
+use diamond::InputShape;
 use std::path::Path;
 
 fn unreadable(error: impl std::fmt::Display) -> Failure {
@@ -12,68 +10,29 @@ fn unreadable(error: impl std::fmt::Display) -> Failure {
 
 /// `diamond inspect MODEL [--json]`.
 pub fn inspect(path: &Path, json: bool) -> Result<(), Failure> {
-    let model = load_any(path, &[]).map_err(unreadable)?;
+    let model = diamond::Model::open(path).map_err(unreadable)?;
     let file_bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    let report = InspectReport::new(&model, &path.display().to_string(), file_bytes);
-    let gain = optimize_gain(&model);
+    let inspection = model.inspect(file_bytes);
     if json {
-        let mut value = serde_json::to_value(&report).map_err(unreadable)?;
-        if let Some(map) = value.as_object_mut() {
-            let optimize = match &gain {
-                Ok((before, after)) => serde_json::json!({ "nodes_before": before, "nodes_after": after }),
-                Err(why) => serde_json::json!({ "not_possible": why }),
-            };
-            map.insert("optimize".into(), optimize);
-        }
-        let text = serde_json::to_string_pretty(&value).map_err(unreadable)?;
+        let text = serde_json::to_string_pretty(&inspection.to_json()).map_err(unreadable)?;
         crate::emit(&format!("{text}\n"));
     } else {
-        let mut text = report.render_text();
-        match &gain {
-            Ok((before, after)) => {
-                text += &format!(
-                    "optimize: would remove {} of {before} nodes ({after} left; `diamond optimize` verifies)\n",
-                    before - after
-                )
-            }
-            Err(why) => text += &format!("optimize: not possible: {why}\n"),
-        }
-        crate::emit(&text);
+        crate::emit(&inspection.render_text());
     }
     Ok(())
-}
-
-/// Main-graph nodes before and after `diamond optimize`'s passes (run
-/// without verification: this is the audit's estimate, not a result).
-fn optimize_gain(model: &diamond_ir::Model) -> Result<(usize, usize), String> {
-    let options = diamond_optimize::Options { verify: false, ..diamond_optimize::Options::default() };
-    let outcome = diamond_optimize::optimize(model, &options).map_err(|e| e.to_string())?;
-    let nodes = |counts: &std::collections::BTreeMap<String, usize>| counts.values().sum::<usize>();
-    Ok((nodes(&outcome.before), nodes(&outcome.after)))
 }
 
 /// `diamond solve FILE [--json]`.
 pub fn solve(path: &Path, json: bool) -> Result<(), Failure> {
     let source =
         std::fs::read_to_string(path).map_err(|e| unreadable(format!("cannot read {}: {e}", path.display())))?;
-    let file = diamond_infer::rows::parse::parse_rows(&source)
-        .map_err(|e| unreadable(format!("{}: syntax error at {e}", path.display())))?;
-    let solution = diamond_infer::rows::lower::solve_rows(&file);
+    let solved = diamond::rows::solve(&source).map_err(|e| unreadable(format!("{}: {e}", path.display())))?;
     if json {
-        let tensors: serde_json::Map<String, serde_json::Value> = solution
-            .tensors
-            .iter()
-            .map(|t| {
-                let (principal, closed) = (solution.names.row(&t.principal), solution.names.row(&t.closed));
-                (t.name.clone(), serde_json::json!({ "principal": principal, "closed": closed }))
-            })
-            .collect();
-        let report = serde_json::json!({ "tensors": tensors, "diagnostics": solution.diagnostics });
-        crate::emit(&format!("{}\n", serde_json::to_string_pretty(&report).map_err(unreadable)?));
+        crate::emit(&format!("{}\n", serde_json::to_string_pretty(&solved.to_json()).map_err(unreadable)?));
     } else {
-        crate::emit(&diamond_infer::rows::render::render_text(&solution, &source));
+        crate::emit(&solved.render_text());
     }
-    let (errors, _) = diamond_infer::rows::render::count(&solution.diagnostics);
+    let errors = solved.errors();
     if errors > 0 {
         return Err(Failure {
             code: 1,
@@ -94,25 +53,24 @@ pub fn check(
     html: Option<&Path>,
     render: &crate::render::Options,
 ) -> Result<(), Failure> {
-    let (model, file) = load_any_mapped(path, shapes).map_err(unreadable)?;
-    let graph = model.main_graph().ok_or_else(|| unreadable(format!("{}: the model has no graph", path.display())))?;
+    let model =
+        diamond::Model::open_with(path, &diamond::LoadOptions { input_shapes: shapes.to_vec() }).map_err(unreadable)?;
     // Only `convert` writes the inferred types back: the report needs none.
-    let options = diamond_infer::CheckOptions {
-        bind: crate::bind::bind_inputs(graph, bind)?,
+    let options = diamond::CheckOptions {
+        bind: crate::bind::bind_inputs(model.ir().main_graph().expect("a Model has a main graph"), bind)?,
         strict_units,
         skip_inferred_types: true,
     };
-    // The check reads few of the file's bytes: its pages go back before it runs.
-    let release = || file.iter().for_each(|f| f.release_pages());
+    // The check reads few of the file's bytes: its pages go back while it runs.
     if json && html.is_none() && render.sarif.is_none() {
-        let (mut report, ones) = diamond_optimize::audit::check_releasing_deferred(&model, &options, release);
-        let notes = crate::check_json::write_overlapped(&model, &report, ones, &path.display().to_string());
+        let (mut report, notes) = model.check_deferred(&options, true);
+        let notes = crate::check_json::write_overlapped(&model, &report, notes, &path.display().to_string());
         report.diagnostics.extend(notes);
         return finish(report, model, path, render);
     }
-    let report = diamond_optimize::audit::check_releasing(&model, &options, release);
+    let report = model.check_releasing(&options);
     if let Some(out) = html {
-        diamond_exporters::report::html::write_report(out, &model, &report, path).map_err(unreadable)?;
+        diamond::check::html::write_report(out, model.ir(), &report, path).map_err(unreadable)?;
     }
     if let Some(sarif) = &render.sarif {
         let document = crate::render::sarif::document(&report, path);
@@ -124,7 +82,7 @@ pub fn check(
         use std::io::Write;
         let stdout = std::io::stdout().lock();
         let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout);
-        let written = diamond_exporters::report::json::write_check_json(&report, &path.display().to_string(), &mut out)
+        let written = diamond::check::json::write_check_json(&report, &path.display().to_string(), &mut out)
             .map_err(std::io::Error::from)
             .and_then(|()| out.write_all(b"\n"))
             .and_then(|()| out.flush());
@@ -140,8 +98,8 @@ pub fn check(
 /// `check`'s exit status for `report`, leaving the report and the model to
 /// the process's exit.
 fn finish(
-    report: diamond_infer::CheckReport,
-    model: diamond_ir::Model,
+    report: diamond::Report,
+    model: diamond::Model,
     path: &Path,
     render: &crate::render::Options,
 ) -> Result<(), Failure> {
@@ -155,13 +113,13 @@ fn finish(
 
 /// The exit status `check` owes its report: 2 for a malformed graph, 1 for
 /// errors (or warnings under `--deny-warnings`), success otherwise.
-fn verdict(report: &diamond_infer::CheckReport, path: &Path, deny_warnings: bool) -> Result<(), Failure> {
+fn verdict(report: &diamond::Report, path: &Path, deny_warnings: bool) -> Result<(), Failure> {
     // A structurally malformed graph (cycle, dangling name, value produced
     // twice) is bad input: exit 2, like an unreadable file.
     let malformed: Vec<&str> = report
         .diagnostics
         .iter()
-        .filter(|d| d.code == diamond_infer::Code::InvalidGraph)
+        .filter(|d| d.code == diamond::check::Code::InvalidGraph)
         .map(|d| d.message.as_str())
         .collect();
     if let Some(first) = malformed.first() {

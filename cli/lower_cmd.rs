@@ -1,11 +1,9 @@
 //! `diamond lower MODEL --emit kernels`: the fusion groups of a model as
 //! kernel programs in text form (the nodes left to the reference kernels
 //! listed between them), printed or written one file per program; with
-//! `--target cuda`, the CUDA artifact (`lower_cuda.rs`).
+//! `--target cuda -o DIR`, the CUDA artifact ([`diamond::Model::lower_cuda`]).
 
 use crate::Failure;
-use diamond_ir::{Model, NodeId};
-use diamond_runtime::kernel::{print, Step};
 use std::path::Path;
 
 fn bad(message: impl std::fmt::Display) -> Failure {
@@ -18,7 +16,7 @@ pub fn run(
     emit: &str,
     target: &str,
     output: Option<&Path>,
-    shapes: &[diamond_importers::torch::lower::InputShape],
+    shapes: &[diamond::InputShape],
 ) -> Result<(), Failure> {
     if emit != "kernels" {
         return Err(bad(format!("--emit {emit}: only `kernels` is emitted")));
@@ -26,45 +24,40 @@ pub fn run(
     if target != "cpu" && target != "cuda" {
         return Err(bad(format!("--target {target}: the targets are `cpu` and `cuda`")));
     }
-    let model = diamond_importers::torch::load::load_any(path, shapes).map_err(bad)?;
+    let model =
+        diamond::Model::open_with(path, &diamond::LoadOptions { input_shapes: shapes.to_vec() }).map_err(bad)?;
     if target == "cuda" {
         let dir = output.ok_or_else(|| bad("--target cuda writes an artifact: give its folder with -o DIR"))?;
-        return crate::lower_cuda::run(path, &model, dir, &label);
+        let made = model.lower_cuda(dir).map_err(|e| Failure { code: e.exit_code(), message: e.to_string() })?;
+        let uncovered = match made.uncovered {
+            0 => String::new(),
+            n => format!(", {n} contractions left to the reference kernels"),
+        };
+        let spills = match made.spills {
+            0 => String::new(),
+            n => format!("; {n} kernel builds spill registers"),
+        };
+        crate::emit(&format!(
+            "{}: {} kernels ({} tiled contractions{uncovered}; {} nodes replaced) for sm_80 and sm_90 in {}{spills}\n",
+            path.display(),
+            made.kernels,
+            made.contractions,
+            made.fused_nodes,
+            dir.display(),
+        ));
+        return Ok(());
     }
-    let lowered = diamond_optimize::lower::lower(&model)
-        .ok_or_else(|| bad(format!("{}: the model has no graph", path.display())))?;
-    let label = |n: NodeId| label(&model, n);
+    let kernels = model.lower_kernels().map_err(bad)?;
     match output {
-        None => crate::emit(&print::lowered(&lowered, &label)),
+        None => crate::emit(&kernels.text()),
         Some(dir) => {
             std::fs::create_dir_all(dir).map_err(|e| bad(format!("{}: {e}", dir.display())))?;
-            for step in &lowered.steps {
-                let p = match step {
-                    Step::Program(p) => p,
-                    Step::Contraction(c) => match &c.epilogue {
-                        Some(p) => p,
-                        None => continue,
-                    },
-                    Step::Node(_) => continue,
-                };
-                let file = dir.join(format!("{}.txt", p.name));
-                let text = print::program(p, &label);
-                use std::io::Write;
-                diamond_exporters::atomic::write_with(&file, |w| w.write_all(text.as_bytes()))
+            for (name, text) in kernels.programs() {
+                let file = dir.join(format!("{name}.txt"));
+                diamond::io::write_bytes(&file, text.as_bytes())
                     .map_err(|e| bad(format!("{}: {e}", file.display())))?;
             }
         }
     }
     Ok(())
-}
-
-/// `Add 'name'` for a main-graph node.
-fn label(model: &Model, n: NodeId) -> String {
-    match model.main_graph() {
-        Some(g) => {
-            let node = &g.nodes[n];
-            format!("{} '{}'", node.op_type(), diamond_runtime::exec::node_label(g, node))
-        }
-        None => String::new(),
-    }
 }

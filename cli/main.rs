@@ -18,7 +18,6 @@ mod commands;
 mod convert;
 mod latency;
 mod lower_cmd;
-mod lower_cuda;
 mod optimize_cmd;
 mod render;
 mod run;
@@ -81,7 +80,7 @@ enum Command {
         bisect: bool,
         /// The shape of a TorchScript input: NAME=D0,D1,... (sizes or symbols).
         #[arg(long = "input-shape", value_name = "NAME=DIMS")]
-        input_shape: Vec<diamond_importers::torch::lower::InputShape>,
+        input_shape: Vec<diamond::InputShape>,
     },
     /// Summarize a model: versions, opsets, operators, inputs/outputs, weights.
     Inspect {
@@ -114,7 +113,7 @@ enum Command {
         strict_units: bool,
         /// The shape of a TorchScript input: NAME=D0,D1,... (sizes or symbols, e.g. x=batch,3,224,224).
         #[arg(long = "input-shape", value_name = "NAME=DIMS")]
-        input_shape: Vec<diamond_importers::torch::lower::InputShape>,
+        input_shape: Vec<diamond::InputShape>,
         /// Also write the diagnostics as SARIF 2.1.0 to this file.
         #[arg(long, value_name = "FILE")]
         sarif: Option<PathBuf>,
@@ -167,7 +166,7 @@ enum Command {
         optimize: bool,
         /// The shape of a TorchScript input: NAME=D0,D1,... (sizes or symbols, e.g. x=batch,3,224,224).
         #[arg(long = "input-shape", value_name = "NAME=DIMS")]
-        input_shape: Vec<diamond_importers::torch::lower::InputShape>,
+        input_shape: Vec<diamond::InputShape>,
     },
     /// Execute a model (on the SIMD backend by default, or the reference executor): print each output's type, shape and summary, and the peak
     /// of live bytes beside the plan's prediction; write them (-o) or compare them with stored outputs
@@ -212,7 +211,7 @@ enum Command {
         random: bool,
         /// The shape of a generated input: NAME=D0,D1,... (unstated symbolic sizes default to 1).
         #[arg(long = "input-shape", value_name = "NAME=DIMS")]
-        input_shape: Vec<diamond_importers::torch::lower::InputShape>,
+        input_shape: Vec<diamond::InputShape>,
         /// Also write these intermediate values (comma-separated names) into the -o directory.
         #[arg(long, value_name = "NAME,...")]
         dump: Vec<String>,
@@ -244,7 +243,7 @@ enum Command {
         output: Option<PathBuf>,
         /// The shape of a TorchScript input: NAME=D0,D1,... (sizes or symbols).
         #[arg(long = "input-shape", value_name = "NAME=DIMS")]
-        input_shape: Vec<diamond_importers::torch::lower::InputShape>,
+        input_shape: Vec<diamond::InputShape>,
     },
     /// Measure a model's latency (median, p90, min over --runs after --warmup), throughput and peak of live
     /// bytes on a backend, on a pool of --threads threads, beside the same model in tract (optimized,
@@ -272,7 +271,7 @@ enum Command {
         bind: Vec<PathBuf>,
         /// The shape of a generated input: NAME=D0,D1,... (unstated symbolic sizes default to 1).
         #[arg(long = "input-shape", value_name = "NAME=DIMS")]
-        input_shape: Vec<diamond_importers::torch::lower::InputShape>,
+        input_shape: Vec<diamond::InputShape>,
         /// Seed of the generated inputs.
         #[arg(long, default_value_t = 0)]
         seed: u64,

@@ -20,11 +20,10 @@
 
 use crate::value_io::{file_name, Written};
 use crate::Failure;
-use diamond_importers::torch::lower::{DimSpec, InputShape};
-use diamond_ir::{DimValue, ElemType, Graph, TypeValue};
-use diamond_runtime::exec::DumpSet;
-use diamond_runtime::simd::Fallback;
-use diamond_runtime::{run_planned, Data, Fed, Plan, RunError, RunOptions, RunResult, Tensor, Value};
+use diamond::ir::{DimValue, ElemType, Graph, TypeValue};
+use diamond::session::{Dump, Fallback, Plan, RunResult};
+use diamond::values::{Data, Tensor, Value};
+use diamond::{DimSpec, InputShape};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -104,21 +103,16 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     let graph = model.main_graph().ok_or_else(|| bad(format!("{}: the model has no graph", path.display())))?;
     let fed = gather_inputs(graph, &args.inputs, &args.input_shape, args.random.then_some(args.seed))?;
     let dump = if args.dump_all {
-        Some(DumpSet::All)
+        Some(Dump::All)
     } else if !args.dump.is_empty() {
-        Some(DumpSet::Names(args.dump.iter().flat_map(|d| d.split(',')).map(str::to_string).collect()))
+        Some(Dump::Names(args.dump.iter().flat_map(|d| d.split(',')).map(str::to_string).collect()))
     } else {
         None
     };
     if dump.is_some() && args.output_dir.is_none() {
         return Err(bad("--dump and --dump-all write .npy files: give -o DIR"));
     }
-    let refused = |e: RunError| match e {
-        RunError::Input { .. } | RunError::Binding { .. } => bad(e),
-        other => bad(format!("{}: cannot run: {other}", path.display())),
-    };
-    let shapes: Vec<(String, Fed)> = fed.iter().map(|(n, v)| (n.clone(), Fed::of(v))).collect();
-    let plan = Plan::new(model, &shapes).map_err(refused)?;
+    let plan = loaded.plan(&fed).map_err(bad)?;
     // Dumps name intermediate values, which fused programs do not hold: they come from the reference executor.
     let backend = if dump.is_some() { Backend::Reference } else { args.backend };
     // Steps of the simd backend that fell back to the reference kernels, with why,
@@ -126,10 +120,10 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     let mut fallbacks = Vec::new();
     let mut reference_share = None;
     let result = match backend {
-        Backend::Cuda => return Err(bad(diamond_runtime::cuda::device::unavailable())),
-        Backend::Reference => run_planned(model, &plan, fed, &RunOptions { dump }).map_err(refused)?,
-        Backend::Simd => {
-            let options = diamond::SessionOptions { optimize: args.optimize, ..Default::default() };
+        Backend::Reference => loaded.run_planned(&plan, fed, dump).map_err(bad)?,
+        Backend::Simd | Backend::Cuda => {
+            let options =
+                diamond::SessionOptions { backend: backend.library(), optimize: args.optimize, ..Default::default() };
             let mut session = diamond::Session::new(&loaded, &options).map_err(bad)?;
             session.start_profiling();
             let run = session.run(fed).map_err(bad)?;
@@ -231,7 +225,7 @@ fn read_inputs(graph: &Graph, declared: &[&str], args: &[String]) -> Result<Vec<
 
 /// The name stored in a `.pb` file (any of ONNX's value messages).
 fn stored_name(file: &Path) -> Option<String> {
-    diamond_importers::value_file::stored_name(file)
+    diamond::values::stored_name(file)
 }
 
 /// Reads `path` as the value graph input `name` takes.
@@ -279,7 +273,7 @@ fn generate(
             }
         }
     }
-    let mut rng = diamond_runtime::SplitMix64(seed);
+    let mut rng = diamond::values::SplitMix64(seed);
     for info in &graph.inputs {
         let Some(v) = info.value else { continue };
         let name = graph.value_name(v);
@@ -563,7 +557,7 @@ fn compare_all(outputs: &[(String, Value)], stored: &Path, tolerance: (f64, f64)
 /// another order is not an error); otherwise the worst element.
 fn compare(got: &Tensor, want: &Tensor, (rtol, atol): (f64, f64)) -> Option<String> {
     // A stored file may hold the widening `-o` writes for a type NumPy lacks.
-    let widened = diamond_runtime::npy::npy_elem(got.elem()) == Some(want.elem());
+    let widened = diamond::values::npy::npy_elem(got.elem()) == Some(want.elem());
     if got.elem() != want.elem() && !widened {
         return Some(format!("element type {}, stored {}", got.elem(), want.elem()));
     }

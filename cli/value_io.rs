@@ -12,9 +12,9 @@
 //! renamed into it, so no partial output is left behind.
 
 use crate::Failure;
-use diamond_importers::value_file::{read_value_file, Kind, StoredValue};
-use diamond_ir::{ElemType, TypeValue};
-use diamond_runtime::{Data, MapValue, Tensor, Value};
+use diamond::ir::{ElemType, TypeValue};
+use diamond::values::{read_value_file, Kind, StoredValue};
+use diamond::values::{Data, MapValue, Tensor, Value};
 use std::path::{Path, PathBuf};
 
 fn bad(message: impl std::fmt::Display) -> Failure {
@@ -239,8 +239,8 @@ struct Planned {
 }
 
 fn encode_tensor(name: &str, t: &Tensor) -> Result<(Vec<u8>, Option<ElemType>), Failure> {
-    let bytes = diamond_runtime::npy::encode_npy(t).map_err(|e| bad(format!("-o: '{name}': {e}")))?;
-    Ok((bytes, diamond_runtime::npy::npy_elem(t.elem())))
+    let bytes = diamond::values::npy::encode_npy(t).map_err(|e| bad(format!("-o: '{name}': {e}")))?;
+    Ok((bytes, diamond::values::npy::npy_elem(t.elem())))
 }
 
 fn widened_note(path: &Path, elem: ElemType, file_elem: Option<ElemType>) -> Option<String> {
@@ -249,7 +249,7 @@ fn widened_note(path: &Path, elem: ElemType, file_elem: Option<ElemType>) -> Opt
         format!(
             "{} holds {}: NumPy has no {} (each value widens exactly)",
             path.display(),
-            diamond_infer::graph::report_json_dtype(file_elem),
+            diamond::values::dtype_name(file_elem),
             elem.name()
         )
     })
@@ -277,7 +277,7 @@ fn plan_output(dir: &Path, name: &str, value: &Value, optional: bool) -> Result<
         }
         Value::Sequence(elem, items) => {
             let mut files = Vec::with_capacity(items.len());
-            let mut file_elem = diamond_runtime::npy::npy_elem(*elem).or(Some(*elem));
+            let mut file_elem = diamond::values::npy::npy_elem(*elem).or(Some(*elem));
             for (i, t) in items.iter().enumerate() {
                 let (bytes, widened) = encode_tensor(&format!("{name}[{i}]"), t)?;
                 file_elem = widened.or(Some(t.elem()));
@@ -364,7 +364,7 @@ pub fn write_outputs(dir: &Path, values: &[(&String, &Value)]) -> Result<Vec<Wri
             None => {
                 for f in &p.files {
                     let path = dir.join(&f.relative);
-                    diamond_exporters::atomic::write_bytes(&path, &f.bytes)
+                    diamond::io::write_bytes(&path, &f.bytes)
                         .map_err(|e| bad(format!("cannot write {}: {e}", path.display())))?;
                 }
             }

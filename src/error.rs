@@ -45,6 +45,18 @@ impl Error {
         }
     }
 
+    /// The same error with `label: ` in front of its message.
+    pub(crate) fn labelled(self, label: &str) -> Error {
+        match self {
+            Error::Read(m) => Error::Read(format!("{label}: {m}")),
+            Error::Model(m) => Error::Model(format!("{label}: {m}")),
+            Error::Input(m) => Error::Input(format!("{label}: {m}")),
+            Error::Unsupported(m) => Error::Unsupported(format!("{label}: {m}")),
+            Error::Unavailable(m) => Error::Unavailable(format!("{label}: {m}")),
+            Error::Write(m) => Error::Write(format!("{label}: {m}")),
+        }
+    }
+
     /// An executor's refusal, told apart by kind, with the model's label in front.
     pub(crate) fn from_run(label: &str, error: diamond_runtime::RunError) -> Error {
         use diamond_runtime::RunError;

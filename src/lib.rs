@@ -61,17 +61,27 @@
 #![deny(missing_docs)]
 
 pub mod batch;
+pub mod check;
 mod error;
+pub mod inspect;
+pub mod io;
+pub mod lower;
 mod model;
+pub mod rows;
 pub mod session;
+pub mod values;
+
+/// diamond's graph IR: the data a [`Model`] holds ([`Model::ir`]) — graphs,
+/// nodes, values with their declared types, initializers, functions.
+pub use diamond_ir as ir;
 
 pub use batch::{convert_batch, BatchOptions};
-pub use diamond_importers::torch::lower::InputShape;
+pub use check::{CheckOptions, Report};
+pub use diamond_importers::torch::lower::{DimSpec, InputShape};
 pub use diamond_ir::ElemType;
 pub use diamond_runtime::{Data, Tensor, Value};
 pub use error::{Error, Result};
 pub use model::{
-    CheckOptions, LoadOptions, Model, OptimizeError, OptimizeOptions, Optimized, PassRun, Report, SkippedBody, Verdict,
-    PASS_NAMES,
+    LoadOptions, Model, OptimizeError, OptimizeOptions, Optimized, PassRun, SkippedBody, Verdict, PASS_NAMES,
 };
 pub use session::{Backend, Dim, Outputs, Session, SessionOptions, ValueInfo};

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use diamond_importers::torch::lower::InputShape;
 use std::path::Path;
 
-pub use diamond_infer::{CheckOptions, CheckReport as Report};
+pub use crate::check::{CheckOptions, Report};
 pub use diamond_optimize::verify::Verdict;
 pub use diamond_optimize::{OptimizeError, Options as OptimizeOptions, PassRun, SkippedBody, PASS_NAMES};
 
@@ -23,10 +23,19 @@ pub struct LoadOptions {
 }
 
 /// A model read into diamond's graph IR, with how reports name it.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Model {
-    ir: diamond_ir::Model,
-    label: String,
+    pub(crate) ir: diamond_ir::Model,
+    pub(crate) label: String,
+    /// The ONNX file's map, which the model's tensors borrow (none for
+    /// bytes and TorchScript): [`Model::release_pages`] gives its pages back.
+    pub(crate) file: Option<diamond_importers::onnx::MappedFile>,
+}
+
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Model").field("label", &self.label).field("ir", &self.ir).finish_non_exhaustive()
+    }
 }
 
 /// The result of [`Model::optimize`]: the optimized model and what the
@@ -63,9 +72,11 @@ impl Model {
     /// [`Model::open`] with TorchScript input shapes.
     pub fn open_with(path: impl AsRef<Path>, options: &LoadOptions) -> Result<Model> {
         let path = path.as_ref();
-        let ir = diamond_importers::torch::load::load_any(path, &options.input_shapes)
+        let (ir, file) = diamond_importers::torch::load::load_any_mapped(path, &options.input_shapes)
             .map_err(|e| Error::Read(e.to_string()))?;
-        Model::from_ir(ir, path.display().to_string())
+        let mut model = Model::from_ir(ir, path.display().to_string())?;
+        model.file = file;
+        Ok(model)
     }
 
     /// Reads serialized ONNX. External data is looked up relative to the
@@ -83,7 +94,7 @@ impl Model {
         if ir.main_graph().is_none() {
             return Err(Error::Read(format!("{label}: the model has no graph")));
         }
-        Ok(Model { ir, label })
+        Ok(Model { ir, label, file: None })
     }
 
     /// How reports name the model: the path as given, or `<bytes>`.
@@ -140,7 +151,7 @@ impl Model {
     pub fn optimize(&self, options: &OptimizeOptions) -> std::result::Result<Optimized, OptimizeError> {
         let outcome = diamond_optimize::optimize(&self.ir, options)?;
         Ok(Optimized {
-            model: Model { ir: outcome.model, label: self.label.clone() },
+            model: Model { ir: outcome.model, label: self.label.clone(), file: None },
             before: outcome.before,
             after: outcome.after,
             passes: outcome.runs,
@@ -149,12 +160,28 @@ impl Model {
         })
     }
 
+    /// Infers every value's element type and shape and finds the errors,
+    /// without the audit's ones-vector notes: the check `convert` makes
+    /// before it writes the inferred types back ([`Model::with_types`]).
+    pub fn infer(&self, options: &CheckOptions) -> Report {
+        diamond_infer::check_model(&self.ir, options)
+    }
+
+    /// The model with the types `report` inferred for it ([`Model::infer`]
+    /// or [`Model::check`] on this model) written in as `value_info`; with
+    /// `output_dims`, exporter-invented dim names in the graph outputs are
+    /// replaced too.
+    pub fn with_types(&self, report: &Report, output_dims: bool) -> Model {
+        let annotate = diamond_infer::graph::AnnotateOptions { output_dims };
+        let ir = diamond_infer::graph::annotate_with(&self.ir, &report.inferred, annotate);
+        Model { ir, label: self.label.clone(), file: None }
+    }
+
     /// The model with every value's inferred type written into it as
     /// `value_info`, as `diamond convert` does. A model whose check finds
     /// errors is refused with [`Error::Model`] naming the first.
     pub fn convert(&self) -> Result<Model> {
-        let options = CheckOptions::default();
-        let report = diamond_infer::check_model(&self.ir, &options);
+        let report = self.infer(&CheckOptions::default());
         if let Some(first) = report.diagnostics.iter().find(|d| d.severity == diamond_infer::Severity::Error) {
             return Err(Error::Model(format!(
                 "{}: {} error(s) in the model; the first: {}",
@@ -163,9 +190,7 @@ impl Model {
                 first.message
             )));
         }
-        let annotate = diamond_infer::graph::AnnotateOptions { output_dims: false };
-        let ir = diamond_infer::graph::annotate_with(&self.ir, &report.inferred, annotate);
-        Ok(Model { ir, label: self.label.clone() })
+        Ok(self.with_types(&report, false))
     }
 
     /// Encodes the model as ONNX bytes (weights inline).

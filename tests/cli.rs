@@ -192,3 +192,44 @@ fn inspect_counts_subgraphs_functions_and_sparse_weights() {
     let total: usize = model.graphs.values().map(|g| g.nodes.len()).sum();
     assert_eq!(report["total_nodes"].as_u64(), Some(total as u64));
 }
+
+/// The command and the Python extension are front ends of the `diamond`
+/// library: argument parsing and rendering, no pipeline of their own. Their
+/// sources name no lower crate (the library re-exports the data types and
+/// renderers they show), and the extension's manifest depends on none.
+#[test]
+fn the_front_ends_import_only_the_library() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lower = [
+        "diamond_ir",
+        "diamond_importers",
+        "diamond_infer",
+        "diamond_exporters",
+        "diamond_optimize",
+        "diamond_runtime",
+    ];
+    let mut found = Vec::new();
+    let mut folders = vec![root.join("cli"), root.join("python/src")];
+    while let Some(dir) = folders.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                for (n, line) in text.lines().enumerate() {
+                    if let Some(name) = lower.iter().find(|c| line.contains(&format!("{c}::"))) {
+                        found.push(format!("{}:{}: {name}", path.strip_prefix(root).unwrap().display(), n + 1));
+                    }
+                }
+            }
+        }
+    }
+    let manifest = std::fs::read_to_string(root.join("python/Cargo.toml")).unwrap();
+    for name in lower {
+        if manifest.contains(&name.replace('_', "-")) {
+            found.push(format!("python/Cargo.toml depends on {}", name.replace('_', "-")));
+        }
+    }
+    assert!(found.is_empty(), "front ends reaching past the library:\n{}", found.join("\n"));
+}

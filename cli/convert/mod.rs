@@ -128,14 +128,14 @@ fn write_report(path: &Path, outcomes: &[Outcome]) -> Result<(), Failure> {
         text += &line;
         text.push('\n');
     }
-    diamond_exporters::atomic::write_bytes(path, text.as_bytes())
+    diamond::io::write_bytes(path, text.as_bytes())
         .map_err(|e| Failure { code: 2, message: format!("cannot write the report {}: {e}", path.display()) })
 }
 
 fn install_interrupt_handler() {
     let _ = ctrlc::set_handler(|| {
         if INTERRUPTED.swap(true, Ordering::SeqCst) {
-            let removed = diamond_exporters::atomic::remove_pending();
+            let removed = diamond::io::remove_pending();
             eprintln!("\ninterrupted again: removed {removed} partial file(s); exiting");
             std::process::exit(130);
         }

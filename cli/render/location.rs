@@ -2,7 +2,7 @@
 //! its operator, operand and axis, as one line of text and as the qualified
 //! name SARIF's logical locations use.
 
-use diamond_infer::Diagnostic;
+use diamond::check::Diagnostic;
 
 /// The node's own name, or `None` when the node is unnamed (the solver then
 /// stores its label, `Add (node 3)`, which the location line says anyway).
@@ -62,7 +62,7 @@ pub fn qualified_name(d: &Diagnostic) -> Option<String> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use diamond_infer::{Code, Severity};
+    use diamond::check::{Code, Severity};
 
     /// A diagnostic at node `index` named `name` (empty: unnamed) of op `op`.
     pub(crate) fn at_node(code: Code, name: &str, op: &str, index: u32) -> Diagnostic {

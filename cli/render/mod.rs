@@ -1,7 +1,7 @@
 //! How `diamond check` presents its findings: the text report in the manner
 //! of rustc (header, `-->` location, `= note:` chain, `= help:`), colour for
 //! terminals, and SARIF 2.1.0 for code-scanning tools. The JSON document
-//! and the HTML page are `diamond_exporters::report`; the solver's
+//! and the HTML page are `diamond::check::{json, html}`; the solver's
 //! diagnostics are only read here.
 
 pub mod colour;

@@ -1,7 +1,7 @@
 //! What each diagnostic code means, for SARIF's rule table: a one-line
 //! description and how to address it.
 
-use diamond_infer::Code;
+use diamond::check::Code;
 
 /// A one-line description of `code`.
 pub fn short_description(code: Code) -> &'static str {

@@ -6,7 +6,7 @@
 //! operand, axis and help as result properties.
 
 use super::{location, notes, rules};
-use diamond_infer::{CheckReport, Code, Diagnostic, Severity};
+use diamond::check::{Code, Diagnostic, Report as CheckReport, Severity};
 use serde_json::{json, Map, Value};
 use std::path::Path;
 
@@ -48,7 +48,7 @@ pub fn document(report: &CheckReport, model: &Path) -> Value {
 
 /// Writes the document to `path` atomically: the file appears whole or not at all.
 pub fn write(path: &Path, document: &Value) -> std::io::Result<()> {
-    diamond_exporters::atomic::write_with(path, |file| {
+    diamond::io::write_with(path, |file| {
         serde_json::to_writer_pretty(&mut *file, document)?;
         std::io::Write::write_all(file, b"\n")
     })

@@ -6,7 +6,7 @@
 
 use super::colour::{Painter, Style};
 use super::{location, notes};
-use diamond_infer::{CheckReport, Diagnostic, Severity};
+use diamond::check::{Diagnostic, Report as CheckReport, Severity};
 use std::fmt::Write;
 
 /// The whole text report; at most `max` diagnostics are rendered in full.
@@ -118,7 +118,7 @@ fn assumptions(report: &CheckReport, painter: Painter, limit: usize) -> String {
 mod tests {
     use super::*;
     use crate::render::location::tests::at_node;
-    use diamond_infer::Code;
+    use diamond::check::Code;
 
     fn report(diagnostics: Vec<Diagnostic>) -> CheckReport {
         CheckReport { diagnostics, ..CheckReport::default() }

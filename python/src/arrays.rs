@@ -6,10 +6,10 @@
 //! strided arrays are read in C order. Out: each tensor's element vector is
 //! handed to NumPy as the array's buffer, without copying. Types NumPy lacks
 //! (bfloat16, float8, float4, 4- and 2-bit integers) come out widened
-//! exactly, as `diamond run -o` writes them (`diamond_runtime::npy`).
+//! exactly, as `diamond run -o` writes them (`diamond::values::npy`).
 
 use crate::errors::bad_argument;
-use diamond_runtime::{Data, MapValue, Tensor, Value};
+use diamond::values::{Data, MapValue, Tensor, Value};
 use half::f16;
 use numpy::{
     Element, PyArray1, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods,
@@ -108,7 +108,7 @@ pub fn array_from_tensor(py: Python<'_>, tensor: Tensor) -> PyResult<Bound<'_, P
         }
         other => {
             let elem = other.elem();
-            let widened = diamond_runtime::npy::npy_elem(elem)
+            let widened = diamond::values::npy::npy_elem(elem)
                 .and_then(|to| Data::from_f64s(to, &other.to_f64s()?))
                 .ok_or_else(|| bad_argument(format!("{elem} tensors have no NumPy type")))?;
             array_from_tensor(py, Tensor { shape, data: widened })

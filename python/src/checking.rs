@@ -4,8 +4,8 @@
 
 use crate::errors::unreadable;
 use crate::source::{input_shapes, load_detached, Source};
-use diamond_infer::{CheckOptions, CheckReport, Code};
-use diamond_ir::Model;
+use diamond::check::{Code, Severity};
+use diamond::{CheckOptions, Model, Report as CheckReport};
 use pyo3::prelude::*;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -21,7 +21,7 @@ pub struct Checked {
 impl Checked {
     /// Checks `model` as `diamond check` does (the ones-vector notes included).
     pub fn new(model: Model, options: &CheckOptions, label: String) -> Checked {
-        let report = diamond_optimize::audit::check(&model, options);
+        let report = model.check(options);
         Checked { model, report, label }
     }
 
@@ -42,7 +42,7 @@ impl Checked {
 
     /// The first error as `diamond convert` words it: `N error(s); first: error[code] at Op 'node': message`.
     pub fn errors_summary(&self) -> Option<String> {
-        let first = self.report.diagnostics.iter().find(|d| d.severity == diamond_infer::Severity::Error)?;
+        let first = self.report.diagnostics.iter().find(|d| d.severity == Severity::Error)?;
         let place = match (&first.node, &first.op) {
             (Some(node), Some(op)) => format!("at {op} '{node}': "),
             _ => String::new(),
@@ -57,7 +57,7 @@ impl Checked {
     }
 
     fn document_value(&self) -> serde_json::Value {
-        diamond_exporters::report::json::check_json(&self.report, &self.label)
+        diamond::check::json::check_json(&self.report, &self.label)
     }
 }
 
@@ -77,10 +77,8 @@ impl Checked {
 
     /// Writes the `diamond check --html` page to `path`, atomically.
     fn write_html(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
-        py.detach(|| {
-            diamond_exporters::report::html::write_report(&path, &self.model, &self.report, Path::new(&self.label))
-        })
-        .map_err(pyo3::exceptions::PyOSError::new_err)
+        py.detach(|| diamond::check::html::write_report(&path, self.model.ir(), &self.report, Path::new(&self.label)))
+            .map_err(pyo3::exceptions::PyOSError::new_err)
     }
 
     /// The indices of the diagnostics that record an assumption the check went on under.
@@ -119,11 +117,11 @@ pub fn malformed(report: &CheckReport, label: &str) -> Option<String> {
 }
 
 /// Decodes the `bind` tensors, given as `.npy` bytes by name.
-fn bound_tensors(bind: Option<Vec<(String, Vec<u8>)>>) -> PyResult<HashMap<String, diamond_ir::Tensor>> {
+fn bound_tensors(bind: Option<Vec<(String, Vec<u8>)>>) -> PyResult<HashMap<String, diamond::ir::Tensor>> {
     let mut out = HashMap::new();
     for (name, npy) in bind.unwrap_or_default() {
         let label = PathBuf::from(format!("bind['{name}']"));
-        let tensor = diamond_importers::npy::decode_npy(bytes::Bytes::from(npy), &label).map_err(unreadable)?;
+        let tensor = diamond::values::decode_npy(bytes::Bytes::from(npy), &label).map_err(unreadable)?;
         out.insert(name, tensor);
     }
     Ok(out)
@@ -147,9 +145,6 @@ pub fn check(
     let bind = bound_tensors(bind)?;
     let loaded = load_detached(py, &source, &shapes)?;
     let label = source.label();
-    if loaded.main_graph().is_none() {
-        return Err(unreadable(format!("{label}: the model has no graph")));
-    }
     let bound: Vec<String> = bind.keys().cloned().collect();
     let options = CheckOptions { bind, strict_units, skip_inferred_types: false };
     let checked = py.detach(|| Checked::new(loaded, &options, label));

@@ -3,7 +3,7 @@
 //! The module reads models from a path or from bytes, checks, converts,
 //! optimizes and runs them with the workspace's crates, and hands back
 //! Python objects: the check report as the same document `diamond check
-//! --json` prints (built by `diamond_exporters::report::json`), ONNX bytes,
+//! --json` prints (built by `diamond::check::json`), ONNX bytes,
 //! NumPy arrays. Every call releases the GIL while it works. The public API
 //! (`Report`, `ModelProto` in and out, `convert_many`, the exceptions) is the
 //! Python layer in `python/diamond/`, which calls these functions.
@@ -46,7 +46,7 @@ mod module {
         m.add_function(wrap_pyfunction!(crate::writing::optimize, m)?)?;
         m.add_function(wrap_pyfunction!(crate::running::run, m)?)?;
         m.add_class::<crate::running::Session>()?;
-        m.add("PASS_NAMES", diamond_optimize::PASS_NAMES.to_vec())?;
+        m.add("PASS_NAMES", diamond::PASS_NAMES.to_vec())?;
         m.add("__version__", env!("CARGO_PKG_VERSION"))?;
         Ok(())
     }

@@ -6,8 +6,8 @@
 use crate::arrays::{tensor_from_array, value_to_python};
 use crate::errors::{bad_argument, model_error, unreadable};
 use crate::source::{input_shapes, Source};
-use diamond_ir::{ElemType, TypeValue};
-use diamond_runtime::Value;
+use diamond::ir::{ElemType, TypeValue};
+use diamond::Value;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use std::sync::Mutex;
@@ -72,7 +72,7 @@ fn describe(info: &diamond::ValueInfo) -> Described {
             })
             .collect()
     });
-    (info.name.clone(), info.elem.map(|e| diamond_infer::graph::report_json_dtype(e).to_string()), dims)
+    (info.name.clone(), info.elem.map(|e| diamond::values::dtype_name(e).to_string()), dims)
 }
 
 /// A model prepared once for a backend and run many times.

@@ -3,8 +3,7 @@
 //! TorchScript input shapes given as `NAME=D0,D1,...` texts.
 
 use crate::errors::{bad_argument, unreadable};
-use diamond_importers::torch::lower::InputShape;
-use diamond_ir::Model;
+use diamond::{InputShape, Model};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes};
 use std::path::PathBuf;
@@ -43,17 +42,9 @@ impl Source {
         }
     }
 
-    /// Imports the model in diamond's IR (no GIL needed), through the
-    /// library's [`diamond::Model`]. An unreadable model is a `ReadError`.
-    pub fn load(&self, shapes: &[InputShape]) -> Result<Model, String> {
-        self.model(shapes).map(diamond::Model::into_ir)
-    }
-}
-
-impl Source {
     /// Reads the model into the library's [`diamond::Model`] (no GIL
     /// needed). An unreadable model, or one without a graph, is the message.
-    pub fn model(&self, shapes: &[InputShape]) -> Result<diamond::Model, String> {
+    pub fn model(&self, shapes: &[InputShape]) -> Result<Model, String> {
         let model = match self {
             Source::Path(p) => diamond::Model::open_with(p, &diamond::LoadOptions { input_shapes: shapes.to_vec() }),
             Source::Bytes(b) => diamond::Model::from_bytes(b.clone()),
@@ -73,5 +64,5 @@ pub fn input_shapes(texts: Option<Vec<String>>) -> PyResult<Vec<InputShape>> {
 
 /// Loads `source` with the GIL released.
 pub fn load_detached(py: Python<'_>, source: &Source, shapes: &[InputShape]) -> PyResult<Model> {
-    py.detach(|| source.load(shapes)).map_err(unreadable)
+    py.detach(|| source.model(shapes)).map_err(unreadable)
 }

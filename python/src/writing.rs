@@ -6,9 +6,7 @@
 use crate::checking::{malformed, Checked};
 use crate::errors::{bad_argument, model_error, model_errors, unreadable};
 use crate::source::{input_shapes, Source};
-use diamond::OptimizeError;
-use diamond_importers::torch::lower::InputShape;
-use diamond_ir::Model;
+use diamond::{InputShape, Model, OptimizeError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::path::{Path, PathBuf};
@@ -27,11 +25,8 @@ enum Refusal {
 /// convert` does; the model to write and its check.
 fn converted(source: &Source, shapes: &[InputShape], value_info: bool) -> Result<(Model, Checked), Refusal> {
     let label = source.label();
-    let model = source.load(shapes).map_err(Refusal::Unreadable)?;
-    if model.main_graph().is_none() {
-        return Err(Refusal::Unreadable(format!("{label}: the model has no graph")));
-    }
-    let report = diamond_infer::check_model(&model, &diamond_infer::CheckOptions::default());
+    let model = source.model(shapes).map_err(Refusal::Unreadable)?;
+    let report = model.infer(&diamond::CheckOptions::default());
     if let Some(why) = malformed(&report, &label) {
         return Err(Refusal::Unreadable(why));
     }
@@ -39,30 +34,18 @@ fn converted(source: &Source, shapes: &[InputShape], value_info: bool) -> Result
     if let Some(summary) = checked.errors_summary() {
         return Err(Refusal::Errors(format!("{summary}; not converted"), Box::new(checked)));
     }
-    let model = if value_info {
-        let options = diamond_infer::graph::AnnotateOptions { output_dims: false };
-        diamond_infer::graph::annotate_with(checked.model(), &checked.report().inferred, options)
-    } else {
-        checked.model().clone()
-    };
+    let model = if value_info { checked.model().with_types(checked.report(), false) } else { checked.model().clone() };
     Ok((model, checked))
 }
 
 /// Writes `model` to `output` (its external data beside it), or encodes it.
 fn emit(model: &Model, output: Option<&Path>) -> Result<Option<Vec<u8>>, Refusal> {
     match output {
-        Some(path) => {
-            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir)
-                    .map_err(|e| Refusal::Unwritable(format!("cannot create {}: {e}", dir.display())))?;
-            }
-            diamond_exporters::onnx::write_model(model, path)
-                .map_err(|e| Refusal::Unwritable(format!("cannot write {}: {e}", path.display())))?;
-            Ok(None)
-        }
-        None => diamond_exporters::onnx::encode_model(model).map(Some).map_err(|e| {
-            Refusal::Unwritable(format!("cannot encode the model: {e} (give `output=` to write it with external data)"))
-        }),
+        Some(path) => model.write(path).map(|()| None).map_err(|e| Refusal::Unwritable(e.to_string())),
+        None => model
+            .to_bytes()
+            .map(Some)
+            .map_err(|e| Refusal::Unwritable(format!("{e} (give `output=` to write it with external data)"))),
     }
 }
 
@@ -101,10 +84,11 @@ pub fn convert(
     done.map(|bytes| to_python(py, bytes)).map_err(|r| raise(py, r))
 }
 
-/// Converts the file `input` to `output` as `convert` does, and says how it
-/// went instead of raising: `(status, message)` with status `converted`,
-/// `errors`, `unreadable` or `failed` (not writable, or a diamond bug: a
-/// panic is caught and named). The report comes back for `errors`.
+/// Converts the file `input` to `output` as `diamond convert` does (the
+/// library's [`diamond::batch::convert_file`]), and says how it went instead
+/// of raising: `(status, message)` with status `converted`, `errors`,
+/// `unreadable` or `failed` (not writable, or a diamond bug: a panic is
+/// caught and named). The report comes back for `errors`.
 #[pyfunction]
 #[pyo3(signature = (input, output, value_info=true))]
 pub fn convert_file(
@@ -113,27 +97,21 @@ pub fn convert_file(
     output: PathBuf,
     value_info: bool,
 ) -> (String, Option<String>, Option<Py<Checked>>) {
-    let outcome = py.detach(|| {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let source = Source::Path(input.clone());
-            let (model, _checked) = converted(&source, &[], value_info)?;
-            emit(&model, Some(&output))
-        }))
+    let settings = diamond::batch::Settings { no_value_info: !value_info, ..Default::default() };
+    let (outcome, checked) = py.detach(|| {
+        let outcome = diamond::batch::convert_file(&input, &output, &settings);
+        // The report of a model with errors, for `ConvertResult.report`: read and checked again.
+        let checked = (outcome.status == diamond::batch::Status::Errors)
+            .then(|| diamond::Model::open(&input).ok())
+            .flatten()
+            .map(|model| {
+                let label = model.label().to_string();
+                Checked::new(model, &diamond::CheckOptions::default(), label)
+            });
+        (outcome, checked)
     });
-    match outcome {
-        Ok(Ok(_)) => ("converted".into(), None, None),
-        Ok(Err(Refusal::Unreadable(why))) => ("unreadable".into(), Some(why), None),
-        Ok(Err(Refusal::Errors(why, checked))) => ("errors".into(), Some(why), Py::new(py, *checked).ok()),
-        Ok(Err(Refusal::Unwritable(why))) => ("failed".into(), Some(why), None),
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            ("failed".into(), Some(format!("diamond panicked on this model (a bug, please report it): {what}")), None)
-        }
-    }
+    let checked = checked.and_then(|c| Py::new(py, c).ok());
+    (outcome.status.as_str().to_string(), outcome.message, checked)
 }
 
 /// Runs the optimizer's passes (`passes`, in order; default all) on `model`
@@ -164,8 +142,7 @@ pub fn optimize(
     let outcome = match result {
         Ok(outcome) => outcome,
         Err(OptimizeError::ModelErrors(n)) => {
-            let ir = loaded.into_ir();
-            let checked = py.detach(|| Checked::new(ir, &diamond_infer::CheckOptions::default(), label.clone()));
+            let checked = py.detach(|| Checked::new(loaded, &diamond::CheckOptions::default(), label.clone()));
             if let Some(why) = malformed(checked.report(), &label) {
                 return Err(unreadable(why));
             }
@@ -175,6 +152,6 @@ pub fn optimize(
         Err(e @ (OptimizeError::UnknownPass(_) | OptimizeError::Upgrade(_))) => return Err(bad_argument(e)),
         Err(e @ OptimizeError::NoGraph) => return Err(unreadable(format!("{label}: {e}"))),
     };
-    let bytes = py.detach(|| emit(outcome.model.ir(), output.as_deref())).map_err(|r| raise(py, r))?;
+    let bytes = py.detach(|| emit(&outcome.model, output.as_deref())).map_err(|r| raise(py, r))?;
     Ok(to_python(py, bytes))
 }

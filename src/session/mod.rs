@@ -8,19 +8,24 @@
 //! - `info.rs` — [`ValueInfo`]: declared and inferred types of the inputs
 //!   and outputs;
 //! - `linger.rs` — a session's own pool kept awake for a moment after each
-//!   run, so that the next call does not wait for its threads to wake.
+//!   run, so that the next call does not wait for its threads to wake;
+//! - `planned.rs` — one run on the reference executor with its plan made
+//!   first ([`Model::plan`], [`Model::run_planned`]), for reporting the
+//!   plan and dumping intermediate values.
 
 mod info;
 mod linger;
+mod planned;
 pub mod simd;
 
 use crate::error::{Error, Result};
 use crate::model::Model;
-use diamond_runtime::simd::{Fallback, StepTime};
-use diamond_runtime::{run_planned, Fed, Plan, RunOptions, Value};
+use diamond_runtime::{run_planned, Fed, RunOptions, Value};
 use std::sync::Arc;
 
+pub use diamond_runtime::simd::{Fallback, FallbackReason, StepKind, StepTime};
 pub use info::{Dim, ValueInfo};
+pub use planned::{Dump, Plan, RunResult};
 
 /// The executor a session runs on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -43,6 +48,15 @@ impl Backend {
             Backend::Simd => "simd",
             Backend::Reference => "reference",
             Backend::Cuda => "cuda",
+        }
+    }
+
+    /// Whether the backend can run on this machine: the CUDA backend needs
+    /// a device, and says what is missing with [`Error::Unavailable`].
+    pub fn check_available(self) -> Result<()> {
+        match self {
+            Backend::Cuda => Err(Error::Unavailable(diamond_runtime::cuda::device::unavailable())),
+            Backend::Simd | Backend::Reference => Ok(()),
         }
     }
 }
