@@ -17,6 +17,26 @@
 //! and [`convert_batch`], which converts a whole tree of models on a pool of
 //! workers, reporting each model to a [`batch::Progress`].
 //!
+//! Around them, one module per job the command line has:
+//!
+//! - [`check`] — the report's types ([`Report`], [`check::Diagnostic`],
+//!   [`check::Code`]), its JSON and HTML forms, and the check variants a
+//!   command that does nothing else with the model wants;
+//! - [`inspect`] — [`Model::inspect`]: the model's inventory and what
+//!   `optimize` would remove;
+//! - [`lower`] — [`Model::lower_kernels`] (the fusion groups as kernel
+//!   programs) and [`Model::lower_cuda`] (the CUDA artifact);
+//! - [`session`] — besides [`Session`]: a planned run on the reference
+//!   executor with intermediate values dumped ([`Model::plan`],
+//!   [`Model::run_planned`]), and the types of routes and profiles;
+//! - [`rows`] — the shape solver on a `.rows` constraint file;
+//! - [`values`] — runtime values and their files (`.npy`, ONNX `.pb`);
+//! - [`io`] — files written whole or not at all;
+//! - [`ir`] — the graph IR a model is held in.
+//!
+//! The `diamond` command and the Python package call nothing below this
+//! crate: what they add is argument parsing and rendering.
+//!
 //! # Checking a model
 //!
 //! ```
