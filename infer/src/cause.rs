@@ -248,7 +248,7 @@ impl Causes {
     }
 
     /// The chain from `id` up to its root, innermost first; a root reads as
-    /// its origin (`line 4 \`x = [3]\``), followed by its rule unless the
+    /// its origin (`` line 4 `x = [3]` ``), followed by its rule unless the
     /// rule only says the fact was stated there.
     pub fn chain(&self, id: CauseId) -> Vec<String> {
         let mut out = Vec::new();
@@ -274,7 +274,7 @@ impl Causes {
         out
     }
 
-    /// The chain as one line, innermost link first: `axis 0 of the row constraint ← line 5 \`x = [5]\``.
+    /// The chain as one line, innermost link first: `` axis 0 of the row constraint ← line 5 `x = [5]` ``.
     pub fn chain_text(&self, id: CauseId) -> String {
         self.chain(id).join(" ← ")
     }

@@ -7,7 +7,7 @@
 //! solved (a *watch*). Binding or merging a variable wakes the constraints
 //! watching it. This is the staged fixpoint of seed 000 without any pass that
 //! re-substitutes the whole constraint set: terms are resolved lazily against
-//! the union-find [`Store`].
+//! the union-find `Store`.
 
 use crate::cause::{CauseId, Causes, Origin};
 use crate::constraint::{Affine, Constraint, Item, Sum};

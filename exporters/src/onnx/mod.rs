@@ -1,7 +1,7 @@
 //! ONNX: [`Model`] → protobuf bytes and files.
 //!
 //! [`encode_model`] rebuilds the protobuf messages from the IR field for field
-//! ([`from_ir`]). [`write_model`] also writes the external data the model's
+//! (`from_ir`). [`write_model`] also writes the external data the model's
 //! tensors reference, next to the output file, keeping every tensor's
 //! `location`, `offset` and `length` so that the written model states exactly
 //! what the read one did.
@@ -73,7 +73,7 @@ pub fn encode_model(model: &Model) -> Result<Vec<u8>, ExportError> {
 /// the same relative locations beside it. Every file is written atomically;
 /// data files go first, so a model file never points at missing data.
 ///
-/// The protobuf is encoded straight into the file ([`stream`]): no buffer of
+/// The protobuf is encoded straight into the file (`stream`): no buffer of
 /// the model's size is built.
 pub fn write_model(model: &Model, path: &Path) -> Result<WriteSummary, ExportError> {
     let proto = from_ir::model(model);

@@ -2,7 +2,7 @@
 //!
 //! [`load_model`] memory-maps the file and decodes it with prost into types
 //! whose `bytes` fields are slices of that map, converting the messages to
-//! the IR ([`to_ir`]). The graphs stream (`stream.rs`): each node,
+//! the IR (`to_ir`). The graphs stream (`stream.rs`): each node,
 //! initializer and declared value is decoded and converted alone, so a large
 //! graph's messages are never all in memory; a file the streaming decoder
 //! refuses is decoded again whole ([`decode_model_whole`]), which words the

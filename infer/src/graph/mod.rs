@@ -63,7 +63,7 @@ pub fn check_model(model: &Model, options: &CheckOptions) -> CheckReport {
 /// size would, so the input is inferred from use; the first pass's
 /// `dynamic-axis-specialized` diagnostic stays as an `info` carrying the
 /// condition (`x.0 = 2`), which `run` checks against the fed shape. At most
-/// [`MAX_PASSES`] passes; a model with no open axis, or none specialized,
+/// `MAX_PASSES` passes; a model with no open axis, or none specialized,
 /// is checked once.
 pub fn check_model_with(model: &Model, options: &CheckOptions, table: &OpTable) -> CheckReport {
     let Some(main) = model.graph else {

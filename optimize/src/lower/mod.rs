@@ -2,7 +2,7 @@
 //! [`diamond_runtime::kernel::LoweredModel`].
 //!
 //! Nodes are visited in the execution order. A node with a recipe
-//! ([`recipe`]: elementwise operators with broadcasting, reductions,
+//! (`recipe`: elementwise operators with broadcasting, reductions,
 //! Softmax, LayerNormalization, RMSNormalization) joins the group of one
 //! of its inputs when its outputs frame into that group's space and no
 //! cycle between groups would form; otherwise it starts a group. A

@@ -14,7 +14,7 @@
 //! A [`LoweredModel`] is the main graph as a list of [`Step`]s: programs,
 //! contractions (MatMul, Gemm, Conv) with the elementwise program that
 //! follows them as their epilogue, and plain nodes the reference kernels
-//! run. [`verify`] checks a program's consistency; [`print`] writes the
+//! run. [`verify`] checks a program's consistency; [`print`](mod@print) writes the
 //! stable text form `diamond lower --emit kernels` shows.
 
 pub mod expr;

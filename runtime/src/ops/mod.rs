@@ -232,7 +232,7 @@ impl<'a> NodeCtx<'a> {
     }
 
     /// What `make` derives from this node's attributes, made once per frame
-    /// ([`crate::exec::Frame::prepared`]: once per session for a SIMD
+    /// (`crate::exec::Frame::prepared`: once per session for a SIMD
     /// session's nodes). `make` must read nothing but the attributes.
     pub fn prepared<T: std::any::Any + Send + Sync>(
         &self,

@@ -13,7 +13,7 @@
 //! pointwise cases) and their fused elementwise program after them;
 //! ConvTranspose, Resize, LRN, Batch- and InstanceNormalization, pooling,
 //! Concat, Transpose, Einsum, Cast and integer arithmetic and comparisons
-//! run on kernels of their own ([`native`], [`norm`], [`pool`], [`concat`],
+//! run on kernels of their own ([`native`], [`norm`], [`pool`], [`concat`](mod@concat),
 //! [`einsum`], [`cast`], [`integer`]); `If` branches run as sessions of
 //! their own ([`branch`]); programs computing other types than `f32` and
 //! bool, contractions the kernels do not cover, and every other node run on

@@ -1,8 +1,8 @@
 //! The `--html` report of `diamond check`: one self-contained page (inline CSS, inline SVG, no script, nothing
 //! fetched) with a summary, the diagnostics — each as the text report words it and with a picture of the graph
 //! around its node — the table of values and an operator histogram. This module assembles the document, escapes
-//! text and writes the file atomically; [`sections`] and [`diagnostics`] write the parts, [`neighbourhood`] picks
-//! what a picture shows, [`layout`] places it and [`svg`] draws it.
+//! text and writes the file atomically; `sections` and `diagnostics` write the parts, `neighbourhood` picks
+//! what a picture shows, `layout` places it and `svg` draws it.
 
 mod diagnostics;
 mod layout;

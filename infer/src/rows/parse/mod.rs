@@ -13,7 +13,7 @@
 //!   undeclared identifier facing a row or a tensor is an unknown tensor.
 //!
 //! Size expressions are evaluated while parsing into the normal form of
-//! [`SizeExpr`]; a constant must be at least 1. Nesting and the size of the
+//! [`SizeExpr`](diamond_ir::term::SizeExpr); a constant must be at least 1. Nesting and the size of the
 //! expanded polynomial are bounded, so that no input makes the parser panic,
 //! overflow its stack or run for long.
 

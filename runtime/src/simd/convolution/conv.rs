@@ -4,7 +4,7 @@
 //!   `c_in × h·w` matrix the GEMM wants — a plain [`sgemm`](super::gemm::sgemm) per group;
 //! - **depthwise** (group = c_in = c_out): on AVX-512 over input planes of
 //!   up to 24×24, sixteen channels in the lanes
-//!   ([`depthwise_lanes`](super::depthwise_lanes)); else a direct
+//!   (`depthwise_lanes`); else a direct
 //!   per-channel kernel ([`depthwise`](super::depthwise)) or the direct
 //!   kernel's positions in lanes;
 //! - **3×3 at stride 1** with enough channels: Winograd's F(2×2, 3×3)
@@ -14,11 +14,11 @@
 //!   channels in lanes, from im2col's patches ([`small_plane`](super::small_plane));
 //! - planes under 256 positions with 64 or more output channels and long
 //!   patches, on AVX-512: output channels in lanes, straight from padded
-//!   input planes ([`channel_vector`](super::channel_vector));
+//!   input planes (`channel_vector`);
 //! - otherwise (grouped included) **im2col**: each group's input patches are
 //!   laid out as a `c_in/group·kh·kw × oh·ow` matrix
 //!   ([`im2col`](super::im2col)) and multiplied by the group's weights;
-//!   small groups run side by side, one thread each ([`units_in_parallel`]).
+//!   small groups run side by side, one thread each (`units_in_parallel`).
 //!
 //! For the epilogue, each image's result is the matrix `c_out × oh·ow`: a
 //! per-row bias is per output channel, a per-column one per output
@@ -150,9 +150,9 @@ pub enum Prepared {
     Winograd(winograd::Filters),
     /// [`small_plane::Transposed`].
     SmallPlane(small_plane::Transposed),
-    /// [`channel_vector::Packed`].
+    /// `channel_vector::Packed`.
     ChannelVector(channel_vector::Packed),
-    /// [`depthwise_lanes::Taps`].
+    /// `depthwise_lanes::Taps`.
     DepthwiseLanes(depthwise_lanes::Taps),
     /// [`direct::Packed`].
     Direct(direct::Packed),

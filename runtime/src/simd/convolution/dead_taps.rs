@@ -4,7 +4,7 @@
 //! 3×3 kernels at dilations 12, 24 and 36 over a 20×20 feature map — has
 //! taps whose every read falls outside the input: they multiply zeros.
 //! Along each axis the taps some output position reads inside the input
-//! form one run `[first, last]`; [`trim`] gives the convolution with only
+//! form one run `[first, last]`; `trim` gives the convolution with only
 //! those taps (the kernel cut to the run, the leading padding reduced by
 //! the dropped taps' reach, the trailing one so that the output keeps its
 //! size) when that drops any, and [`Trimmed`] keeps the cut weight, so the

@@ -6,7 +6,7 @@
 //!
 //! Narrow or column-strided outputs make those rows a few floats long, and
 //! a scalar loop: there, on AVX2, eight channels are computed at once
-//! instead ([`blocked`]). Their planes are interleaved into one
+//! instead (`blocked`). Their planes are interleaved into one
 //! position-major, zero-padded block (eight floats per position), each
 //! output position sums its taps as 8-wide multiply-adds of the tap's eight
 //! weights and the eight inputs the tap meets, and the results are spread

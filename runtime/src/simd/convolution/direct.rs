@@ -385,7 +385,7 @@ fn pack_weights(weight: &[f32], patch: usize, first: usize, count: usize, block:
     }
 }
 
-/// The weight laid out for the kernel ([`pack_weights`], per group and
+/// The weight laid out for the kernel (`pack_weights`, per group and
 /// block of output channels, blocks as wide as the instance that runs
 /// takes), made once and kept by a caller between calls when the weight
 /// is constant (`conv::Prepared::Direct`): packing on every call took

@@ -7,10 +7,10 @@
 //! Three ways of filling, chosen by the shape: narrow outputs (under 16
 //! columns per output row) gather each channel through one table of input
 //! offsets per call, worked out once for every tap and output position
-//! ([`fill_by_table`]); at stride 1, outputs of 16 to 31 columns are copied
+//! (`fill_by_table`); at stride 1, outputs of 16 to 31 columns are copied
 //! from a zero-padded copy of each channel, one short block copy per output
-//! row and tap ([`fill_from_padded`]);
-//! wider ones copy each output row's run of input columns ([`fill_row`]),
+//! row and tap (`fill_from_padded`);
+//! wider ones copy each output row's run of input columns (`fill_row`),
 //! where the per-row set-up is paid back by long copies.
 
 use super::conv::Conv2d;

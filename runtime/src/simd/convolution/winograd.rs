@@ -21,7 +21,7 @@
 //! over the current rayon pool, output transforms in parallel over output
 //! channels. The transforms' coefficients are 0, ±1 and ½, so the result
 //! differs from the direct sum only by rounding, a few ulps more of it
-//! ([`suits`] keeps small channel counts, where the direct route is as
+//! (`suits` keeps small channel counts, where the direct route is as
 //! fast, on im2col).
 
 use super::conv::Conv2d;

@@ -2,11 +2,11 @@
 //! as a [`Session`] of its own and run prepared, not interpreted.
 //!
 //! A branch is a graph that reads values of the graph around it by name.
-//! [`branch_model`] makes it a model of its own: the outer values it reads
+//! `branch_model` makes it a model of its own: the outer values it reads
 //! that are initializers become its initializers (copied once), the others
 //! its inputs, typed with the shapes this run has. The session's
 //! [`PrepareBody`] hook (set by the caller, which owns the optimizer and
-//! the lowering) optimizes and lowers that model; a [`PreparedBranch`]
+//! the lowering) optimizes and lowers that model; a `PreparedBranch`
 //! keeps the model and its session, and is prepared again only when the
 //! shapes of what the branch reads change. A branch that cannot be
 //! prepared (it reads a sequence or map, the hook refuses it) runs on the

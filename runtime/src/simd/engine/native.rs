@@ -8,17 +8,17 @@
 //!   dilations (col2im), over a plane that starts as the bias.
 //! - **Resize** of the last two axes of a rank-4 tensor (the spatial axes
 //!   of NCHW), nearest or linear, with the reference's own coordinate
-//!   mapping ([`axis_taps`]): each output row mixes at most two input rows
+//!   mapping (`axis_taps`): each output row mixes at most two input rows
 //!   into one row, then each output column at most two of its columns.
 //! - **LRN** and inference **BatchNormalization** ([`norm`]), 2-D
-//!   **MaxPool** and **AveragePool** ([`pool`]), **Concat** ([`concat`]),
+//!   **MaxPool** and **AveragePool** ([`pool`]), **Concat** ([`concat`](mod@concat)),
 //!   **LSTM**, **GRU** and **RNN** ([`recurrent`], several outputs: the
 //!   session calls it itself), **GatherElements** ([`gather`]), and
 //!   **Split** (several outputs, also called by the session itself),
 //!   **Slice**, **Gather** and **Pad** ([`movement`]); `f32` elementwise
 //!   nodes and reductions whose shapes are known only at run time
-//!   ([`late`]); TopK and NonZero ([`selection`]); onnxruntime's dynamically quantized `DynamicQuantizeLinear`,
-//!   `MatMulInteger` and `ConvInteger` ([`quantized`], exact `i32` products).
+//!   (`late`); TopK and NonZero ([`selection`]); onnxruntime's dynamically quantized `DynamicQuantizeLinear`,
+//!   `MatMulInteger` and `ConvInteger` (`quantized`, exact `i32` products).
 //!
 //! Anything else about these operators — other ranks, element types,
 //! `auto_pad`, `output_shape`, cubic or antialiased resizing, a crop box,

@@ -133,7 +133,7 @@ pub struct Coverage {
     pub hoisted_steps: usize,
     /// Shape nodes computed from the shapes the fed ones fix, when the session was prepared.
     pub folded_shapes: usize,
-    /// Programs run as part of their contraction's epilogue ([`fold`]).
+    /// Programs run as part of their contraction's epilogue (`fold`).
     pub folded_epilogues: usize,
     /// Programs that fell back to their nodes on the reference kernels (a
     /// size that does not bind, a type the backend lacks), in the order of

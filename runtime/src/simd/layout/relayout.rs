@@ -4,9 +4,9 @@
 //! - the **relabelling** operators (Reshape, Flatten, Squeeze, Unsqueeze)
 //!   give their `f32` operand's elements another shape: the session moves
 //!   the operand's buffer under the new shape when the operand dies there,
-//!   else copies it into a pooled buffer ([`relabels`]; the shape is the
+//!   else copies it into a pooled buffer (`relabels`; the shape is the
 //!   reference's own, `exec::relabeled_shape`);
-//! - **Transpose** of an `f32` tensor ([`transpose`]): the output's axes
+//! - **Transpose** of an `f32` tensor (`transpose`): the output's axes
 //!   that stay adjacent in the input are merged, size-1 axes dropped, and
 //!   the output is written row by row — a row copied whole when its axis
 //!   is the input's innermost, gathered at the input's stride otherwise,
@@ -61,7 +61,7 @@ pub(crate) fn transpose(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>)
 }
 
 /// Writes `x` (of `shape`) permuted by `perm` into `out` (emptied first);
-/// from [`PARALLEL_FLOATS`] on, with an outermost output axis that is not
+/// from `PARALLEL_FLOATS` on, with an outermost output axis that is not
 /// the input's innermost, slices of that axis are written in parallel on
 /// the current rayon pool (ShuffleNet's channel shuffles of 107K–213K
 /// floats).

@@ -185,7 +185,7 @@ unsafe fn eval_avx512<P: Place>(
 }
 
 /// [`eval_with`] by `plan` (made of `which`): on AVX2 its runs are
-/// evaluated in vector registers ([`chain`]), the rest instruction by
+/// evaluated in vector registers ([`chain`](crate::simd::chain)), the rest instruction by
 /// instruction; the portable code ignores the plan.
 ///
 /// # Safety

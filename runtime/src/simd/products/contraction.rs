@@ -4,7 +4,7 @@
 //! through [`super::conv::conv2d`] (its bias as the per-channel epilogue),
 //! all on `f32` (a 1-D Conv as a 2-D one over one row). The elementwise
 //! program fused after the node, when it reads the result point for point,
-//! runs as the kernels' [`Post`] over each finished tile (see
+//! runs as the kernels' [`Post`](crate::simd::epilogue::Post) over each finished tile (see
 //! [`super::fused_post`]); otherwise as its own step. Anything else —
 //! other element types, 3-D convolutions, `auto_pad`, a C that does not broadcast one way — runs on
 //! the reference kernels, as before.

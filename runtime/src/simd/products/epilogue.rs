@@ -91,7 +91,7 @@ pub struct Epilogue<'a> {
     pub after: Activation,
     /// Run last over each finished tile.
     pub post: Option<&'a dyn Post>,
-    /// Where C's first element lies in the whole result (what [`Self::shifted`] added up).
+    /// Where C's first element lies in the whole result (what `Self::shifted` added up).
     pub base: usize,
 }
 

@@ -3,9 +3,9 @@
 //! operand. The `gemm` crate packs B for every call, which for a weight of
 //! 144 × 256 read by two rows costs more than the product itself.
 //!
-//! [`product`]: B's columns contiguous (a transposed weight, `transB`), and
+//! `product`: B's columns contiguous (a transposed weight, `transB`), and
 //! A's rows: each column of B is read once and dotted with every row of A,
-//! four columns at a time. [`product_by_rows`]: B's rows contiguous and B
+//! four columns at a time. `product_by_rows`: B's rows contiguous and B
 //! bigger than 1 MiB, as scaled row additions into C. For smaller
 //! row-contiguous weights those additions (one load and store of C per
 //! multiply-add) measured slower than the crate's register-held tiles

@@ -1,7 +1,7 @@
 //! The recurrent operators `LSTM`, `GRU` and `RNN` on `f32`, the way
 //! onnxruntime computes them: the input's contribution to every gate at
 //! every time step is one product for the whole sequence (`X · Wᵀ` plus the
-//! biases, [`sgemm_on`](super::gemm::sgemm_on)), and each step then multiplies only the previous hidden
+//! biases, `sgemm_on`), and each step then multiplies only the previous hidden
 //! state by the recurrence weight (`H · Rᵀ`: a GEMV per batch row, with no
 //! packing, through the few-rows product) and applies the gates
 //! element by element with the vectorized [`math`](super::math) functions.

@@ -10,7 +10,7 @@
 //! - on AVX-512, windows of at most 3 columns at column stride 1 or 2
 //!   (the 3×3/2 and 2×2/2 pools of image models, Inception's 3×3/1) keep
 //!   the folded rows in registers instead: 16 columns a vector, each tap a
-//!   shift or an even/odd pick of two vectors ([`Plan::plane_avx512`]);
+//!   shift or an even/odd pick of two vectors (`Plan::plane_avx512`);
 //! - an average divides by the taps inside the input (rows inside times
 //!   columns inside) or, with `count_include_pad`, inside the padded input,
 //!   both of which factor by axis;

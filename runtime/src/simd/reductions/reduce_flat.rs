@@ -13,7 +13,7 @@
 //! every row is summed in the same order), and a row's value is
 //! written when it is complete; an output of every point (the
 //! activation itself, which a later step reads) is copied from the tile. Sums accumulate as the row-wise
-//! runner's do ([`Acc`]: `f32` lanes within a segment, `f64` across), so
+//! runner's do (`Acc`: `f32` lanes within a segment, `f64` across), so
 //! the results are within the same bounds of the reference.
 
 use super::bind::Bound;

@@ -28,7 +28,7 @@ const SHORT_ROW: usize = 128;
 /// Lanes a tile aims for (fewer when the model has fewer outer points).
 const MIN_LANES: usize = 8;
 
-/// Whether `b` suits the tiled-rows runner: rows of at most [`SHORT_ROW`]
+/// Whether `b` suits the tiled-rows runner: rows of at most `SHORT_ROW`
 /// points, and more than one of them.
 pub fn suits(b: &Bound) -> bool {
     let points: usize = b.extents[..b.n_outer].iter().product();

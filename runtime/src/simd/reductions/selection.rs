@@ -1,5 +1,5 @@
 //! Selection on the session's own kernels: **TopK** of `f32` values (the
-//! selection shared with the reference, [`top_k_sources`], on the values as
+//! selection shared with the reference, `top_k_sources`, on the values as
 //! they are, without widening every one to `f64`) and **NonZero** of bool,
 //! float and integer tensors (the flat positions first, then each axis's
 //! coordinate). Detection postprocessing runs both once per class: in
