@@ -52,7 +52,7 @@ pub use layout::{concat, gather, movement, relayout};
 use pointwise::late;
 pub use pointwise::{activation, cast, chain, chain_vector, elementwise, integer, math, tile};
 use products::quantized;
-pub use products::{contraction, einsum, epilogue, few_rows, fold, fused_post, gemm, portable_gemm};
+pub use products::{contraction, einsum, epilogue, few_rows, fold, fused_post, gemm, panels, portable_gemm};
 pub use recurrence::recurrent;
 pub use reductions::{norm, norm_lanes, pool, reduce, reduce_flat, reduce_lanes, selection};
 

@@ -20,7 +20,7 @@ mod relayout;
 
 use diamond_runtime::simd::conv::{conv2d, conv2d_keeping, Conv2d};
 use diamond_runtime::simd::epilogue::{Activation, Bias, Epilogue, Post, Tile};
-use diamond_runtime::simd::gemm::{batched_matmul, sgemm, MatRef};
+use diamond_runtime::simd::gemm::{batched_matmul, batched_matmul_keeping, sgemm, MatRef};
 use diamond_runtime::SplitMix64;
 use oracle::{assert_close, int, ints, Net};
 use proptest::prelude::*;
@@ -257,6 +257,32 @@ proptest! {
     ) {
         let lb = row_pad.map_or(Layout::RowMajor, Layout::Padded);
         check_sgemm(m, k, n, (la, lb), &spec, seed);
+    }
+}
+
+/// A constant B of a short, wide product laid out in column panels on the
+/// first call (`panels::Panels`) and read in place by the later ones, on two
+/// threads whose column tiles start inside a panel: the same products as
+/// copying B a panel at a time, call after call, with a bias and a residual.
+#[test]
+fn short_wide_products_over_kept_panels_match_the_copying_ones() {
+    let (m, k, n) = (12, 264, 8500);
+    let b = values(7, k * n);
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    let (bias, residual) = (values(8, n), values(9, m * n));
+    let ep = Epilogue { bias: Bias::PerCol(&bias), residual: Some(&residual), ..Epilogue::default() };
+    let mut kept = None;
+    for seed in [1, 2, 3] {
+        let a = values(seed, m * k);
+        let mut got = vec![f32::NAN; m * n];
+        pool.install(|| batched_matmul_keeping(&a, &[1, m, k], &b, &[k, n], &mut got, &ep, Some(&mut kept)));
+        let mut want = vec![f32::NAN; m * n];
+        pool.install(|| batched_matmul(&a, &[1, m, k], &b, &[k, n], &mut want, &ep));
+        let want: Vec<f64> = want.iter().map(|&x| f64::from(x)).collect();
+        assert_close(&got, &want, k, &format!("kept panels, call {seed}"));
+        let made = kept.as_ref().map(|p| p.byte_size());
+        let expected = diamond_runtime::simd::cpu::avx2_fma().then_some((k * n * 4) as u64);
+        assert_eq!(made, expected, "B is laid out once, whole, where the product runs by panels");
     }
 }
 

@@ -158,6 +158,8 @@ pub enum Prepared {
     Direct(direct::Packed),
     /// [`dead_taps::Trimmed`]: the weight cut to the taps that read the input.
     Trimmed(dead_taps::Trimmed),
+    /// A MatMul's or Gemm's constant B in column panels ([`Panels`](crate::simd::panels::Panels)).
+    Panels(crate::simd::panels::Panels),
 }
 
 impl Prepared {
@@ -170,6 +172,7 @@ impl Prepared {
             Prepared::DepthwiseLanes(t) => t.byte_size(),
             Prepared::Direct(w) => w.byte_size(),
             Prepared::Trimmed(t) => t.byte_size(),
+            Prepared::Panels(p) => p.byte_size(),
         }
     }
 }

@@ -11,7 +11,8 @@
 
 use super::conv::{conv2d_keeping, Conv2d, Prepared};
 use super::epilogue::{Bias, Epilogue};
-use super::gemm::{batched_matmul, sgemm, MatRef};
+use super::gemm::{batched_matmul_keeping, sgemm_panelled, MatRef};
+use super::panels::{self, Panels};
 use crate::kernel::ContractionOp;
 use crate::tensor::{Data, Tensor};
 use diamond_ir::{AttrValue, Node};
@@ -65,8 +66,8 @@ pub(crate) fn compute(
     ep: Epilogue,
 ) -> Option<Tensor> {
     match op {
-        ContractionOp::MatMul => matmul(inputs, take, ep),
-        ContractionOp::Gemm => gemm(node, inputs, take, ep),
+        ContractionOp::MatMul => matmul(inputs, take, kept, ep),
+        ContractionOp::Gemm => gemm(node, inputs, take, kept, ep),
         ContractionOp::Conv => conv(node, inputs, take, kept, ep),
     }
 }
@@ -101,13 +102,36 @@ pub(in crate::simd) fn overwritten(take: Take<'_>, len: usize) -> Vec<f32> {
     buffer
 }
 
-fn matmul(inputs: &[Option<&Tensor>], take: Take<'_>, ep: Epilogue) -> Option<Tensor> {
+fn matmul(
+    inputs: &[Option<&Tensor>],
+    take: Take<'_>,
+    kept: Option<&mut Option<Prepared>>,
+    ep: Epilogue,
+) -> Option<Tensor> {
     let (a, b) = (inputs.first().copied()??, inputs.get(1).copied()??);
     let (ad, bd) = (floats(a)?, floats(b)?);
     let shape = matmul_shape(&a.shape, &b.shape)?;
     let mut out = overwritten(take, shape.iter().product());
-    batched_matmul(ad, &a.shape, bd, &b.shape, &mut out, &ep);
+    with_panels(kept, |panels| batched_matmul_keeping(ad, &a.shape, bd, &b.shape, &mut out, &ep, panels));
     Tensor::new(shape, Data::F32(out))
+}
+
+/// Calls `f` with the column panels a constant B keeps in `kept` (none yet
+/// on the first call; `None` for a B that is not constant), and keeps what
+/// it leaves there.
+fn with_panels<R>(kept: Option<&mut Option<Prepared>>, f: impl FnOnce(Option<&mut Option<Panels>>) -> R) -> R {
+    match kept {
+        None => f(None),
+        Some(slot) => {
+            let mut panels = match slot.take() {
+                Some(Prepared::Panels(p)) => Some(p),
+                _ => None,
+            };
+            let result = f(Some(&mut panels));
+            *slot = panels.map(Prepared::Panels);
+            result
+        }
+    }
 }
 
 /// NumPy `matmul`'s result shape (`None` when the operands do not multiply).
@@ -143,7 +167,13 @@ fn matmul_shape(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
     Some(shape)
 }
 
-fn gemm(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>, ep: Epilogue) -> Option<Tensor> {
+fn gemm(
+    node: &Node,
+    inputs: &[Option<&Tensor>],
+    take: Take<'_>,
+    kept: Option<&mut Option<Prepared>>,
+    ep: Epilogue,
+) -> Option<Tensor> {
     let (a, b) = (inputs.first().copied()??, inputs.get(1).copied()??);
     if a.shape.len() != 2 || b.shape.len() != 2 {
         return None;
@@ -177,7 +207,11 @@ fn gemm(node: &Node, inputs: &[Option<&Tensor>], take: Take<'_>, ep: Epilogue) -
         }
     };
     let mut out = overwritten(take, m * n);
-    sgemm(am, bm, &mut out, &Epilogue { alpha, bias, beta, ..ep });
+    let ep = Epilogue { alpha, bias, beta, ..ep };
+    with_panels(kept, |slot| {
+        let panels = slot.and_then(|slot| panels::kept(slot, m, bm));
+        sgemm_panelled(am, bm, panels, &mut out, &ep)
+    });
     Tensor::new(vec![m, n], Data::F32(out))
 }
 

@@ -12,6 +12,7 @@
 //! four rows from [`few_rows`](super::few_rows), which packs nothing.
 
 use super::epilogue::{Bias, Epilogue, Tile};
+use super::panels::{self, Panels};
 use super::{cpu, few_rows, portable_gemm};
 use rayon::prelude::*;
 
@@ -102,6 +103,16 @@ pub fn sgemm(a: MatRef, b: MatRef, c: &mut [f32], ep: &Epilogue) {
 /// (1: on the calling thread alone, as when the caller already runs
 /// products side by side).
 pub(crate) fn sgemm_on(a: MatRef, b: MatRef, c: &mut [f32], ep: &Epilogue, threads: usize) {
+    sgemm_with(a, b, None, c, ep, threads)
+}
+
+/// [`sgemm`] with `b` also laid out in column panels, read in place by the
+/// tiles that multiply by panels (a constant weight's, kept by the caller).
+pub fn sgemm_panelled(a: MatRef, b: MatRef, panels: Option<&Panels>, c: &mut [f32], ep: &Epilogue) {
+    sgemm_with(a, b, panels, c, ep, rayon::current_num_threads())
+}
+
+fn sgemm_with(a: MatRef, b: MatRef, panels: Option<&Panels>, c: &mut [f32], ep: &Epilogue, threads: usize) {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     assert_eq!(b.rows, k, "sgemm: a is {m}×{k} but b is {}×{n}", b.rows);
     assert!(c.len() >= m * n, "sgemm: C holds {} values, not {m}×{n}", c.len());
@@ -119,10 +130,11 @@ pub(crate) fn sgemm_on(a: MatRef, b: MatRef, c: &mut [f32], ep: &Epilogue, threa
     let tiles = tiles(m, n, k, threads);
     // SAFETY: the views were checked to lie inside their data, C holds m×n values borrowed
     // mutably here, and the tiles cover C without overlapping.
+    let panels = panels.filter(|p| p.fits(k, n));
     if tiles.len() == 1 {
-        unsafe { run_tile(av, bv, k, out, &tiles[0], ep) }
+        unsafe { run_tile(av, bv, panels, k, out, &tiles[0], ep) }
     } else {
-        tiles.par_iter().for_each(|t| unsafe { run_tile(av, bv, k, out, t, ep) });
+        tiles.par_iter().for_each(|t| unsafe { run_tile(av, bv, panels, k, out, t, ep) });
     }
 }
 
@@ -171,7 +183,7 @@ fn tiles(m: usize, n: usize, k: usize, threads: usize) -> Vec<Tile> {
 ///
 /// # Safety
 /// `a`, `b` and `c` as in [`sgemm`]; no one else touches the tile.
-unsafe fn run_tile(a: View, b: View, k: usize, c: OutPtr, t: &Tile, ep: &Epilogue) {
+unsafe fn run_tile(a: View, b: View, panels: Option<&Panels>, k: usize, c: OutPtr, t: &Tile, ep: &Epilogue) {
     let read = ep.has_bias();
     if read {
         ep.prefill(c.0, t);
@@ -191,8 +203,12 @@ unsafe fn run_tile(a: View, b: View, k: usize, c: OutPtr, t: &Tile, ep: &Epilogu
     } else if cpu::avx2_fma() && few_rows::covers_by_rows(t.rows, k, t.cols, b) {
         let (lhs, rhs) = (View { ptr: lhs, ..a }, View { ptr: rhs, ..b });
         few_rows::product_by_rows(t.rows, t.cols, k, dst, t.n, read, lhs, rhs, ep.alpha);
-    } else if cpu::avx2_fma() && short_and_wide(t.rows, k, t.cols, b) {
-        by_column_panels(t.rows, t.cols, k, dst, t.n, read, View { ptr: lhs, ..a }, View { ptr: rhs, ..b }, ep.alpha);
+    } else if cpu::avx2_fma() && panels::short_and_wide(t.rows, k, t.cols, b.rs, b.cs) {
+        let lhs = View { ptr: lhs, ..a };
+        match panels {
+            Some(p) => panels::by_prepared_panels(t.rows, t.cols, k, dst, t.n, read, lhs, p, t.col0, ep.alpha),
+            None => panels::by_column_panels(t.rows, t.cols, k, dst, t.n, read, lhs, View { ptr: rhs, ..b }, ep.alpha),
+        }
     } else if cpu::avx2_fma() {
         gemm::gemm(
             t.rows,
@@ -223,96 +239,28 @@ unsafe fn run_tile(a: View, b: View, k: usize, c: OutPtr, t: &Tile, ep: &Epilogu
     ep.finish(c.0, t);
 }
 
-/// Whether a product is short and wide over a row-major B with long rows:
-/// 8 to 63 rows of C (under a microkernel's 64; with fewer, copying B costs
-/// as much as the product), rows of B of [`LONG_B_ROWS`] or more, and B
-/// too large for L2. The `gemm` crate does not pack B for so few rows of A
-/// and reads it in place, `k` rows a panel, each row a page or more from
-/// the last — the T5
-/// decoder's head, 16 × 512 · 512 × 32128, ran at 20 GFLOP/s where 64
-/// rows ran at 98 ([`by_column_panels`]).
-fn short_and_wide(rows: usize, k: usize, cols: usize, b: View) -> bool {
-    (8..64).contains(&rows)
-        && b.cs == 1
-        && b.rs >= LONG_B_ROWS as isize
-        && cols >= 2 * PANEL_COLUMNS
-        && k * cols >= 1 << 20
-}
-
-/// B rows at least this long (32 KiB) make the `gemm` crate's in-place
-/// reads stride across pages: 16 × 512 · 512 × 8192 ran at 34 GFLOP/s in
-/// place and 77 by panels, while rows of 4096 (1024 × 4096, 6 rows of A)
-/// ran at 49 in place and 25 by panels, where copying B costs as much as
-/// the few rows' multiply-adds.
-const LONG_B_ROWS: usize = 8192;
-
-/// Columns of B copied at a time by [`by_column_panels`]: with `k` = 512,
-/// 512 KiB, in L2.
-const PANEL_COLUMNS: usize = 256;
-
-/// C = A·B (+ C when `read`) with B copied [`PANEL_COLUMNS`] columns at a
-/// time into a contiguous panel that stays in cache while the `gemm` crate
-/// multiplies it, so that B streams through once in long runs.
-///
-/// # Safety
-/// As [`run_tile`]: `a` is `m × k`, `b` is `k × n` with unit column stride,
-/// `dst` holds `m` rows of `n` values `ldc` apart.
-#[allow(clippy::too_many_arguments)]
-unsafe fn by_column_panels(
-    m: usize,
-    n: usize,
-    k: usize,
-    dst: *mut f32,
-    ldc: usize,
-    read: bool,
-    a: View,
-    b: View,
-    alpha: f32,
-) {
-    let mut panel = PANEL.with(|p| p.take());
-    panel.resize(k * PANEL_COLUMNS, 0.0);
-    for col0 in (0..n).step_by(PANEL_COLUMNS) {
-        let w = PANEL_COLUMNS.min(n - col0);
-        for kk in 0..k {
-            let from = std::slice::from_raw_parts(b.ptr.offset(kk as isize * b.rs).add(col0), w);
-            panel[kk * w..(kk + 1) * w].copy_from_slice(from);
-        }
-        gemm::gemm(
-            m,
-            w,
-            k,
-            dst.add(col0),
-            1,
-            ldc as isize,
-            read,
-            a.ptr,
-            a.cs,
-            a.rs,
-            panel.as_ptr(),
-            1,
-            w as isize,
-            1.0,
-            alpha,
-            false,
-            false,
-            false,
-            gemm::Parallelism::None,
-        );
-    }
-    PANEL.with(|p| p.set(panel));
-}
-
-thread_local! {
-    /// The column panel of B of the last short, wide product on this thread.
-    static PANEL: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
-}
-
 /// ONNX MatMul (NumPy `matmul`) of `a` and `b` with the epilogue: rank-1 operands are promoted
 /// (and the promoted axis dropped from the result), batch axes broadcast. `out` holds the
 /// result, batch × m × n row-major; a per-row or per-column bias applies within each matrix of
 /// the batch, a full bias and the residual have the whole result's layout.
 /// Panics when the shapes do not multiply or `out` is too short.
 pub fn batched_matmul(a: &[f32], a_shape: &[usize], b: &[f32], b_shape: &[usize], out: &mut [f32], ep: &Epilogue) {
+    batched_matmul_keeping(a, a_shape, b, b_shape, out, ep, None)
+}
+
+/// [`batched_matmul`] for a `b` that stays the same from call to call:
+/// where the product is one short, wide GEMM over it, `kept` holds `b` in
+/// column panels ([`Panels`]), made on the first call and read in place by
+/// the later ones.
+pub fn batched_matmul_keeping(
+    a: &[f32],
+    a_shape: &[usize],
+    b: &[f32],
+    b_shape: &[usize],
+    out: &mut [f32],
+    ep: &Epilogue,
+    kept: Option<&mut Option<Panels>>,
+) {
     let plan = BatchPlan::new(a_shape, b_shape);
     let (m, k, n) = (plan.m, plan.k, plan.n);
     assert!(a.len() >= plan.a_items * m * k && b.len() >= plan.b_items * k * n, "batched_matmul: operands too short");
@@ -327,10 +275,12 @@ pub fn batched_matmul(a: &[f32], a_shape: &[usize], b: &[f32], b_shape: &[usize]
     // the product is one GEMM that reads the weight once — as `count`
     // products of `m` rows each it is read `count` times (a GEMV per row
     // when m = 1). A per-row bias repeats per matrix, so it keeps the loop.
-    if count > 1 && plan.b_items == 1 && plan.a_items == count && !matches!(ep.bias, Bias::PerRow(_)) {
+    let one_product = count == 1 || plan.b_items == 1 && plan.a_items == count && !matches!(ep.bias, Bias::PerRow(_));
+    if one_product {
         let av = MatRef::row_major(&a[..count * m * k], count * m, k);
         let bv = MatRef::row_major(&b[..k * n], k, n);
-        sgemm(av, bv, &mut out[..count * m * n], ep);
+        let panels = kept.and_then(|slot| panels::kept(slot, count * m, bv));
+        sgemm_panelled(av, bv, panels, &mut out[..count * m * n], ep);
         return;
     }
     let item = |i: usize, c: &mut [f32]| {

@@ -5,6 +5,7 @@
 //! - `gemm.rs` — f32 matrix products with a fused [`Epilogue`]: [`sgemm`] on strided matrix views and [`batched_matmul`] with ONNX MatMul's broadcasting.
 //! - `portable_gemm.rs` — The portable matrix product, for processors without AVX2+FMA and for `DIAMOND_SIMD=off`: B's rows copied contiguous once, then each row of C accumulated as `Σ_p a[i,p] · B[p,·]` — a straight loop over the row that the compiler vectorizes for the baseline target.
 //! - `igemm.rs` — Exact products of 8-bit integer matrices, for onnxruntime's dynamically quantized models (`MatMulInteger`, `ConvInteger`, [`quantized`](super::quantized)).
+//! - `panels.rs` — Short, wide products over a B with long rows (a vocabulary head at a decoder step): B read 256 columns at a time as a contiguous panel, copied per call, or laid out once for a constant weight ([`Panels`](panels::Panels), kept by the session).
 //! - `few_rows.rs` — Products of at most [`FEW_ROWS`] rows (a classifier's Gemm over a batch of two, a GEMV): `c = c·[read] + alpha · a·b` without packing either operand.
 //! - `contraction.rs` — Contractions on the fast kernels: MatMul through [`super::gemm::batched_matmul`], Gemm through [`super::gemm::sgemm`] (its `alpha`, `beta · C` and transposes as the kernel's epilogue and operand views) and 2-D Conv through [`super::conv::conv2d`] (its bias as the per-channel epilogue), all on `f32` (a 1-D Conv as a 2-D one over one row).
 //! - `einsum.rs` — Two-operand `Einsum` on the GEMM kernels: the contraction attention blocks written with `torch.einsum` export (`bhid,bhjd->bhij`), and any other whose letters each name one axis.
@@ -24,5 +25,6 @@ pub mod fold;
 pub mod fused_post;
 pub mod gemm;
 pub(in crate::simd) mod igemm;
+pub mod panels;
 pub mod portable_gemm;
 pub(in crate::simd) mod quantized;

@@ -39,12 +39,13 @@ impl Session<'_> {
         Ok(made + self.keep_filters(n, slot, before))
     }
 
-    /// For a convolution with a constant weight, the slot of what its
-    /// kernels derive from the weight ([`Prepared`], taken out of the
-    /// session for the call) and the bytes it held; `None` otherwise.
-    pub(super) fn take_filters(&mut self, n: NodeId, op: ContractionOp) -> (Option<Option<Prepared>>, u64) {
+    /// For a contraction with a constant weight (a convolution's filters, a
+    /// MatMul's or Gemm's B), the slot of what its kernels derive from the
+    /// weight ([`Prepared`], taken out of the session for the call) and the
+    /// bytes it held; `None` otherwise.
+    pub(super) fn take_filters(&mut self, n: NodeId, _op: ContractionOp) -> (Option<Option<Prepared>>, u64) {
         let weight = self.frame.graph.nodes[n].inputs.get(1).copied();
-        let constant = op == ContractionOp::Conv && weight.is_some_and(|w| self.initializer[idx(w)]);
+        let constant = weight.is_some_and(|w| self.initializer[idx(w)]);
         let slot = constant.then(|| self.filters.remove(&n));
         let before = slot.as_ref().and_then(|s| s.as_ref()).map_or(0, Prepared::byte_size);
         (slot, before)
