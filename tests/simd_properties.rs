@@ -460,3 +460,51 @@ fn layer_norms_over_a_transposed_axis_agree_with_the_reference() {
         }
     }
 }
+
+/// Softmax over rows longer than the lane-wise runner takes
+/// (`simd::softmax_rows`): a plain contiguous one (the operand's rows
+/// straight into the output's), one after a chain with an epilogue and a
+/// broadcast operand (the row buffer, instructions after the division),
+/// rows read through a Transpose (strided), a symbolic row count, rows of
+/// 1500 (Whisper's attention), and enough of them to run in parallel.
+#[test]
+fn softmax_over_long_rows_agrees_with_the_reference() {
+    let plain = |dims: &[(usize, bool)]| Case {
+        dims: dims.to_vec(),
+        transpose: None,
+        slice: None,
+        extras: vec![],
+        ops: vec![],
+        red: Some(Red::Softmax(dims.len() - 1)),
+        epilogue: None,
+        tap: false,
+        seed: 11,
+    };
+    let chained = Case {
+        extras: vec![(0, vec![false, true])],
+        ops: vec![Op::Binary(0, 0), Op::Unary(1)],
+        epilogue: Some(2),
+        ..plain(&[(5, false), (257, false)])
+    };
+    let transposed = Case { transpose: Some(vec![1, 0]), ..plain(&[(7, false), (300, false)]) };
+    let cases = [
+        plain(&[(3, false), (129, false)]),
+        chained,
+        transposed,
+        plain(&[(4, true), (200, false)]),
+        plain(&[(2, false), (1500, false)]),
+        plain(&[(96, false), (640, false)]),
+    ];
+    for c in cases {
+        let (model, inputs, _) = build(&c);
+        let want = run_reference(&model, &inputs).expect("the reference runs the generated model");
+        for options in modes() {
+            let (got, fused) = run_simd_counted(&model, &inputs, &options, true).expect("the SIMD backend runs it");
+            assert!(fused >= model.main_graph().unwrap().nodes.len(), "{c:?}: every node in programs");
+            for ((name, g), (_, w)) in got.iter().zip(&want) {
+                // probabilities of 1/1500 and less: a tolerance of their size
+                agree(g, w, 1e-4, 1e-7).unwrap_or_else(|e| panic!("{c:?}: output '{name}': {e}"));
+            }
+        }
+    }
+}

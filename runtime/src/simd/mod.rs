@@ -54,7 +54,7 @@ pub use pointwise::{activation, cast, chain, chain_vector, elementwise, integer,
 use products::quantized;
 pub use products::{contraction, einsum, epilogue, few_rows, fold, fused_post, gemm, panels, portable_gemm};
 pub use recurrence::recurrent;
-pub use reductions::{norm, norm_lanes, pool, reduce, reduce_flat, reduce_lanes, selection};
+pub use reductions::{norm, norm_lanes, pool, reduce, reduce_flat, reduce_lanes, selection, softmax_rows};
 
 pub use fallback::{Fallback, FallbackReason, Refusal};
 pub use profile::{StepKind, StepTime};

@@ -48,6 +48,8 @@ use std::time::{Duration, Instant};
 
 /// The most dead buffers a session keeps for reuse.
 const POOL_BUFFERS: usize = 32;
+/// The most times a value's size a pooled buffer given to it may hold.
+const POOL_SLACK: usize = 4;
 
 /// A program ready to run.
 pub(crate) struct Ready {
@@ -615,12 +617,21 @@ fn shape_value(node: &diamond_ir::Node, plan: &Plan) -> Option<Tensor> {
     Some(Tensor::from_i64s(super::late::shape_dims(node, &dims)?))
 }
 
-/// A buffer with capacity for `len` floats: the smallest in `pool` that
-/// fits, its old values kept (the caller clears it, or sets its length once
-/// it has written it, or keeps what [`super::contraction::overwritten`]
-/// lets it keep), else a new one.
+/// A buffer with capacity for `len` floats from `pool`, its old values kept
+/// (the caller clears it, or sets its length once it has written it, or
+/// keeps what [`super::contraction::overwritten`] lets it keep), else a new
+/// one. Of the buffers that fit and are at most [`POOL_SLACK`] times `len`
+/// (a larger one stays for a value of its size), the one with the most of
+/// `len` already written wins, then the smallest: a kernel that overwrites
+/// its result extends a shorter buffer with zeros first. Handing Whisper's
+/// 54 MB attention buffers to its 2 MB activations, as the smallest fit
+/// did, made every attention layer zero 50 MB again, and a third such
+/// buffer was made each run (a fifth of the encoder's time in page faults).
 fn take_from(pool: &mut Vec<Vec<f32>>, len: usize) -> Vec<f32> {
-    let best = (0..pool.len()).filter(|&i| pool[i].capacity() >= len).min_by_key(|&i| pool[i].capacity());
+    let fits = |b: &Vec<f32>| b.capacity() >= len && b.capacity() <= len.saturating_mul(POOL_SLACK).max(1 << 16);
+    let best = (0..pool.len())
+        .filter(|&i| fits(&pool[i]))
+        .min_by_key(|&i| (len.saturating_sub(pool[i].len()), pool[i].capacity()));
     match best {
         Some(i) => pool.swap_remove(i),
         None => Vec::with_capacity(len),

@@ -4,7 +4,7 @@
 //! contiguous `k × 256` panel that stays in cache while the `gemm` crate
 //! multiplies it, so that B streams through once in long runs. A B that
 //! changes from call to call is copied into one panel at a time
-//! ([`by_column_panels`]); a constant weight is laid out in panels once
+//! (`by_column_panels`); a constant weight is laid out in panels once
 //! ([`Panels`], kept by the session like a convolution's prepared filters)
 //! and read in place, as onnxruntime packs a constant B once per session.
 

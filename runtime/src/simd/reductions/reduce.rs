@@ -29,6 +29,9 @@ pub struct Phases {
     pub outer_outputs: Vec<usize>,
     /// The same, split for the lane-wise runner.
     pub lanes: LanePhases,
+    /// Where Softmax's steps are, when the program is one the row runner
+    /// computes ([`super::softmax_rows`]).
+    pub softmax: Option<super::softmax_rows::SoftmaxRows>,
 }
 
 /// The phases of reduction program `p`.
@@ -72,7 +75,9 @@ pub fn phases(p: &Program) -> Phases {
     let roots: Vec<usize> = full_outputs.iter().map(|&j| p.outputs[j].source).collect();
     let last = needed(&roots);
     let lanes = LanePhases::of(p, &pre, &sweeps, &last);
-    Phases { pre, sweeps, last, full_outputs, outer_outputs, lanes }
+    let mut phases = Phases { pre, sweeps, last, full_outputs, outer_outputs, lanes, softmax: None };
+    phases.softmax = super::softmax_rows::SoftmaxRows::of(p, &phases);
+    phases
 }
 
 /// A reduction's running value.
@@ -113,7 +118,7 @@ impl Acc {
 }
 
 /// The largest (`max`) or smallest of `m` and `xs`, NaN if any is NaN.
-fn extreme(simd: bool, m: f32, xs: &[f32], max: bool) -> f32 {
+pub(in crate::simd) fn extreme(simd: bool, m: f32, xs: &[f32], max: bool) -> f32 {
     #[cfg(target_arch = "x86_64")]
     if simd {
         // SAFETY: `simd` is set only when the processor has AVX2 and FMA.
@@ -214,7 +219,8 @@ impl Scratch {
 /// Runs reduction program `p` bound as `b` in phases `ph` (of `p`): each
 /// outer point's one contiguous run of dense operands as one flat span
 /// ([`super::reduce_flat`]), rows short enough with lanes over the outer
-/// points ([`super::reduce_lanes`]), the others one outer point at a time.
+/// points ([`super::reduce_lanes`]), a Softmax's longer rows through a row
+/// buffer ([`super::softmax_rows`]), the others one outer point at a time.
 ///
 /// # Safety
 /// As [`super::elementwise::run`].
@@ -227,6 +233,9 @@ pub unsafe fn run(p: &Program, ph: &Phases, b: &Bound, srcs: &[Src], dsts: &[Dst
     }
     if super::reduce_lanes::suits(b) {
         return super::reduce_lanes::run(p, ph, &ph.lanes, b, srcs, dsts, simd);
+    }
+    if let Some(softmax) = ph.softmax.as_ref().filter(|_| super::softmax_rows::SoftmaxRows::suits(b)) {
+        return super::softmax_rows::run(p, ph, softmax, b, srcs, dsts, simd);
     }
     let outer = &b.extents[..b.n_outer];
     let red = &b.extents[b.n_outer..];

@@ -23,7 +23,7 @@ use crate::kernel::{Combiner, Inst, Program};
 use rayon::prelude::*;
 
 /// Rows this long or shorter run many to a tile.
-const SHORT_ROW: usize = 128;
+pub(in crate::simd) const SHORT_ROW: usize = 128;
 
 /// Lanes a tile aims for (fewer when the model has fewer outer points).
 const MIN_LANES: usize = 8;
