@@ -22,6 +22,26 @@ pub fn inspect(path: &Path, json: bool) -> Result<(), Failure> {
     Ok(())
 }
 
+/// `diamond explain [CODE]`: the code's page, or every code with its
+/// one-line description.
+pub fn explain(code: Option<&str>) -> Result<(), Failure> {
+    use diamond::check::Code;
+    let Some(text) = code else {
+        let lines: String = Code::ALL
+            .iter()
+            .map(|&c| format!("{:<26} {}\n", c.as_str(), crate::render::rules::short_description(c)))
+            .collect();
+        crate::emit(&lines);
+        return Ok(());
+    };
+    let code = Code::parse(text).ok_or_else(|| {
+        let all: Vec<&str> = Code::ALL.iter().map(|c| c.as_str()).collect();
+        unreadable(format!("no diagnostic code '{text}' (codes: {})", all.join(", ")))
+    })?;
+    crate::emit(diamond::check::explain(code));
+    Ok(())
+}
+
 /// `diamond solve FILE [--json]`.
 pub fn solve(path: &Path, json: bool) -> Result<(), Failure> {
     let source =

@@ -90,6 +90,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Explain a diagnostic code: what it means, a model that shows it, how to fix it
+    /// (without CODE: every code, one line each).
+    Explain {
+        /// The code, as diagnostics print it (`divisibility`, `broadcast-conflict`).
+        code: Option<String>,
+    },
     /// Solve a `.rows` constraint system: principal and closed shapes, diagnostics.
     Solve {
         /// The `.rows` file.
@@ -323,6 +329,7 @@ fn main() -> ExitCode {
     let exits_at_once = matches!(cli.command, Command::Check { .. });
     let result = match cli.command {
         Command::Inspect { model, json } => commands::inspect(&model, json),
+        Command::Explain { code } => commands::explain(code.as_deref()),
         Command::Convert {
             inputs,
             output,

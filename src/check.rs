@@ -4,9 +4,12 @@
 //! ([`json`], [`html`]), and the variants of the check a command that does
 //! nothing else with the model wants: [`Model::check_releasing`] gives the
 //! file's pages back while it runs, [`Model::check_deferred`] leaves the
-//! last notes to be made while the report is being written.
+//! last notes to be made while the report is being written. [`explain`]
+//! gives the long explanation of each code (`diamond explain CODE`).
 
 use crate::model::Model;
+
+pub use crate::explain::explain;
 
 pub use diamond_infer::{CheckOptions, CheckReport as Report, Code, Diagnostic, Severity};
 

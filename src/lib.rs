@@ -83,6 +83,7 @@
 pub mod batch;
 pub mod check;
 mod error;
+mod explain;
 pub mod inspect;
 pub mod io;
 pub mod lower;

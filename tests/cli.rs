@@ -233,3 +233,52 @@ fn the_front_ends_import_only_the_library() {
     }
     assert!(found.is_empty(), "front ends reaching past the library:\n{}", found.join("\n"));
 }
+
+/// `diamond explain CODE` prints the code's page (`docs/diagnostics/CODE.md`,
+/// one source for the command and the docs), every page says what the code
+/// means, shows a committed model and the command that reports it, and says
+/// how to fix it — and that command does report the code. Without CODE every
+/// code is listed; an unknown one is exit 2, naming the codes there are.
+#[test]
+fn every_code_is_explained_and_its_example_reports_it() {
+    let root = common::root();
+    let listing = diamond(&["explain"]);
+    assert!(listing.status.success(), "{}", stderr(&listing));
+    let listed: Vec<String> = String::from_utf8_lossy(&listing.stdout)
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap_or_default().to_string())
+        .collect();
+    let mut pages: Vec<String> = std::fs::read_dir(root.join("docs/diagnostics"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md") && !p.ends_with("README.md"))
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    pages.sort();
+    let mut sorted = listed.clone();
+    sorted.sort();
+    assert_eq!(sorted, pages, "one page per code, and no other");
+    for code in &listed {
+        let out = diamond(&["explain", code]);
+        assert!(out.status.success(), "{code}: {}", stderr(&out));
+        let page = String::from_utf8_lossy(&out.stdout).into_owned();
+        let file = std::fs::read_to_string(root.join(format!("docs/diagnostics/{code}.md"))).unwrap();
+        assert_eq!(page, file, "{code}: the command prints the page");
+        assert!(page.starts_with(&format!("# `{code}` — ")), "{code}: a title with the severity");
+        for section in ["## What it means", "## A minimal model", "## How to fix it"] {
+            assert!(page.contains(section), "{code}: no '{section}'");
+        }
+        let example =
+            page.lines().find_map(|l| l.strip_prefix("    diamond ")).unwrap_or_else(|| panic!("{code}: no command"));
+        let args: Vec<&str> = example.split_whitespace().collect();
+        let run = Command::new(env!("CARGO_BIN_EXE_diamond")).args(&args).current_dir(&root).output().unwrap();
+        let said = format!("{}{}", String::from_utf8_lossy(&run.stdout), stderr(&run));
+        assert!(
+            said.contains(&format!("[{code}]")) || said.contains(&format!("\"{code}\"")),
+            "{code}: `diamond {example}` does not report it:\n{said}"
+        );
+    }
+    let unknown = diamond(&["explain", "nope"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(stderr(&unknown).contains("no diagnostic code 'nope'") && stderr(&unknown).contains("divisibility"));
+}

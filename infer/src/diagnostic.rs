@@ -70,6 +70,32 @@ pub enum Code {
 }
 
 impl Code {
+    /// Every code, in the order of the enum.
+    pub const ALL: [Code; 17] = [
+        Code::BroadcastConflict,
+        Code::RankConflict,
+        Code::DimMismatch,
+        Code::ElementCountMismatch,
+        Code::DynamicAxisSpecialized,
+        Code::UndeterminedParameter,
+        Code::DtypeMismatch,
+        Code::DeclaredShapeMismatch,
+        Code::InvalidAttribute,
+        Code::InvalidGraph,
+        Code::UnsupportedOp,
+        Code::ImpliedBound,
+        Code::Divisibility,
+        Code::UnitAxisWidened,
+        Code::SizeOverflow,
+        Code::DeclaredDimResolved,
+        Code::OnesVector,
+    ];
+
+    /// The code printed as `text` (`broadcast-conflict`), if there is one.
+    pub fn parse(text: &str) -> Option<Code> {
+        Code::ALL.into_iter().find(|c| c.as_str() == text)
+    }
+
     /// The code as printed (`broadcast-conflict`).
     pub fn as_str(self) -> &'static str {
         match self {
