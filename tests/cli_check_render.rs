@@ -49,6 +49,7 @@ fn a_broadcast_conflict_names_node_operand_axis_and_where_each_size_comes_from()
               = note: 5 comes from graph input 'y' axis 0
               = note: 4 comes from graph input 'x' axis 1
               = note: required by Add 'add1' (node 0) input 1: broadcasts to the output, axis 0
+              = help: see: diamond explain broadcast-conflict
 
             4 values; 1 error(s), 0 warning(s)
         "#]],
@@ -61,17 +62,17 @@ fn a_declared_shape_mismatch_carries_help() {
         "declared_mismatch.onnx",
         1,
         expect![[r#"
-        x  float [2, 3]
-        y  float [2, 3]
+            x  float [2, 3]
+            y  float [2, 3]
 
-        error[declared-shape-mismatch]: declared shape of 'y' disagrees with the graph: axis 1 is stated as 4 but the graph implies 3
-         --> node 0 `relu` (Relu), output 0, axis 1
-          |
-          = note: declared [2, 4], inferred [2, 3]
-          = help: fix or remove the declared shape of 'y' (value_info or graph output)
+            error[declared-shape-mismatch]: declared shape of 'y' disagrees with the graph: axis 1 is stated as 4 but the graph implies 3
+             --> node 0 `relu` (Relu), output 0, axis 1
+              |
+              = note: declared [2, 4], inferred [2, 3]
+              = help: fix or remove the declared shape of 'y' (value_info or graph output); see: diamond explain declared-shape-mismatch
 
-        2 values; 1 error(s), 0 warning(s)
-    "#]],
+            2 values; 1 error(s), 0 warning(s)
+        "#]],
     );
 }
 
@@ -81,15 +82,17 @@ fn an_unsupported_op_is_a_warning_and_exits_0() {
         "custom_op.onnx",
         0,
         expect![[r#"
-        x  float [2, 3]
-        f  ? ?
-        y  ? ?
+            x  float [2, 3]
+            f  ? ?
+            y  ? ?
 
-        warning[unsupported-op]: diamond has no rule for 'Frobnicate' of domain 'com.example'; its outputs are unknown
-         --> node 0 `frob` (Frobnicate)
+            warning[unsupported-op]: diamond has no rule for 'Frobnicate' of domain 'com.example'; its outputs are unknown
+             --> node 0 `frob` (Frobnicate)
+              |
+              = help: see: diamond explain unsupported-op
 
-        3 values; 0 error(s), 1 warning(s)
-    "#]],
+            3 values; 0 error(s), 1 warning(s)
+        "#]],
     );
 }
 
@@ -99,28 +102,36 @@ fn every_invalid_attribute_is_reported_in_one_run() {
         "invalid_attributes.onnx",
         1,
         expect![[r#"
-        x   float [2, 6]
-        i   int64 [2, 6]
-        t   float ?
-        c   float ?
-        s0  float ?
-        s1  float ?
-        a   float [2, 6]
+            x   float [2, 6]
+            i   int64 [2, 6]
+            t   float ?
+            c   float ?
+            s0  float ?
+            s1  float ?
+            a   float [2, 6]
 
-        error[invalid-attribute]: perm [0, 0] is not a permutation of the 2 axes
-         --> node 0 `bad_perm` (Transpose)
+            error[invalid-attribute]: perm [0, 0] is not a permutation of the 2 axes
+             --> node 0 `bad_perm` (Transpose)
+              |
+              = help: see: diamond explain invalid-attribute
 
-        error[invalid-attribute]: axis 2 is out of range for rank 2 (allowed -2..=1)
-         --> node 1 `bad_axis` (Concat)
+            error[invalid-attribute]: axis 2 is out of range for rank 2 (allowed -2..=1)
+             --> node 1 `bad_axis` (Concat)
+              |
+              = help: see: diamond explain invalid-attribute
 
-        error[invalid-attribute]: split sizes add up to 5 but the axis has size 6
-         --> node 2 `bad_split` (Split)
+            error[invalid-attribute]: split sizes add up to 5 but the axis has size 6
+             --> node 2 `bad_split` (Split)
+              |
+              = help: see: diamond explain invalid-attribute
 
-        error[dtype-mismatch]: input 0 is float but input 1 is int64; they must have the same type
-         --> node 3 `mixed_types` (Add)
+            error[dtype-mismatch]: input 0 is float but input 1 is int64; they must have the same type
+             --> node 3 `mixed_types` (Add)
+              |
+              = help: see: diamond explain dtype-mismatch
 
-        8 values (1 initializers not listed; --json has them); 4 error(s), 0 warning(s)
-    "#]],
+            8 values (1 initializers not listed; --json has them); 4 error(s), 0 warning(s)
+        "#]],
     );
 }
 
@@ -130,16 +141,18 @@ fn a_cycle_is_located_at_its_first_node() {
         "cycle.onnx",
         2,
         expect![[r#"
-        x  float [2]
-        a  float [2]
-        b  float [2]
-        y  float [2]
+            x  float [2]
+            a  float [2]
+            b  float [2]
+            y  float [2]
 
-        error[invalid-graph]: the graph has a cycle: 3 node(s) on or after it cannot be ordered: Add 'first' (node 0), Relu 'second' (node 1), Relu 'third' (node 2)
-         --> node 0 `first` (Add)
+            error[invalid-graph]: the graph has a cycle: 3 node(s) on or after it cannot be ordered: Add 'first' (node 0), Relu 'second' (node 1), Relu 'third' (node 2)
+             --> node 0 `first` (Add)
+              |
+              = help: see: diamond explain invalid-graph
 
-        4 values; 1 error(s), 0 warning(s)
-    "#]],
+            4 values; 1 error(s), 0 warning(s)
+        "#]],
     );
 }
 
@@ -149,15 +162,17 @@ fn a_dangling_name_is_located_at_its_reader() {
         "dangling.onnx",
         2,
         expect![[r#"
-        x        float [2]
-        nowhere  ? ?
-        y        float ?
+            x        float [2]
+            nowhere  ? ?
+            y        float ?
 
-        error[invalid-graph]: input 'nowhere' of Add 'add' (node 0) is not a graph input, an initializer, an outer-scope value or any node's output
-         --> node 0 `add` (Add)
+            error[invalid-graph]: input 'nowhere' of Add 'add' (node 0) is not a graph input, an initializer, an outer-scope value or any node's output
+             --> node 0 `add` (Add)
+              |
+              = help: see: diamond explain invalid-graph
 
-        3 values; 1 error(s), 0 warning(s)
-    "#]],
+            3 values; 1 error(s), 0 warning(s)
+        "#]],
     );
 }
 
@@ -167,21 +182,22 @@ fn a_specialized_dynamic_axis_is_listed_under_assumptions() {
         "dynamic_specialized.onnx",
         0,
         expect![[r#"
-        x  float [batch, 4]
-        y  float [8, 4]
-        z  float [batch, 4]
+            x  float [batch, 4]
+            y  float [8, 4]
+            z  float [batch, 4]
 
-        warning[dynamic-axis-specialized]: dynamic axis batch assumed to be 8: `8 ⊑ batch` holds only when 8 = batch
-         --> node 0 `add` (Add), input 1, axis 0
-          |
-          = note: batch comes from Add 'add' (node 0) input 0: broadcasts to the output, axis 0
-          = note: required by Add 'add' (node 0) input 1: broadcasts to the output, axis 0
+            warning[dynamic-axis-specialized]: dynamic axis batch assumed to be 8: `8 ⊑ batch` holds only when 8 = batch
+             --> node 0 `add` (Add), input 1, axis 0
+              |
+              = note: batch comes from Add 'add' (node 0) input 0: broadcasts to the output, axis 0
+              = note: required by Add 'add' (node 0) input 1: broadcasts to the output, axis 0
+              = help: see: diamond explain dynamic-axis-specialized
 
-        assumptions (the results hold only if these do):
-          - dynamic axis batch assumed to be 8: `8 ⊑ batch` holds only when 8 = batch (node 0 `add` (Add), input 1, axis 0)
+            assumptions (the results hold only if these do):
+              - dynamic axis batch assumed to be 8: `8 ⊑ batch` holds only when 8 = batch (node 0 `add` (Add), input 1, axis 0)
 
-        3 values; 0 error(s), 1 warning(s)
-    "#]],
+            3 values; 0 error(s), 1 warning(s)
+        "#]],
     );
 }
 
@@ -338,6 +354,8 @@ fn a_divisibility_assumption_is_a_warning_listed_with_the_assumptions() {
 
         warning[divisibility]: the -1 of the target shape is 4*batch*seq / 8 = floor(batch*seq/2): the reshape holds only when batch*seq is divisible by 2
          --> node 0 `reshape` (Reshape), input 1
+          |
+          = help: see: diamond explain divisibility
 
         assumptions (the results hold only if these do):
           - Reshape 'reshape' (node 0): the -1 of the target shape is 4*batch*seq / 8 = floor(batch*seq/2): the reshape holds only when batch*seq is divisible by 2 (node 0 `reshape` (Reshape), input 1)
@@ -361,7 +379,7 @@ fn a_wrong_transb_is_one_error_whose_help_names_the_fix() {
           = note: 3 comes from graph input 'a' axis 1
           = note: required by Gemm 'gemm' (node 0) input 1: a Gemm operand is a matrix sharing K, axis 0
           = note: same cause, also at input 2, axis 0: error[broadcast-conflict] 4 cannot broadcast to 3: only the claim-free unit `_` broadcasts
-          = help: set transB=1 (currently 0): B [4, 3] is [N, K]
+          = help: set transB=1 (currently 0): B [4, 3] is [N, K]; see: diamond explain dim-mismatch
 
         4 values (2 initializers not listed; --json has them); 1 error(s), 0 warning(s)
     "#]].assert_eq(&String::from_utf8(out.stdout).unwrap());
@@ -375,34 +393,36 @@ fn a_stride_chain_condition_is_stated_in_plain_words() {
         "stride_chain.onnx",
         0,
         expect![[r#"
-        x      float [1, 3, H, W]
-        c1     float [1, 8, floor((H-1)/2)+1, floor((W-1)/2)+1]
-        skip   float [1, 8, floor(floor((H-1)/2)/2)+1, floor(floor((W-1)/2)/2)+1]
-        c3     float [1, 8, floor(floor(floor((H-1)/2)/2)/2)+1, floor(floor(floor((W-1)/2)/2)/2)+1]
-        p4     float [1, 8, floor((floor(floor(floor((H-1)/2)/2)/2)-1)/2)+1, floor((floor(floor(floor((W-1)/2)/2)/2)-1)/2)+1]
-        deep   float [1, 8, floor(floor((floor(floor(floor((H-1)/2)/2)/2)-1)/2)/2)+1, floor(floor((floor(floor(floor((W-1)/2)/2)/2)-1)/2)/2)+1]
-        up     float [1, 8, 8*floor(floor((floor(floor(floor((H-1)/2)/2)/2)-1)/2)/2)+8, 8*floor(floor((floor(floor(floor((W-1)/2)/2)/2)-1)/2)/2)+8]
-        fused  float [1, 8, floor(floor((H-1)/2)/2)+1, floor(floor((W-1)/2)/2)+1]
-        y      float [1, 16, floor(floor((H-1)/2)/2)+1, floor(floor((W-1)/2)/2)+1]
+            x      float [1, 3, H, W]
+            c1     float [1, 8, floor((H-1)/2)+1, floor((W-1)/2)+1]
+            skip   float [1, 8, floor(floor((H-1)/2)/2)+1, floor(floor((W-1)/2)/2)+1]
+            c3     float [1, 8, floor(floor(floor((H-1)/2)/2)/2)+1, floor(floor(floor((W-1)/2)/2)/2)+1]
+            p4     float [1, 8, floor((floor(floor(floor((H-1)/2)/2)/2)-1)/2)+1, floor((floor(floor(floor((W-1)/2)/2)/2)-1)/2)+1]
+            deep   float [1, 8, floor(floor((floor(floor(floor((H-1)/2)/2)/2)-1)/2)/2)+1, floor(floor((floor(floor(floor((W-1)/2)/2)/2)-1)/2)/2)+1]
+            up     float [1, 8, 8*floor(floor((floor(floor(floor((H-1)/2)/2)/2)-1)/2)/2)+8, 8*floor(floor((floor(floor(floor((W-1)/2)/2)/2)-1)/2)/2)+8]
+            fused  float [1, 8, floor(floor((H-1)/2)/2)+1, floor(floor((W-1)/2)/2)+1]
+            y      float [1, 16, floor(floor((H-1)/2)/2)+1, floor(floor((W-1)/2)/2)+1]
 
-        warning[dynamic-axis-specialized]: dynamic axis 8*ceil((H-8)/32) assumed to be ceil(H/4): `8*ceil((H-8)/32) ⊑ ceil(H/4)` holds only when H mod 32 is 0 or at least 29 (in particular when H is a multiple of 32)
-         --> node 6 `fuse` (Add), input 1, axis 2
-          |
-          = note: ceil(H/4) comes from Add 'fuse' (node 6) input 0: broadcasts to the output, axis 2
-          = note: required by Add 'fuse' (node 6) input 1: broadcasts to the output, axis 2
+            warning[dynamic-axis-specialized]: dynamic axis 8*ceil((H-8)/32) assumed to be ceil(H/4): `8*ceil((H-8)/32) ⊑ ceil(H/4)` holds only when H mod 32 is 0 or at least 29 (in particular when H is a multiple of 32)
+             --> node 6 `fuse` (Add), input 1, axis 2
+              |
+              = note: ceil(H/4) comes from Add 'fuse' (node 6) input 0: broadcasts to the output, axis 2
+              = note: required by Add 'fuse' (node 6) input 1: broadcasts to the output, axis 2
+              = help: see: diamond explain dynamic-axis-specialized
 
-        warning[dynamic-axis-specialized]: dynamic axis 8*ceil((W-8)/32) assumed to be ceil(W/4): `8*ceil((W-8)/32) ⊑ ceil(W/4)` holds only when W mod 32 is 0 or at least 29 (in particular when W is a multiple of 32)
-         --> node 6 `fuse` (Add), input 1, axis 3
-          |
-          = note: ceil(W/4) comes from Add 'fuse' (node 6) input 0: broadcasts to the output, axis 3
-          = note: required by Add 'fuse' (node 6) input 1: broadcasts to the output, axis 3
+            warning[dynamic-axis-specialized]: dynamic axis 8*ceil((W-8)/32) assumed to be ceil(W/4): `8*ceil((W-8)/32) ⊑ ceil(W/4)` holds only when W mod 32 is 0 or at least 29 (in particular when W is a multiple of 32)
+             --> node 6 `fuse` (Add), input 1, axis 3
+              |
+              = note: ceil(W/4) comes from Add 'fuse' (node 6) input 0: broadcasts to the output, axis 3
+              = note: required by Add 'fuse' (node 6) input 1: broadcasts to the output, axis 3
+              = help: see: diamond explain dynamic-axis-specialized
 
-        assumptions (the results hold only if these do):
-          - dynamic axis 8*ceil((H-8)/32) assumed to be ceil(H/4): `8*ceil((H-8)/32) ⊑ ceil(H/4)` holds only when H mod 32 is 0 or at least 29 (in particular when H is a multiple of 32) (node 6 `fuse` (Add), input 1, axis 2)
-          - dynamic axis 8*ceil((W-8)/32) assumed to be ceil(W/4): `8*ceil((W-8)/32) ⊑ ceil(W/4)` holds only when W mod 32 is 0 or at least 29 (in particular when W is a multiple of 32) (node 6 `fuse` (Add), input 1, axis 3)
+            assumptions (the results hold only if these do):
+              - dynamic axis 8*ceil((H-8)/32) assumed to be ceil(H/4): `8*ceil((H-8)/32) ⊑ ceil(H/4)` holds only when H mod 32 is 0 or at least 29 (in particular when H is a multiple of 32) (node 6 `fuse` (Add), input 1, axis 2)
+              - dynamic axis 8*ceil((W-8)/32) assumed to be ceil(W/4): `8*ceil((W-8)/32) ⊑ ceil(W/4)` holds only when W mod 32 is 0 or at least 29 (in particular when W is a multiple of 32) (node 6 `fuse` (Add), input 1, axis 3)
 
-        14 values (5 initializers not listed; --json has them); 0 error(s), 2 warning(s)
-    "#]],
+            14 values (5 initializers not listed; --json has them); 0 error(s), 2 warning(s)
+        "#]],
     );
     let out = check(&[&fixture("stride_chain.onnx"), "--json"]);
     assert_eq!(out.status.code(), Some(0));
@@ -410,7 +430,7 @@ fn a_stride_chain_condition_is_stated_in_plain_words() {
     let d = &doc["diagnostics"][0];
     let keys: Vec<&str> = d.as_object().unwrap().keys().map(String::as_str).collect();
     expect![[r#"
-        keys: severity, code, node, op, node_index, graph, operand, axis, message, chain, help, condition, condition_exact
+        keys: severity, code, node, op, node_index, graph, operand, axis, message, chain, help, help_uri, condition, condition_exact
         message: dynamic axis 8*ceil((H-8)/32) assumed to be ceil(H/4): `8*ceil((H-8)/32) ⊑ ceil(H/4)` holds only when H mod 32 is 0 or at least 29 (in particular when H is a multiple of 32)
         condition: H mod 32 is 0 or at least 29 (in particular when H is a multiple of 32)
         condition_exact: 8*floor(floor((floor(floor(floor((H-1)/2)/2)/2)-1)/2)/2)+8 = floor(floor((H-1)/2)/2)+1 or 8*floor(floor((floor(floor(floor((H-1)/2)/2)/2)-1)/2)/2)+8 = 1

@@ -59,9 +59,18 @@ fn rule(code: Code) -> Value {
     json!({
         "id": code.as_str(),
         "shortDescription": {"text": rules::short_description(code)},
-        "help": {"text": rules::help(code)},
+        "fullDescription": {"text": what_it_means(code)},
+        "help": {"text": rules::help(code), "markdown": diamond::check::explain(code)},
         "defaultConfiguration": {"level": level(code.severity())},
     })
+}
+
+/// The "What it means" paragraphs of `code`'s page, as one line of text.
+fn what_it_means(code: Code) -> String {
+    let page = diamond::check::explain(code);
+    let section = page.split("## What it means").nth(1).unwrap_or_default();
+    let body = section.split("\n## ").next().unwrap_or_default();
+    body.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// SARIF's name for a severity.

@@ -37,7 +37,8 @@ pub fn render(report: &CheckReport, painter: Painter, max: Option<usize>) -> Str
     out
 }
 
-/// One diagnostic: header, location, notes and help.
+/// One diagnostic: header, location, notes and help (its last words naming
+/// `diamond explain CODE`).
 pub fn diagnostic(d: &Diagnostic, painter: Painter) -> String {
     let (word, style) = match d.severity {
         Severity::Error => ("error", Style::Error),
@@ -52,11 +53,14 @@ pub fn diagnostic(d: &Diagnostic, painter: Painter) -> String {
     if let Some(at) = location::describe(d) {
         let _ = writeln!(out, "{} {at}", painter.paint(Style::Gutter, " -->"));
     }
-    if d.notes.is_empty() && d.help.is_none() {
-        return out;
-    }
     let _ = writeln!(out, "{}", painter.paint(Style::Gutter, "  |"));
-    let labelled = d.notes.iter().map(|n| ("note", notes::display(n))).chain(d.help.clone().map(|h| ("help", h)));
+    // The help line ends by naming the code's long explanation.
+    let explain = format!("see: diamond explain {}", d.code.as_str());
+    let help = match &d.help {
+        Some(h) => format!("{h}; {explain}"),
+        None => explain,
+    };
+    let labelled = d.notes.iter().map(|n| ("note", notes::display(n))).chain([("help", help)]);
     for (label, text) in labelled {
         let _ = writeln!(out, "{} {}: {text}", painter.paint(Style::Gutter, "  ="), painter.paint(Style::Bold, label));
     }
@@ -136,7 +140,12 @@ mod tests {
             diagnostic(&d, Painter::new(false)),
             "error[declared-shape-mismatch]: declared shape of 'y' disagrees\n \
              --> If_0/then_branch: node 0 `relu` (Relu), output 0\n  |\n  \
-             = note: declared [2, 4], inferred [2, 3]\n  = help: fix it\n"
+             = note: declared [2, 4], inferred [2, 3]\n  = help: fix it; see: diamond explain declared-shape-mismatch\n"
+        );
+        d.help = None;
+        assert!(
+            diagnostic(&d, Painter::new(false)).ends_with("  = help: see: diamond explain declared-shape-mismatch\n"),
+            "a diagnostic without help still names its explanation"
         );
     }
 

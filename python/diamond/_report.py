@@ -38,8 +38,9 @@ class Diagnostic:
     of ``"error"``, ``"warning"``, ``"info"``. ``node``/``op``/``node_index``
     locate it (``graph`` names the subgraph, ``None`` for the main graph),
     ``operand`` and ``axis`` say where on the node; ``chain`` is the
-    provenance — why each fact in the message holds — and ``help`` a
-    suggested fix. A warning that holds only under a condition on the
+    provenance — why each fact in the message holds — ``help`` a
+    suggested fix and ``help_uri`` the code's page (``diamond explain CODE``
+    prints it). A warning that holds only under a condition on the
     dynamic sizes states it in ``condition`` (plain words, as the message
     does) and ``condition_exact`` (the sizes as the rules built them).
     """
@@ -55,6 +56,7 @@ class Diagnostic:
     axis: Optional[int] = None
     chain: Tuple[str, ...] = ()
     help: Optional[str] = None
+    help_uri: Optional[str] = None
     condition: Optional[str] = None
     condition_exact: Optional[str] = None
 
@@ -108,6 +110,7 @@ class Report:
                 axis=d["axis"],
                 chain=tuple(d["chain"]),
                 help=d["help"],
+                help_uri=d.get("help_uri"),
                 condition=d.get("condition"),
                 condition_exact=d.get("condition_exact"),
             )

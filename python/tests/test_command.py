@@ -72,6 +72,7 @@ def as_document(report: diamond.Report) -> dict:
             "message": d.message,
             "chain": list(d.chain),
             "help": d.help,
+            "help_uri": d.help_uri,
             "condition": d.condition,
             "condition_exact": d.condition_exact,
         }

@@ -188,6 +188,8 @@ impl Serialize for OneDiagnostic<'_> {
         o.serialize_entry("message", &d.message)?;
         o.serialize_entry("chain", &d.notes)?;
         o.serialize_entry("help", &d.help)?;
+        // the code's page (`diamond explain CODE` prints the same text)
+        o.serialize_entry("help_uri", &format!("docs/diagnostics/{}.md", d.code.as_str()))?;
         let joined = |text: &dyn Fn(&Assumption) -> String| {
             (!d.assumes.is_empty()).then(|| d.assumes.iter().map(text).collect::<Vec<_>>().join(" and "))
         };
