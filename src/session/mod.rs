@@ -9,14 +9,10 @@
 //!   and outputs;
 //! - `linger.rs` — a session's own pool kept awake for a moment after each
 //!   run, so that the next call does not wait for its threads to wake;
-//! - `handoff.rs` — a run handed to that pool with the caller spinning a
-//!   moment before it sleeps, so that a short run does not wait for the
-//!   caller to wake;
 //! - `planned.rs` — one run on the reference executor with its plan made
 //!   first ([`Model::plan`], [`Model::run_planned`]), for reporting the
 //!   plan and dumping intermediate values.
 
-mod handoff;
 mod info;
 mod linger;
 mod planned;
@@ -269,7 +265,7 @@ impl Session {
         match &self.pool {
             Some(pool) if pool.current_thread_index().is_none() => {
                 let pool = Arc::clone(pool);
-                let outputs = handoff::run_on(&pool, || self.run_here(inputs));
+                let outputs = pool.install(|| self.run_here(inputs));
                 self.linger.after_run(&pool);
                 outputs
             }
