@@ -1,7 +1,7 @@
 //! Converting one model: read, check, annotate with the inferred types,
 //! write atomically — and an [`Outcome`] saying how it went.
 
-use diamond_infer::{Code, Severity};
+use crate::check::{Code, Severity};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -10,7 +10,7 @@ use std::time::Instant;
 #[derive(Clone, Debug, Default)]
 pub struct Settings {
     /// Graph-input shapes for TorchScript inputs (`--input-shape`).
-    pub shapes: Vec<diamond_importers::torch::lower::InputShape>,
+    pub shapes: Vec<crate::InputShape>,
     /// Write the model even when checking finds errors (without inferred types).
     pub allow_errors: bool,
     /// Re-export only: no inferred `value_info`.
@@ -127,7 +127,8 @@ pub fn convert(input: &Path, output: &Path, settings: &Settings) -> Outcome {
 }
 
 fn run(input: &Path, output: &Path, settings: &Settings, outcome: &mut Outcome) {
-    let model = match diamond_importers::torch::load::load_any(input, &settings.shapes) {
+    let load = crate::LoadOptions { input_shapes: settings.shapes.clone() };
+    let model = match crate::Model::open_with(input, &load) {
         Ok(model) => model,
         Err(e) => {
             outcome.status = Status::Unreadable;
@@ -135,8 +136,8 @@ fn run(input: &Path, output: &Path, settings: &Settings, outcome: &mut Outcome) 
             return;
         }
     };
-    outcome.nodes = model.main_graph().map(|g| g.nodes.len());
-    let report = diamond_infer::check_model(&model, &diamond_infer::CheckOptions::default());
+    outcome.nodes = Some(model.graph().nodes.len());
+    let report = model.infer(&crate::CheckOptions::default());
     outcome.errors = report.errors();
     outcome.warnings = report.warnings();
     let malformed = report.diagnostics.iter().filter(|d| d.code == Code::InvalidGraph).collect::<Vec<_>>();
@@ -159,11 +160,11 @@ fn run(input: &Path, output: &Path, settings: &Settings, outcome: &mut Outcome) 
     let has_errors = first_error.is_some();
     // The optimizer's passes, on a model checking found consistent.
     let (model, report) = if settings.optimize && !has_errors {
-        let options = diamond_optimize::Options { verify: true, ..diamond_optimize::Options::default() };
-        match diamond_optimize::optimize(&model, &options) {
+        let options = crate::OptimizeOptions { verify: true, ..crate::OptimizeOptions::default() };
+        match model.optimize(&options) {
             Ok(done) => {
-                outcome.nodes_written = done.model.main_graph().map(|g| g.nodes.len());
-                let report = diamond_infer::check_model(&done.model, &diamond_infer::CheckOptions::default());
+                outcome.nodes_written = Some(done.model.graph().nodes.len());
+                let report = done.model.infer(&crate::CheckOptions::default());
                 (done.model, report)
             }
             Err(e) => {
@@ -181,8 +182,7 @@ fn run(input: &Path, output: &Path, settings: &Settings, outcome: &mut Outcome) 
     let to_write = if settings.no_value_info || has_errors {
         &model
     } else {
-        let options = diamond_infer::graph::AnnotateOptions { output_dims: settings.output_dims };
-        annotated = diamond_infer::graph::annotate_with(&model, &report.inferred, options);
+        annotated = model.with_types(&report, settings.output_dims);
         outcome.typed_values = report.inferred.len();
         &annotated
     };
@@ -192,7 +192,7 @@ fn run(input: &Path, output: &Path, settings: &Settings, outcome: &mut Outcome) 
             return;
         }
     }
-    match diamond_exporters::onnx::write_model(to_write, output) {
+    match diamond_exporters::onnx::write_model(to_write.ir(), output) {
         Ok(_) => {
             outcome.status = Status::Converted;
             if has_errors {
@@ -204,7 +204,7 @@ fn run(input: &Path, output: &Path, settings: &Settings, outcome: &mut Outcome) 
 }
 
 /// `node 'fc2' (MatMul): message`, or the message alone.
-fn located(d: &diamond_infer::Diagnostic) -> String {
+fn located(d: &crate::check::Diagnostic) -> String {
     match (&d.node, &d.op) {
         (Some(node), Some(op)) => format!("at {op} '{node}': {}", d.message),
         _ => d.message.clone(),
