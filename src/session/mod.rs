@@ -50,15 +50,6 @@ impl Backend {
             Backend::Cuda => "cuda",
         }
     }
-
-    /// Whether the backend can run on this machine: the CUDA backend needs
-    /// a device, and says what is missing with [`Error::Unavailable`].
-    pub fn check_available(self) -> Result<()> {
-        match self {
-            Backend::Cuda => Err(Error::Unavailable(diamond_runtime::cuda::device::unavailable())),
-            Backend::Simd | Backend::Reference => Ok(()),
-        }
-    }
 }
 
 impl std::str::FromStr for Backend {

@@ -32,7 +32,7 @@ impl Session<'_> {
     /// A convolution whose weight is constant keeps what the kernels derive
     /// from it ([`Prepared`]) from run to run, resident like the weight.
     pub(super) fn run_contraction(&mut self, n: NodeId, op: ContractionOp, peak: &mut u64, live: u64) -> Result<u64> {
-        let (mut slot, before) = self.take_filters(n, op);
+        let (mut slot, before) = self.take_filters(n);
         let made = self.run_on_own_kernels(n, peak, live, &mut |node, inputs, take| {
             contraction::compute(op, node, inputs, take, slot.as_mut(), Epilogue::default())
         })?;
@@ -43,7 +43,7 @@ impl Session<'_> {
     /// MatMul's or Gemm's B), the slot of what its kernels derive from the
     /// weight ([`Prepared`], taken out of the session for the call) and the
     /// bytes it held; `None` otherwise.
-    pub(super) fn take_filters(&mut self, n: NodeId, _op: ContractionOp) -> (Option<Option<Prepared>>, u64) {
+    pub(super) fn take_filters(&mut self, n: NodeId) -> (Option<Option<Prepared>>, u64) {
         let weight = self.frame.graph.nodes[n].inputs.get(1).copied();
         let constant = weight.is_some_and(|w| self.initializer[idx(w)]);
         let slot = constant.then(|| self.filters.remove(&n));
@@ -124,7 +124,7 @@ impl Session<'_> {
             bufs.push(Some(data));
         }
         let post = fused_post::ProgramPost::new(&r.program, order, &r.bound, srcs, dsts, k, over, self.simd);
-        let (mut slot, before) = self.take_filters(n, op);
+        let (mut slot, before) = self.take_filters(n);
         let computed = node_inputs(&self.frame, node).and_then(|inputs| {
             let pool = &mut self.pool;
             let ep = Epilogue { post: Some(&post), ..Epilogue::default() };
@@ -206,7 +206,7 @@ impl Session<'_> {
             };
         }
         let len = r.bound.operand_lens[k];
-        let (mut slot, before) = self.take_filters(n, op);
+        let (mut slot, before) = self.take_filters(n);
         // Operand `j` of the program, `Some(None)` for none, `None` when it is not as bound.
         let operand = |j: Option<usize>| match j.map(|j| (j, self.frame.values[idx(r.operands[j])].as_ref())) {
             None => Some(None),
